@@ -1,0 +1,1 @@
+//! Drift diff and classification (SPEC section 5).

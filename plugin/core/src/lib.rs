@@ -1,0 +1,15 @@
+//! toolseal-core: the policy engine that seals an MCP server's tool surface at an approved
+//! baseline.
+//!
+//! Main design decision: the core is pure. It knows nothing of Envoy, wasmtime or the
+//! component model; time, ids and state storage come in through arguments and the
+//! [`store::StateStore`] trait, so every host (the proxy-wasm filter, the WIT component, the
+//! `toolseal` command) runs the very same decisions.
+
+pub mod canonical;
+pub mod drift;
+pub mod fingerprint;
+pub mod json;
+pub mod jsonrpc;
+pub mod schema;
+pub mod sse;

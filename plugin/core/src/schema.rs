@@ -1,0 +1,1 @@
+//! Argument validation against an approved `inputSchema`.

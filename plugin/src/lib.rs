@@ -1,0 +1,1 @@
+//! toolseal's proxy-wasm adapter for Envoy.
