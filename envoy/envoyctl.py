@@ -1,0 +1,392 @@
+"""Render, validate, start and stop the Envoy that runs toolseal.
+
+One place knows how Envoy is configured and launched, for the demo, the end-to-end tests and
+operators (``python envoy/envoyctl.py render|validate|start|stop``).
+
+Design decision: Envoy is started in its own session (``setsid``), detached from the caller,
+and is only ever stopped by the PID this module recorded: an Envoy started with a plain ``&``
+from a script dies with the script, and stopping by name would hit other Envoys on the machine.
+Every wait is bounded. Hot restart is disabled so that several Envoys can run side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+ENVOY_DIR = Path(__file__).resolve().parent
+REPO = ENVOY_DIR.parent
+TEMPLATE = ENVOY_DIR / "envoy.yaml.tmpl"
+SHIPPED_CONFIG = ENVOY_DIR / "envoy.yaml"
+# Relative to the repository root: the shipped envoy.yaml is run from there.
+DEFAULT_WASM = "target/wasm32-wasip1/wasm/toolseal_plugin.wasm"
+# Documented demo token for the shipped config: replace token_sha256 in production.
+DEMO_ADMIN_TOKEN = "toolseal-demo-admin-token"
+MIB = 1024 * 1024
+# Response limit (8 MiB) plus headroom for SSE framing and headers.
+BUFFER_LIMIT = 9 * MIB
+# The plugin refuses bodies over limits.max_request_bytes (1 MiB) with its own 413; the
+# buffer filter leaves a little headroom so that the plugin, not Envoy, decides.
+MAX_REQUEST_BYTES = MIB + 64 * 1024
+AUDIT_RE = re.compile(r"toolseal\.audit (\{.*\})\s*$")
+
+
+class EnvoyError(RuntimeError):
+    """Envoy could not be configured, started or stopped; the message says what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class McpRoute:
+    """One upstream MCP server behind Envoy: the route name is toolseal's server id."""
+
+    server_id: str
+    upstream_port: int
+    match_prefix: str = "/mcp"
+    rewrite_prefix: str | None = None
+
+    @property
+    def cluster(self) -> str:
+        """The Envoy cluster name (stats: ``cluster.<cluster>.upstream_rq_total``)."""
+        return f"upstream_{self.server_id}"
+
+
+def token_sha256(token: str) -> str:
+    """Lowercase hex SHA-256 of an admin token, as ``admin.token_sha256`` wants it."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def default_plugin_config(admin_token: str = DEMO_ADMIN_TOKEN) -> dict[str, Any]:
+    """Discovery posture, server id from the route name, admin API on."""
+    return {
+        "posture": "discovery",
+        "server_id": {"from": "route"},
+        "admin": {"prefix": "/toolseal/", "token_sha256": token_sha256(admin_token)},
+    }
+
+
+def _routes_yaml(routes: list[McpRoute]) -> str:
+    lines = []
+    for route in routes:
+        lines += [
+            f"              - name: {route.server_id}",
+            f'                match: {{ prefix: "{route.match_prefix}" }}',
+            "                route:",
+            f"                  cluster: {route.cluster}",
+            "                  # No route timeout: SSE responses and GET streams are long-lived.",
+            "                  timeout: 0s",
+        ]
+        if route.rewrite_prefix is not None:
+            lines.append(f'                  prefix_rewrite: "{route.rewrite_prefix}"')
+    return "\n".join(lines)
+
+
+def _clusters_yaml(routes: list[McpRoute]) -> str:
+    lines = []
+    for route in routes:
+        lines += [
+            f"  - name: {route.cluster}",
+            "    type: STATIC",
+            "    connect_timeout: 2s",
+            f"    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}",
+            "    load_assignment:",
+            f"      cluster_name: {route.cluster}",
+            "      endpoints:",
+            "      - lb_endpoints:",
+            "        - endpoint:",
+            "            address:",
+            f"              socket_address: {{ address: 127.0.0.1, port_value: {route.upstream_port} }}",
+        ]
+    return "\n".join(lines)
+
+
+def _strip_plugin(text: str) -> str:
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.strip() == "# BEGIN toolseal":
+            skipping = True
+        elif line.strip() == "# END toolseal":
+            skipping = False
+        elif not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def render(
+    *,
+    listen_port: int = 10000,
+    admin_port: int = 9901,
+    routes: list[McpRoute] | None = None,
+    plugin_config: dict[str, Any] | str | None = None,
+    wasm_path: str | os.PathLike[str] = DEFAULT_WASM,
+    with_plugin: bool = True,
+) -> str:
+    """The Envoy config text. ``plugin_config`` may be a raw string (to test bad configs)."""
+    routes = routes if routes is not None else [McpRoute("demo", 8000)]
+    config = plugin_config if plugin_config is not None else default_plugin_config()
+    config_text = config if isinstance(config, str) else json.dumps(config, sort_keys=True)
+    admin_prefix = "/toolseal/"
+    if isinstance(config, dict):
+        admin_prefix = config.get("admin", {}).get("prefix", admin_prefix)
+    text = string.Template(TEMPLATE.read_text()).substitute(
+        listen_port=listen_port,
+        admin_port=admin_port,
+        buffer_limit=BUFFER_LIMIT,
+        max_request_bytes=MAX_REQUEST_BYTES,
+        admin_prefix=admin_prefix,
+        routes=_routes_yaml(routes),
+        clusters=_clusters_yaml(routes),
+        wasm_path=str(wasm_path),
+        # A JSON string literal is a valid YAML double-quoted scalar.
+        plugin_config=json.dumps(config_text),
+    )
+    return text if with_plugin else _strip_plugin(text)
+
+
+def envoy_binary() -> Path:
+    """The Envoy from the project venv (``envoy/envoy-path.sh``), or ENVOY_BIN."""
+    result = subprocess.run(
+        [str(ENVOY_DIR / "envoy-path.sh")], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise EnvoyError(result.stderr.strip() or "envoy binary not found")
+    return Path(result.stdout.strip())
+
+
+def wasm_file() -> Path:
+    """The built plugin; TOOLSEAL_WASM overrides the default build output."""
+    path = Path(os.environ.get("TOOLSEAL_WASM", REPO / DEFAULT_WASM))
+    if not path.is_file():
+        raise EnvoyError(
+            f"{path} does not exist: build it with `cargo build -p toolseal-plugin "
+            "--target wasm32-wasip1 --profile wasm`"
+        )
+    return path
+
+
+def validate(config_path: Path, cwd: Path = REPO, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``envoy --mode validate``: loads the .wasm and runs the plugin's on_configure."""
+    return subprocess.run(
+        [str(envoy_binary()), "--mode", "validate", "-c", str(config_path),
+         "--disable-hot-restart", "--log-level", "info"],
+        capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False,
+    )
+
+
+def free_port() -> int:
+    """An ephemeral TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
+    """GET without proxies; returns (status, body), status 0 if nothing answered."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return 0, ""
+
+
+def wait_until(check: Any, timeout: float, what: str, interval: float = 0.02) -> float:
+    """Poll ``check()`` until true; returns seconds waited, raises EnvoyError on timeout."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if check():
+            return time.monotonic() - start
+        time.sleep(interval)
+    raise EnvoyError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@dataclasses.dataclass
+class EnvoyProcess:
+    """A running Envoy started by :func:`start`; stop it with :meth:`stop`."""
+
+    pid: int
+    admin_port: int
+    listen_port: int
+    log_path: Path
+    config_path: Path
+    startup_seconds: float
+    popen: subprocess.Popen | None = None
+
+    @property
+    def admin_url(self) -> str:
+        """Envoy's own admin interface (stats, ready), not toolseal's."""
+        return f"http://127.0.0.1:{self.admin_port}"
+
+    @property
+    def url(self) -> str:
+        """The MCP listener."""
+        return f"http://127.0.0.1:{self.listen_port}"
+
+    def stats(self) -> dict[str, int]:
+        """Counter and gauge values from ``/stats`` (text form)."""
+        status, body = http_get(f"{self.admin_url}/stats")
+        if status != 200:
+            raise EnvoyError(f"Envoy admin /stats answered {status}")
+        values = {}
+        for line in body.splitlines():
+            name, _, value = line.partition(": ")
+            if value.strip().lstrip("-").isdigit():
+                values[name] = int(value)
+        return values
+
+    def log_text(self) -> str:
+        """Everything Envoy logged so far."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """toolseal audit events from the Envoy log, oldest first."""
+        events = []
+        for line in self.log_text().splitlines():
+            match = AUDIT_RE.search(line)
+            if match:
+                events.append(json.loads(match.group(1)))
+        return events
+
+    def stop(self, timeout: float = 10) -> None:
+        """SIGTERM by PID, then SIGKILL if it did not exit in time."""
+        stop_pid(self.pid, timeout, self.popen)
+
+
+def stop_pid(pid: int, timeout: float = 10, popen: subprocess.Popen | None = None) -> None:
+    """Stop one process (and its process group, which it leads) by PID, bounded."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if popen is not None:
+                if popen.poll() is not None:
+                    return
+            elif not _alive(pid):
+                return
+            time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) counts as gone
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
+def start(
+    config_text: str,
+    workdir: Path,
+    *,
+    admin_port: int,
+    listen_port: int,
+    concurrency: int = 2,
+    ready_timeout: float = 30,
+) -> EnvoyProcess:
+    """Write the config, start Envoy detached, wait for admin ``/ready``; bounded."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "envoy.yaml"
+    config_path.write_text(config_text)
+    log_path = workdir / "envoy.log"
+    command = [
+        str(envoy_binary()), "-c", str(config_path), "--concurrency", str(concurrency),
+        "--disable-hot-restart", "--log-path", str(log_path),
+        "--log-level", "warning", "--component-log-level", "wasm:info",
+    ]
+    began = time.monotonic()
+    popen = subprocess.Popen(
+        command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=(workdir / "envoy.stderr").open("wb"), start_new_session=True,
+    )
+    (workdir / "envoy.pid").write_text(f"{popen.pid}\n")
+    process = EnvoyProcess(popen.pid, admin_port, listen_port, log_path, config_path, 0.0, popen)
+
+    def ready() -> bool:
+        if popen.poll() is not None:
+            raise EnvoyError(f"Envoy exited with {popen.returncode}; see {log_path}")
+        return http_get(f"http://127.0.0.1:{admin_port}/ready", timeout=0.5)[0] == 200
+
+    try:
+        wait_until(ready, ready_timeout, f"Envoy /ready on port {admin_port}")
+    except EnvoyError:
+        process.stop()
+        raise
+    process.startup_seconds = time.monotonic() - began
+    return process
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Render, validate, start, stop toolseal's Envoy.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rend = sub.add_parser("render", help="print the config (defaults = envoy/envoy.yaml)")
+    start_p = sub.add_parser("start", help="start envoy/envoy.yaml detached, wait until ready")
+    for p in (rend, start_p):
+        p.add_argument("--listen-port", type=int, default=10000)
+        p.add_argument("--admin-port", type=int, default=9901)
+        p.add_argument("--upstream-port", type=int, default=8000)
+        p.add_argument("--server-id", default="demo")
+        p.add_argument("--no-plugin", action="store_true", help="Envoy without toolseal")
+    start_p.add_argument("--workdir", type=Path, default=REPO / "target" / "envoy-run")
+    val = sub.add_parser("validate", help="envoy --mode validate (default: envoy/envoy.yaml)")
+    val.add_argument("config", type=Path, nargs="?", default=SHIPPED_CONFIG)
+    stop = sub.add_parser("stop", help="stop the Envoy whose PID file is in --workdir")
+    stop.add_argument("--workdir", type=Path, default=REPO / "target" / "envoy-run")
+    args = parser.parse_args(argv)
+    try:
+        return _run_cli(args)
+    except EnvoyError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+def _run_cli(args: argparse.Namespace) -> int:
+    if args.command == "validate":
+        result = validate(args.config.resolve())
+        sys.stdout.write(result.stdout[-4000:] + result.stderr[-4000:])
+        return result.returncode
+    if args.command == "stop":
+        pid_file = args.workdir / "envoy.pid"
+        if not pid_file.is_file():
+            raise EnvoyError(f"no PID file {pid_file}: nothing started there")
+        stop_pid(int(pid_file.read_text().strip()))
+        pid_file.unlink()
+        print("stopped")
+        return 0
+    text = render(
+        listen_port=args.listen_port, admin_port=args.admin_port,
+        routes=[McpRoute(args.server_id, args.upstream_port)], with_plugin=not args.no_plugin,
+    )
+    if args.command == "render":
+        sys.stdout.write(text)
+        return 0
+    if not args.no_plugin:
+        wasm_file()
+    envoy = start(text, args.workdir, admin_port=args.admin_port, listen_port=args.listen_port)
+    print(f"envoy pid {envoy.pid} ready in {envoy.startup_seconds:.3f}s; log {envoy.log_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_cli(sys.argv[1:]))
