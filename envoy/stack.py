@@ -1,0 +1,286 @@
+"""The stack under test: upstream MCP servers, Envoy with toolseal, an admin client, an MCP client.
+
+Shared by the end-to-end tests (envoy/tests) and the demo (envoy/demo.py), so both drive the
+same real processes the same way.
+
+Design decision: every process is started in its own session and stopped by the PID recorded
+at start (never by name); every wait is bounded; ports are ephemeral ports on 127.0.0.1. The
+MCP client is the official Python SDK's (``streamablehttp_client`` + ``ClientSession``), so the
+gateway is exercised by the same code a real agent host runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+import httpx
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
+
+import envoyctl
+from envoyctl import EnvoyError, EnvoyProcess, McpRoute, free_port, stop_pid, wait_until
+
+ENVOY_DIR = Path(__file__).resolve().parent
+RUGPULL_SERVER = ENVOY_DIR / "testserver" / "rugpull_server.py"
+NODE_DIR = ENVOY_DIR / "testserver" / "node"
+EVERYTHING_RELEASES = ("2025.11.25", "2026.1.26")
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Upstream:
+    """One upstream MCP server process: the rug-pull test server or a server-everything release.
+
+    ``restart`` is a new deploy on the same port (MCP sessions are lost, as in production);
+    ``set_revision`` switches the rug-pull server's tools in place (sessions survive).
+    """
+
+    def __init__(self, workdir: Path, *, rev: int = 1, mode: str = "sse",
+                 everything: str | None = None, port: int | None = None) -> None:
+        self.workdir = workdir
+        self.rev = rev
+        self.mode = mode
+        self.everything = everything
+        self.port = port or free_port()
+        self.log_path = workdir / f"upstream-{self.port}.jsonl"
+        self.pid: int | None = None
+        self._popen: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        """Direct URL of the server (bypasses Envoy: for control routes only)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def _command(self) -> tuple[list[str], dict[str, str]]:
+        env = dict(os.environ)
+        if self.everything is None:
+            return [sys.executable, str(RUGPULL_SERVER), "--port", str(self.port),
+                    "--rev", str(self.rev), "--log", str(self.log_path), "--mode", self.mode], env
+        entry = NODE_DIR / "node_modules" / f"everything-{self.everything}" / "dist" / "index.js"
+        if not entry.is_file():
+            raise EnvoyError(f"{entry} missing: run scripts/setup-node.sh")
+        env["PORT"] = str(self.port)
+        return ["node", "--require", str(NODE_DIR / "bind-loopback.cjs"), str(entry),
+                "streamableHttp"], env
+
+    def start(self, timeout: float = 30) -> None:
+        """Start detached and wait until the port accepts connections."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        command, env = self._command()
+        stderr = (self.workdir / f"upstream-{self.port}.stderr").open("ab")
+        self._popen = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                       stdout=stderr, stderr=stderr, start_new_session=True)
+        self.pid = self._popen.pid
+
+        def ready() -> bool:
+            if self._popen is not None and self._popen.poll() is not None:
+                raise EnvoyError(f"upstream exited with {self._popen.returncode}: {command}")
+            return _port_open(self.port)
+
+        wait_until(ready, timeout, f"upstream MCP server on port {self.port}")
+
+    def stop(self) -> None:
+        """Stop by PID (bounded)."""
+        if self.pid is not None:
+            stop_pid(self.pid, 10, self._popen)
+            self.pid = None
+
+    def restart(self, rev: int | None = None) -> None:
+        """A new deploy: stop, then start the given revision on the same port."""
+        self.stop()
+        wait_until(lambda: not _port_open(self.port), 10, f"port {self.port} to close")
+        if rev is not None:
+            self.rev = rev
+        self.start()
+
+    def set_revision(self, rev: int, notify: bool = False) -> dict[str, Any]:
+        """Switch tools in place (rug-pull server only); optionally announce list_changed."""
+        response = httpx.post(f"{self.base_url}/control/revision",
+                              json={"rev": rev, "notify": notify}, timeout=5)
+        response.raise_for_status()
+        self.rev = rev
+        return response.json()
+
+    def announce_list_changed(self) -> int:
+        """Send notifications/tools/list_changed to every session; returns how many."""
+        response = httpx.post(f"{self.base_url}/control/list-changed", timeout=5)
+        response.raise_for_status()
+        return int(response.json()["notified"])
+
+    def events(self, event: str | None = None) -> list[dict[str, Any]]:
+        """The request log (rug-pull server only), optionally one kind of event."""
+        if not self.log_path.exists():
+            return []
+        lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        entries = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in entries if event is None or e.get("event") == event]
+
+    def calls(self) -> list[dict[str, Any]]:
+        """Every tools/call the server received: ``{"tool", "arguments", "rev", ...}``."""
+        return self.events("tools/call")
+
+
+class Admin:
+    """toolseal's admin API on the Envoy listener (``/toolseal/`` by default)."""
+
+    def __init__(self, base_url: str, token: str | None, prefix: str = "/toolseal/") -> None:
+        self.base = base_url.rstrip("/") + prefix
+        self.token = token
+
+    def _headers(self, token: str | None) -> dict[str, str]:
+        token = self.token if token is None else token
+        return {"authorization": f"Bearer {token}"} if token else {}
+
+    def get(self, path: str, token: str | None = None) -> httpx.Response:
+        """GET ``{prefix}{path}``."""
+        return httpx.get(self.base + path, headers=self._headers(token), timeout=5)
+
+    def post(self, path: str, body: Any = None, token: str | None = None) -> httpx.Response:
+        """POST ``{prefix}{path}`` with a JSON body."""
+        return httpx.post(self.base + path, json=body if body is not None else {},
+                          headers=self._headers(token), timeout=5)
+
+    def server(self, server_id: str) -> dict[str, Any]:
+        """``GET servers/{id}`` as JSON (raises unless 200)."""
+        response = self.get(f"servers/{server_id}")
+        if response.status_code != 200:
+            raise EnvoyError(f"GET servers/{server_id}: {response.status_code} {response.text}")
+        return response.json()
+
+    def approve(self, server_id: str, fingerprint: str) -> httpx.Response:
+        """``POST servers/{id}/approve``."""
+        return self.post(f"servers/{server_id}/approve", {"fingerprint": fingerprint})
+
+    def quarantine(self, server_id: str, reason: str) -> httpx.Response:
+        """``POST servers/{id}/quarantine``."""
+        return self.post(f"servers/{server_id}/quarantine", {"reason": reason})
+
+    def release(self, server_id: str) -> httpx.Response:
+        """``POST servers/{id}/release``."""
+        return self.post(f"servers/{server_id}/release")
+
+
+def status_of(view: dict[str, Any]) -> str:
+    """The schema_status in an admin server view."""
+    return view["schema_status"]
+
+
+def baseline_of(view: dict[str, Any]) -> str | None:
+    """The approved (baseline) fingerprint in an admin server view."""
+    return view["baseline_fingerprint"]
+
+
+def candidate_of(view: dict[str, Any]) -> str | None:
+    """The live (candidate) fingerprint in an admin server view: what an admin approves."""
+    return view["live_fingerprint"]
+
+
+@dataclasses.dataclass
+class Stack:
+    """An upstream behind an Envoy running toolseal (or plain Envoy, ``with_plugin=False``)."""
+
+    upstream: Upstream
+    envoy: EnvoyProcess
+    admin: Admin
+    route: McpRoute
+
+    @property
+    def mcp_url(self) -> str:
+        """The MCP endpoint through Envoy."""
+        return f"{self.envoy.url}{self.route.match_prefix}"
+
+    def upstream_requests(self) -> int:
+        """Envoy's count of requests sent to the upstream cluster."""
+        return self.envoy.stats().get(f"cluster.{self.route.cluster}.upstream_rq_total", 0)
+
+    def toolseal_counters(self) -> dict[str, int]:
+        """toolseal's own counters (``wasmcustom.toolseal_*``), by short name."""
+        prefix = "wasmcustom.toolseal_"
+        return {k[len(prefix):]: v for k, v in self.envoy.stats().items() if k.startswith(prefix)}
+
+    def stop(self) -> None:
+        """Stop Envoy and the upstream, by PID."""
+        try:
+            self.envoy.stop()
+        finally:
+            self.upstream.stop()
+
+
+def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: str = "sse",
+                everything: str | None = None, plugin_config: dict[str, Any] | None = None,
+                admin_token: str = envoyctl.DEMO_ADMIN_TOKEN, with_plugin: bool = True) -> Stack:
+    """Start an upstream and an Envoy in front of it; on failure stop whatever started."""
+    upstream = Upstream(workdir, rev=rev, mode=mode, everything=everything)
+    upstream.start()
+    try:
+        route = McpRoute(server_id, upstream.port)
+        listen_port, admin_port = free_port(), free_port()
+        config = plugin_config or envoyctl.default_plugin_config(admin_token)
+        text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=[route],
+                               plugin_config=config, with_plugin=with_plugin,
+                               wasm_path=envoyctl.wasm_file() if with_plugin else "unused")
+        envoy = envoyctl.start(text, workdir / f"envoy-{listen_port}",
+                               admin_port=admin_port, listen_port=listen_port)
+    except BaseException:
+        upstream.stop()
+        raise
+    prefix = config.get("admin", {}).get("prefix", "/toolseal/")
+    return Stack(upstream, envoy, Admin(envoy.url, admin_token, prefix), route)
+
+
+@dataclasses.dataclass
+class McpClient:
+    """An initialized SDK session plus what the test needs to see around it."""
+
+    session: ClientSession
+    session_id: Callable[[], str | None]
+    notifications: list[Any]
+
+    async def list_tools(self) -> types.ListToolsResult:
+        """tools/list through the gateway."""
+        return await self.session.list_tools()
+
+    async def tool_names(self) -> list[str]:
+        """Names of the tools the gateway served, in order."""
+        return [tool.name for tool in (await self.list_tools()).tools]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """tools/call through the gateway."""
+        return await self.session.call_tool(name, arguments)
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[McpClient]:
+    """Connect the official SDK client through Envoy and run the initialize handshake."""
+    notifications: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            notifications.append(message.root)
+
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=300)) as http,
+        streamable_http_client(url, http_client=http) as (read, write, get_session_id),
+    ):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            yield McpClient(session, get_session_id, notifications)
+
+
+def denial(result: types.CallToolResult) -> dict[str, Any] | None:
+    """The structured denial of a refused call (SPEC section 4), or None if it was not one."""
+    if not result.isError or not isinstance(result.structuredContent, dict):
+        return None
+    return result.structuredContent if "error_code" in result.structuredContent else None

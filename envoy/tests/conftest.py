@@ -1,0 +1,58 @@
+"""Fixtures for the end-to-end tests: real upstream MCP servers, a real Envoy, real clients.
+
+Everything a test starts is stopped by PID in teardown, even when the test fails. Tests that
+need the plugin skip when the .wasm is not built, unless TOOLSEAL_REQUIRE_PLUGIN=1 (CI), where
+a missing .wasm is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import envoyctl  # noqa: E402
+from stack import Stack, start_stack  # noqa: E402
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The SDK client runs on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def wasm() -> Path:
+    """The built plugin, or skip (fail under TOOLSEAL_REQUIRE_PLUGIN=1)."""
+    try:
+        return envoyctl.wasm_file()
+    except envoyctl.EnvoyError as err:
+        if os.environ.get("TOOLSEAL_REQUIRE_PLUGIN") == "1":
+            pytest.fail(str(err))
+        pytest.skip(str(err))
+
+
+@pytest.fixture
+def stacks(tmp_path: Path) -> Iterator[Callable[..., Stack]]:
+    """Factory: ``stacks(**start_stack kwargs)`` starts an upstream + Envoy; all stopped after."""
+    started: list[Stack] = []
+
+    def make(**kwargs: Any) -> Stack:
+        stack = start_stack(tmp_path / f"stack{len(started)}", **kwargs)
+        started.append(stack)
+        return stack
+
+    yield make
+    for stack in reversed(started):
+        stack.stop()
+
+
+@pytest.fixture
+def stack(wasm: Path, stacks: Callable[..., Stack]) -> Stack:
+    """The rug-pull server at rev 1 (SSE responses) behind Envoy with toolseal, discovery."""
+    return stacks()
