@@ -11,5 +11,6 @@ pub mod drift;
 pub mod fingerprint;
 pub mod json;
 pub mod jsonrpc;
+pub mod policy;
 pub mod schema;
 pub mod sse;
