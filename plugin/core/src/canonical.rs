@@ -103,7 +103,8 @@ pub fn write_string<S: CanonicalSink>(s: &str, sink: &mut S) {
     sink.put(b"\"");
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    while let Some(at) = next_escape(bytes, start) {
+        let Some(&b) = bytes.get(at) else { break };
         let escape: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -112,7 +113,7 @@ pub fn write_string<S: CanonicalSink>(s: &str, sink: &mut S) {
             b'\n' => b"\\n",
             b'\r' => b"\\r",
             b'\t' => b"\\t",
-            0x00..=0x1f => &[
+            _ => &[
                 b'\\',
                 b'u',
                 b'0',
@@ -120,14 +121,46 @@ pub fn write_string<S: CanonicalSink>(s: &str, sink: &mut S) {
                 hex_digit(b >> 4),
                 hex_digit(b & 0xf),
             ],
-            _ => continue,
         };
-        sink.put(bytes.get(start..i).unwrap_or_default());
+        sink.put(bytes.get(start..at).unwrap_or_default());
         sink.put(escape);
-        start = i + 1;
+        start = at + 1;
     }
     sink.put(bytes.get(start..).unwrap_or_default());
     sink.put(b"\"");
+}
+
+/// Index of the first byte at or after `from` that JCS escapes (`"`, `\`, or a control
+/// character below U+0020). Scans eight bytes at a time: strings (descriptions) are most of
+/// a tool list's bytes.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let needs_escape = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
+    let rest = bytes.get(from..)?;
+    let mut words = rest.chunks_exact(8);
+    let mut offset = from;
+    for chunk in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        // A byte below 0x20, or equal to '"' or '\\': the classic "has zero byte" test
+        // applied to w, w ^ '"'*ONES and w ^ '\\'*ONES (exact for "is there any").
+        let has_less = w.wrapping_sub(ONES * 0x20) & !w;
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let slash = w ^ (ONES * u64::from(b'\\'));
+        let has_quote = quote.wrapping_sub(ONES) & !quote;
+        let has_slash = slash.wrapping_sub(ONES) & !slash;
+        if (has_less | has_quote | has_slash) & HIGHS != 0 {
+            return chunk.iter().position(needs_escape).map(|p| offset + p);
+        }
+        offset += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(needs_escape)
+        .map(|p| offset + p)
 }
 
 /// The lowercase hex digit of the low four bits of `nibble`.

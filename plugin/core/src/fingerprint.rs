@@ -398,50 +398,39 @@ pub fn to_hex(bytes: &[u8]) -> String {
     out
 }
 
-/// A SHA-256 sink that gathers the writer's many small pieces into blocks before hashing.
+/// A SHA-256 sink that gathers the writer's many small pieces (`"`, `:`, `,`...) in a
+/// buffer and hashes it in large chunks: measured faster in wasm than feeding the hasher
+/// piece by piece.
 struct BufferedHasher {
     hasher: Sha256,
-    buf: [u8; 512],
-    len: usize,
+    buf: Vec<u8>,
 }
+
+/// Buffered bytes that trigger hashing.
+const HASH_CHUNK: usize = 8 * 1024;
 
 impl Default for BufferedHasher {
     fn default() -> Self {
         BufferedHasher {
             hasher: Sha256::new(),
-            buf: [0; 512],
-            len: 0,
+            buf: Vec::with_capacity(HASH_CHUNK + 256),
         }
     }
 }
 
 impl BufferedHasher {
-    fn flush(&mut self) {
-        self.hasher
-            .update(self.buf.get(..self.len).unwrap_or_default());
-        self.len = 0;
-    }
-
     fn finish(mut self) -> [u8; 32] {
-        self.flush();
+        self.hasher.update(&self.buf);
         self.hasher.finalize().into()
     }
 }
 
 impl CanonicalSink for BufferedHasher {
     fn put(&mut self, bytes: &[u8]) {
-        if let Some(slot) = self.buf.get_mut(self.len..self.len + bytes.len()) {
-            slot.copy_from_slice(bytes);
-            self.len += bytes.len();
-        } else {
-            self.flush();
-            match self.buf.get_mut(..bytes.len()) {
-                Some(slot) => {
-                    slot.copy_from_slice(bytes);
-                    self.len = bytes.len();
-                }
-                None => self.hasher.update(bytes),
-            }
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= HASH_CHUNK {
+            self.hasher.update(&self.buf);
+            self.buf.clear();
         }
     }
 }

@@ -411,3 +411,30 @@ fn writer_survives_values_nested_far_beyond_any_parser() {
     // Dropping a value this deep recurses in serde_json; leak it instead.
     std::mem::forget(value);
 }
+
+#[test]
+fn string_escaping_matches_serde_json_on_random_text() {
+    // serde_json's string escaping happens to be JCS's (short escapes, lowercase \u00xx,
+    // everything else raw), which makes it an oracle for the word-at-a-time scanner.
+    let alphabet = [
+        'a', 'Z', ' ', '"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', 'é', '€', '😀', '\u{2028}',
+        '/',
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..400 {
+        let mut s = String::new();
+        for _ in 0..len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            s.push(alphabet[(state % alphabet.len() as u64) as usize]);
+        }
+        let mut out = Vec::new();
+        canonical::write_string(&s, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            serde_json::to_string(&s).unwrap(),
+            "{s:?}"
+        );
+    }
+}

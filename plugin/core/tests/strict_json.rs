@@ -119,7 +119,10 @@ fn lone_surrogate_escapes_are_refused() {
     let msg = syntax_message(br#"{"a":"\ud800"}"#);
     assert_eq!(msg, "unexpected end of hex escape at line 1 column 13");
     let msg = syntax_message(br#""\ud800\u0041""#);
-    assert!(msg.starts_with("lone leading surrogate in hex escape"), "{msg}");
+    assert!(
+        msg.starts_with("lone leading surrogate in hex escape"),
+        "{msg}"
+    );
     syntax_message(br#""\udc00""#);
     syntax_message(br#""\ud800x""#);
     syntax_message(br#"{"\ud800":1}"#);

@@ -434,6 +434,16 @@ def build_cases():
 
     case("unicode-names", "tool names sorted by UTF-16 code units in the fingerprint",
          [{"name": "\ue000"}, {"name": "😀"}, {"name": "a"}, {"name": "Z"}, {"name": "é"}])
+    case("docs-worked-example", "the worked example of docs/fingerprint.md: title is not a "
+         "default field; type/enum/required are sets; 1.0 prints as 1", [
+             {"name": "get_time", "description": "Get the time", "title": "Clock",
+              "inputSchema": {"type": "object",
+                              "properties": {"tz": {"type": ["string", "null"], "default": "UTC"},
+                                             "precision": {"enum": ["s", "ms"], "minimum": 1.0}},
+                              "required": ["tz", "precision"]}},
+             {"name": "echo", "description": "Echoes back",
+              "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
+                              "required": ["message"]}}])
     return cases
 
 
