@@ -97,12 +97,14 @@ class Upstream:
             stop_pid(self.pid, 10, self._popen)
             self.pid = None
 
-    def restart(self, rev: int | None = None) -> None:
-        """A new deploy: stop, then start the given revision on the same port."""
+    def restart(self, rev: int | None = None, everything: str | None = None) -> None:
+        """A new deploy on the same port: another revision, or another server-everything release."""
         self.stop()
         wait_until(lambda: not _port_open(self.port), 10, f"port {self.port} to close")
         if rev is not None:
             self.rev = rev
+        if everything is not None:
+            self.everything = everything
         self.start()
 
     def set_revision(self, rev: int, notify: bool = False) -> dict[str, Any]:

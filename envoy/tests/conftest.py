@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testserver"))
 
 import envoyctl  # noqa: E402
 from stack import Stack, start_stack  # noqa: E402

@@ -70,3 +70,17 @@ async def test_everything_releases_differ(stacks: Callable[..., Stack]) -> None:
     new = await _everything_tools(stacks(with_plugin=False, everything="2026.1.26"))
     assert old and new
     assert old != new
+
+
+async def test_served_surface_is_the_declared_one(stacks: Callable[..., Stack]) -> None:
+    """The fingerprinted fields on the wire equal rugpull_server.tool_surface (the reference)."""
+    from rugpull_server import tool_surface
+
+    stack = stacks(with_plugin=False)
+    for rev in (1, 2, 3):
+        stack.upstream.set_revision(rev)
+        async with mcp_client(stack.mcp_url) as client:
+            served = [t.model_dump(mode="json", exclude_none=True) for t in (await client.list_tools()).tools]
+        views = [{k: t[k] for k in ("name", "description", "inputSchema") if k in t} for t in served]
+        declared = [{k: t[k] for k in ("name", "description", "inputSchema")} for t in tool_surface(rev)]
+        assert views == declared

@@ -1,0 +1,29 @@
+"""The test-side fingerprint reference agrees with the SPEC's known-answer vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fingerprint_ref import server_fingerprint, tool_digest
+
+# CI lays shared/ beside the clone; a developer's tree has it at /work/shared.
+CANDIDATES = [Path(__file__).resolve().parents[3] / "shared" / "vectors" / "fingerprint.json"]
+SUPPORTED = {"basic", "description-changed", "no-description"}
+
+
+def _vectors() -> list[dict]:
+    for path in CANDIDATES:
+        if path.is_file():
+            return json.loads(path.read_text())["cases"]
+    pytest.skip("SPEC vectors (shared/vectors/fingerprint.json) not beside the repository")
+
+
+def test_reference_matches_spec_vectors() -> None:
+    cases = [c for c in _vectors() if c["name"] in SUPPORTED]
+    assert sorted(c["name"] for c in cases) == sorted(SUPPORTED)
+    for case in cases:
+        assert {t["name"]: tool_digest(t) for t in case["tools"]} == case["digests"], case["name"]
+        assert server_fingerprint(case["tools"]) == case["fingerprint"], case["name"]

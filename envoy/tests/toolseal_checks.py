@@ -1,0 +1,56 @@
+"""Exact checks of what toolseal shows a client, an operator and the Envoy log."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mcp import types
+
+from stack import Stack, denial
+
+STATUS_META_KEY = "io.toolseal/status"
+
+
+def assert_denied(result: types.CallToolResult, error_code: str, *, tool: str,
+                  schema_status: str, required_action: str, server: str = "demo") -> dict[str, Any]:
+    """A tools/call refused by the gateway, as SPEC section 4 shapes it."""
+    assert result.isError is True, result
+    refusal = denial(result)
+    assert refusal is not None, result
+    expected = {
+        "error_code": error_code, "server": server, "tool": tool,
+        "schema_status": schema_status, "required_action": required_action,
+        "side_effect_started": False,
+    }
+    assert {k: refusal.get(k) for k in expected} == expected, refusal
+    assert result.content[0].type == "text" and tool in result.content[0].text, result.content
+    return refusal
+
+
+def list_status_meta(listed: types.ListToolsResult) -> dict[str, Any]:
+    """The namespaced `_meta` entry that explains a filtered tools/list."""
+    meta = listed.meta or {}
+    assert STATUS_META_KEY in meta, meta
+    return meta[STATUS_META_KEY]
+
+
+def counter(stack: Stack, name: str) -> int:
+    """A toolseal counter (``wasmcustom.toolseal_<name>``), case-insensitive; must exist."""
+    counters = {k.lower(): v for k, v in stack.toolseal_counters().items()}
+    assert name.lower() in counters, f"no counter {name}; have {sorted(counters)}"
+    return counters[name.lower()]
+
+
+def wait_for_audit(stack: Stack, event: str, timeout: float = 5) -> dict[str, Any]:
+    """The first audit event of that name in the Envoy log, waiting for the log to flush."""
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        events = stack.envoy.audit_events()
+        found = [e for e in events if e.get("event") == event]
+        if found:
+            return found[0]
+        seen = [e.get("event", "?") for e in events]
+        time.sleep(0.05)
+    raise AssertionError(f"no {event} audit event in the Envoy log; saw {seen}")
