@@ -293,6 +293,16 @@ pub fn canonical_tool_view(
     Ok(out)
 }
 
+/// The normalized tool view as a value (the canonical bytes read back): what the digest
+/// covers, with sets sorted and deduplicated, so that a field-by-field comparison (drift
+/// diff) sees the same changes as the fingerprint. `None` if the tool is not an object with
+/// a string `name`, or nests deeper than the strict parser reads
+/// ([`crate::json::PARSER_DEPTH_CEILING`]; never for a tool that came through it).
+pub fn normalized_tool_view(tool: &Value, fields: &FingerprintFields) -> Option<Value> {
+    let bytes = canonical_tool_view(tool, fields).ok()?;
+    crate::json::parse_strict(&bytes, crate::json::PARSER_DEPTH_CEILING).ok()
+}
+
 /// Lowercase hex SHA-256 of [`canonical_tool_view`] (the tool digest), computed without
 /// building the canonical text. Errors use index 0.
 pub fn tool_digest(tool: &Value, fields: &FingerprintFields) -> Result<String, ToolSetError> {
@@ -317,6 +327,20 @@ pub struct ToolDigests {
 }
 
 impl ToolDigests {
+    /// Builds the set from `(name, digest)` pairs in any order, e.g. gathered page by page
+    /// (`nextCursor`): sorts them and refuses a name seen twice (also across pages).
+    pub fn from_entries(mut entries: Vec<(String, String)>) -> Result<Self, ToolSetError> {
+        entries.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
+        let repeated = entries.windows(2).find_map(|w| match w {
+            [a, b] if a.0 == b.0 => Some(a.0.clone()),
+            _ => None,
+        });
+        match repeated {
+            Some(name) => Err(ToolSetError::DuplicateName(name)),
+            None => Ok(ToolDigests { entries }),
+        }
+    }
+
     /// The server fingerprint: `sha256:` + hex SHA-256 of the JCS array of `[name, digest]`.
     pub fn fingerprint(&self) -> String {
         server_fingerprint(
@@ -357,15 +381,7 @@ pub fn digest_tools(
         let name = tool_name(tool, index)?;
         entries.push((name.to_owned(), indexed_tool_digest(tool, fields, index)?));
     }
-    entries.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
-    if let Some(pair) = entries
-        .windows(2)
-        .find(|w| matches!(w, [a, b] if a.0 == b.0))
-    {
-        let name = pair.first().map(|(n, _)| n.clone()).unwrap_or_default();
-        return Err(ToolSetError::DuplicateName(name));
-    }
-    Ok(ToolDigests { entries })
+    ToolDigests::from_entries(entries)
 }
 
 /// The server fingerprint of `(name, digest)` pairs in any order (sorted here by UTF-16
@@ -386,6 +402,11 @@ pub fn server_fingerprint<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)
     }
     hasher.put(b"]");
     format!("sha256:{}", to_hex(&hasher.finish()))
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    to_hex(&Sha256::digest(bytes))
 }
 
 /// Lowercase hex of `bytes`.

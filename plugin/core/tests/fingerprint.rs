@@ -18,8 +18,8 @@ use toolseal_core::canonical::{
     self, CanonicalSink, Plain, cmp_utf16, to_canonical_string, write_canonical,
 };
 use toolseal_core::fingerprint::{
-    FingerprintField, FingerprintFields, ToolSetError, canonical_tool_view, digest_tools,
-    server_fingerprint, to_hex, tool_digest,
+    FingerprintField, FingerprintFields, ToolDigests, ToolSetError, canonical_tool_view,
+    digest_tools, normalized_tool_view, server_fingerprint, sha256_hex, to_hex, tool_digest,
 };
 use toolseal_core::json::parse_strict;
 
@@ -298,6 +298,13 @@ fn paginated_transcript_accumulates_page_by_page() -> TestResult {
     assert_eq!(pairs.len(), 4);
     let accumulated = server_fingerprint(pairs.iter().map(|(n, d)| (n.as_str(), d.as_str())));
     assert_eq!(accumulated, whole.fingerprint());
+    let merged = ToolDigests::from_entries(pairs.clone())?;
+    assert_eq!(merged, whole);
+    pairs.push(pairs[0].clone());
+    assert_eq!(
+        ToolDigests::from_entries(pairs.clone()),
+        Err(ToolSetError::DuplicateName(pairs[0].0.clone()))
+    );
     let expected = load("transcripts.expected.json")?;
     assert_eq!(
         accumulated,
@@ -437,4 +444,37 @@ fn string_escaping_matches_serde_json_on_random_text() {
             "{s:?}"
         );
     }
+}
+
+#[test]
+fn normalized_view_reads_back_the_canonical_bytes() -> TestResult {
+    let vectors = load("extra_vectors.json")?;
+    let fields = FingerprintFields::default();
+    let by_name = |name: &str| {
+        vectors["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+    };
+    let nested = &by_name("nested")["tools"][0];
+    let flipped = &by_name("nested-flipped")["tools"][0];
+    let view = normalized_tool_view(flipped, &fields).unwrap();
+    assert_eq!(view, normalized_tool_view(nested, &fields).unwrap());
+    assert_eq!(view["inputSchema"]["required"], json!(["list", "tuple"]));
+    assert_eq!(
+        view["inputSchema"]["properties"]["data"]["default"],
+        json!(["b", "a"])
+    );
+    assert_eq!(
+        to_canonical_string(&view),
+        by_name("nested")["canonical"][0].as_str().unwrap()
+    );
+    assert_eq!(normalized_tool_view(&json!({"title": "x"}), &fields), None);
+    assert_eq!(
+        sha256_hex(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    Ok(())
 }
