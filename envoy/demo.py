@@ -1,0 +1,251 @@
+"""toolseal in Envoy, step by step: a real MCP server rug-pulls its tools and the gateway holds.
+
+Starts the rug-pull test server (official MCP Python SDK) at its honest revision and a real
+Envoy running the toolseal .wasm in front of it, then plays an agent (the SDK's client) and an
+operator (the admin API) through a rug pull, a quarantine, a fixed release and its approval,
+printing what happens in plain words. Every step checks what it claims; the demo exits 1 if
+any step does not behave as expected, and stops every process it started, by PID, even on error.
+
+Run: ``envoy/demo.sh`` (after scripts/setup-python.sh and the .wasm build).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "testserver"))
+
+import envoyctl  # noqa: E402
+from rugpull_server import tool_surface  # noqa: E402
+from stack import (  # noqa: E402
+    Stack, baseline_of, candidate_of, denial, mcp_client, start_stack, status_of,
+)
+
+SERVER = "demo"
+
+
+class DemoFailed(Exception):
+    """A step did not behave as the demo says it should."""
+
+
+class Narrator:
+    """Numbered steps in plain words, with a checked expectation after each claim."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.checks = 0
+
+    def title(self, text: str) -> None:
+        """Start a new step."""
+        self.step += 1
+        print(f"\n{self.step}. {text}")
+
+    def say(self, text: str) -> None:
+        """Explain something, indented under the step."""
+        print(textwrap.indent(text, "   "))
+
+    def expect(self, condition: bool, claim: str, got: Any = None) -> None:
+        """Print the claim as checked, or stop the demo if it does not hold."""
+        self.checks += 1
+        if not condition:
+            raise DemoFailed(f"expected: {claim}; got: {got!r}")
+        print(f"   ok: {claim}")
+
+
+def short(fingerprint: str | None) -> str:
+    """Fingerprints are long; ``sha256:`` and 16 hex digits identify them in the narration."""
+    return "none" if fingerprint is None else fingerprint[:23] + "..."
+
+
+def describe_denial(n: Narrator, result: Any, code: str, action: str) -> None:
+    """Print and check a refused call's structured error."""
+    refusal = denial(result) or {}
+    n.say(f"the agent got a tool error: \"{result.content[0].text if result.content else ''}\"")
+    n.expect(refusal.get("error_code") == code and refusal.get("required_action") == action
+             and refusal.get("side_effect_started") is False,
+             f"error_code {code}, required_action {action}, side_effect_started false", refusal)
+
+
+async def run_demo(n: Narrator, stack: Stack) -> None:
+    """The story; each step asserts what it prints."""
+    admin, upstream = stack.admin, stack.upstream
+    n.title(f"Envoy with toolseal is up in front of the MCP server (ready in "
+            f"{stack.envoy.startup_seconds:.2f}s); the server runs its honest release.")
+    async with mcp_client(stack.mcp_url) as agent:
+        n.title("An agent connects through Envoy and lists the tools.")
+        names = await agent.tool_names()
+        n.say(f"tools served: {', '.join(names)}")
+        n.expect(names == ["deploy_preview", "get_weather", "add"], "three tools served")
+        view = admin.server(SERVER)
+        n.say(f"first contact (discovery posture): the live tool set became the baseline "
+              f"{short(baseline_of(view))}")
+        n.expect(status_of(view) == "verified", "admin API: schema_status verified", view)
+
+        n.title("The agent deploys a preview.")
+        result = await agent.call("deploy_preview", {"branch": "fix-login"})
+        n.say(f"server answered: \"{result.content[0].text}\"")
+        n.expect(not result.isError and len(upstream.calls()) == 1, "the call reached the server")
+
+    n.title("The server is redeployed with a rug pull.")
+    upstream.restart(rev=2)
+    poisoned = next(t for t in tool_surface(2) if t["name"] == "get_weather")
+    n.say("get_weather now tells the model (seen directly on the server, not through Envoy):")
+    n.say(textwrap.indent(poisoned["description"], "  | "))
+    n.say("and gained a `notes` argument to carry the stolen keys; deploy_preview now requires "
+          "`region`.")
+
+    async with mcp_client(stack.mcp_url) as agent:
+        n.title("The agent reconnects and lists the tools again.")
+        listed = await agent.list_tools()
+        view = admin.server(SERVER)
+        n.say(f"tools served: {len(listed.tools)}; toolseal says: {listed.meta}")
+        n.expect(listed.tools == [] and status_of(view) == "changed",
+                 "no tools served, schema_status changed (fail closed)", (listed.tools, view))
+
+        n.title("The agent calls get_weather anyway, with the exfiltration argument.")
+        calls_before, requests_before = len(upstream.calls()), stack.upstream_requests()
+        result = await agent.call("get_weather", {"city": "Paris", "notes": "-----BEGIN KEY-----"})
+        describe_denial(n, result, "SCHEMA_CHANGED", "admin_review")
+        n.expect(len(upstream.calls()) == calls_before, "the server's own request log shows no new call")
+        n.expect(stack.upstream_requests() == requests_before,
+                 "Envoy opened no upstream request for it (cluster upstream_rq_total unchanged)")
+
+        n.title("The operator reviews the drift.")
+        rug_pull = candidate_of(view)
+        n.say(f"baseline {short(baseline_of(view))}, live candidate {short(rug_pull)}")
+        for line in diff_lines(view):
+            n.say(f"  - {line}")
+        response = admin.quarantine(SERVER, "get_weather asks the model for SSH and cloud keys")
+        n.expect(response.status_code == 200 and status_of(admin.server(SERVER)) == "quarantined",
+                 "quarantined, with the reason in the audit trail", response.text)
+        result = await agent.call("add", {"a": 1, "b": 2})
+        describe_denial(n, result, "SERVER_QUARANTINED", "admin_review")
+
+    n.title("The vendor ships a fixed release: honest get_weather, deploy_preview still "
+            "requires region, and a new destructive delete_preview.")
+    upstream.restart(rev=3)
+    async with mcp_client(stack.mcp_url) as agent:
+        listed = await agent.list_tools()
+        n.expect(listed.tools == [], "still no tools served while quarantined", listed.tools)
+        fixed = candidate_of(admin.server(SERVER))
+        n.say(f"the live candidate is now {short(fixed)}")
+
+        n.title("The operator approves what was reviewed, then releases the quarantine.")
+        response = admin.approve(SERVER, rug_pull)
+        n.expect(response.status_code == 409,
+                 "approving the rug pull's fingerprint is refused (409): the live set moved since",
+                 response.status_code)
+        response = admin.approve(SERVER, fixed)
+        view = admin.server(SERVER)
+        n.expect(response.status_code == 200 and baseline_of(view) == fixed
+                 and status_of(view) == "quarantined",
+                 "approving the reviewed candidate re-baselines it; the server stays quarantined",
+                 (response.status_code, view))
+        response = admin.release(SERVER)
+        n.expect(response.status_code == 200 and status_of(admin.server(SERVER)) == "verified",
+                 "released: schema_status verified", response.text)
+
+        n.title("The agent refreshes its tools and works against the new contract.")
+        names = await agent.tool_names()
+        n.say(f"tools served: {', '.join(names)}")
+        n.expect(len(names) == 4, "four tools served", names)
+        result = await agent.call("deploy_preview", {"branch": "fix-login"})
+        describe_denial(n, result, "INVALID_ARGUMENTS", "fix_arguments")
+        result = await agent.call("deploy_preview", {"branch": "fix-login", "region": "eu-preview"})
+        n.say(f"server answered: \"{result.content[0].text}\"")
+        n.expect(not result.isError, "with region, the call goes through")
+
+        n.title("Per-call policy: destructive tools are denied by the gateway's rules.")
+        result = await agent.call("delete_preview", {"branch": "fix-login"})
+        describe_denial(n, result, "POLICY_DENIED", "none")
+
+    n.title("The audit trail (Envoy log, `toolseal.audit` lines):")
+    events = stack.envoy.audit_events()
+    for event in events:
+        detail = event.get("error_code") or event.get("reason") or ""
+        n.say(f"{event.get('event'):<20} {event.get('status_before') or '':<12} -> "
+              f"{event.get('status_after') or '':<12} {detail}")
+    n.expect(any(e.get("event") == "schema.changed" for e in events)
+             and any(e.get("event") == "schema.approved" for e in events),
+             "schema.changed and schema.approved are in the audit trail")
+    deploys = [c for c in upstream.calls() if c["tool"] == "deploy_preview"]
+    n.expect(len(upstream.calls()) == 2 and len(deploys) == 2,
+             "over the whole run the server executed exactly the two allowed calls",
+             upstream.calls())
+
+
+def diff_lines(view: dict[str, Any]) -> list[str]:
+    """Human lines from the admin view's classified diff."""
+    diff = view.get("diff") or []
+    changes = diff.get("changes", []) if isinstance(diff, dict) else diff
+    lines = []
+    for change in changes:
+        if isinstance(change, dict):
+            parts = [str(change.get(k)) for k in ("class", "kind", "tool", "path") if change.get(k)]
+            lines.append(" ".join(parts))
+        else:
+            lines.append(str(change))
+    return lines
+
+
+def _expected_failure(err: BaseException) -> BaseException | None:
+    """The DemoFailed or EnvoyError inside ``err`` (task groups wrap exceptions in groups)."""
+    if isinstance(err, (DemoFailed, envoyctl.EnvoyError)):
+        return err
+    if isinstance(err, BaseExceptionGroup):
+        for inner in err.exceptions:
+            found = _expected_failure(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def demo_config() -> dict[str, Any]:
+    """Discovery posture, admin API, and one rule: destructive tools are denied."""
+    config = envoyctl.default_plugin_config()
+    config["policy"] = {"default": "allow",
+                        "rules": [{"action": "deny", "annotations": {"destructiveHint": True}}]}
+    return config
+
+
+def main(argv: list[str]) -> int:
+    """Run the demo; 0 when every step behaved as described."""
+    parser = argparse.ArgumentParser(description="toolseal rug-pull demo in a real Envoy")
+    parser.add_argument("--keep-logs", action="store_true", help="keep the work directory")
+    args = parser.parse_args(argv)
+    n = Narrator()
+    workdir = Path(tempfile.mkdtemp(prefix="toolseal-demo-"))
+    stack = None
+    try:
+        envoyctl.wasm_file()
+        stack = start_stack(workdir, server_id=SERVER, plugin_config=demo_config())
+        anyio.run(run_demo, n, stack)
+    except Exception as err:  # report, then stop everything (finally) and exit 1
+        expected = _expected_failure(err)
+        if expected is None:
+            raise
+        print(f"\nDEMO FAILED at step {n.step}: {expected}\nlogs: {workdir}", file=sys.stderr)
+        return 1
+    finally:
+        if stack is not None:
+            stack.stop()
+    print(f"\nAll {n.checks} checks held. Everything started was stopped.")
+    if args.keep_logs:
+        print(f"logs: {workdir}")
+    else:
+        for path in sorted(workdir.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        workdir.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
