@@ -312,7 +312,7 @@ def start(
     log_path = workdir / "envoy.log"
     command = [
         str(envoy_binary()), "-c", str(config_path), "--concurrency", str(concurrency),
-        "--disable-hot-restart", "--log-path", str(log_path),
+        "--disable-hot-restart", "--log-path", str(log_path), "--file-flush-interval-msec", "100",
         "--log-level", "warning", "--component-log-level", "wasm:info",
     ]
     began = time.monotonic()

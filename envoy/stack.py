@@ -184,9 +184,14 @@ def baseline_of(view: dict[str, Any]) -> str | None:
     return view["baseline_fingerprint"]
 
 
-def candidate_of(view: dict[str, Any]) -> str | None:
-    """The live (candidate) fingerprint in an admin server view: what an admin approves."""
+def live_of(view: dict[str, Any]) -> str | None:
+    """The fingerprint of the last complete live tool set in an admin server view."""
     return view["live_fingerprint"]
+
+
+def candidate_of(view: dict[str, Any]) -> str | None:
+    """The candidate an admin reviews and approves (the live set when it is not the baseline)."""
+    return view["candidate_fingerprint"]
 
 
 @dataclasses.dataclass

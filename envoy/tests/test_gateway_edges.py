@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import envoyctl
-from stack import Stack, baseline_of, candidate_of, mcp_client, status_of
+from stack import Stack, baseline_of, candidate_of, live_of, mcp_client, status_of
 
 pytestmark = pytest.mark.anyio
 
@@ -28,7 +28,7 @@ async def test_admin_refuses_missing_and_bad_tokens(wasm: Any, stack: Stack) -> 
         assert stack.admin.get("servers/demo", token=token).status_code == 401
         assert stack.admin.get("audit", token=token).status_code == 401
         assert stack.admin.post("servers/demo/quarantine", {"reason": "x"}, token=token).status_code == 401
-        assert stack.admin.post("servers/demo/approve", {"fingerprint": candidate_of(before)},
+        assert stack.admin.post("servers/demo/approve", {"fingerprint": live_of(before)},
                                 token=token).status_code == 401
     assert stack.admin.server("demo") == before
     assert status_of(before) == "verified"

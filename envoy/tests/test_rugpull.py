@@ -16,7 +16,7 @@ import pytest
 import envoyctl
 from fingerprint_ref import server_fingerprint
 from rugpull_server import tool_surface as surface
-from stack import Stack, baseline_of, candidate_of, denial, mcp_client, status_of
+from stack import Stack, baseline_of, candidate_of, denial, live_of, mcp_client, status_of
 from toolseal_checks import (
     assert_denied,
     counter,
@@ -52,7 +52,8 @@ async def test_discovery_baselines_first_list_and_calls_pass(
     async with mcp_client(stack.mcp_url) as client:
         assert await client.tool_names() == REV1_TOOLS
         view = stack.admin.server("demo")
-        assert (status_of(view), baseline_of(view), candidate_of(view)) == ("verified", FP1, FP1)
+        assert (status_of(view), baseline_of(view), live_of(view), candidate_of(view)) == (
+            "verified", FP1, FP1, None)
         deployed = await client.call("deploy_preview", {"branch": "fix-login"})
         assert (deployed.isError, deployed.content[0].text) == (
             False, "preview of fix-login deployed to us-east-preview")
