@@ -133,8 +133,10 @@ def render(
     plugin_config: dict[str, Any] | str | None = None,
     wasm_path: str | os.PathLike[str] = DEFAULT_WASM,
     with_plugin: bool = True,
+    pre_filters: str = "",
 ) -> str:
-    """The Envoy config text. ``plugin_config`` may be a raw string (to test bad configs)."""
+    """The Envoy config text. ``plugin_config`` may be a raw string (to test bad configs);
+    ``pre_filters`` is YAML for HTTP filters that run before toolseal (e.g. ``jwt_authn``)."""
     routes = routes if routes is not None else [McpRoute("demo", 8000)]
     config = plugin_config if plugin_config is not None else default_plugin_config()
     config_text = config if isinstance(config, str) else json.dumps(config, sort_keys=True)
@@ -152,6 +154,7 @@ def render(
         wasm_path=str(wasm_path),
         # A JSON string literal is a valid YAML double-quoted scalar.
         plugin_config=json.dumps(config_text),
+        pre_filters=pre_filters.rstrip("\n") + "\n" if pre_filters else "",
     )
     return text if with_plugin else _strip_plugin(text)
 

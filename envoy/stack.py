@@ -227,7 +227,8 @@ class Stack:
 
 def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: str = "sse",
                 everything: str | None = None, plugin_config: dict[str, Any] | None = None,
-                admin_token: str = envoyctl.DEMO_ADMIN_TOKEN, with_plugin: bool = True) -> Stack:
+                admin_token: str = envoyctl.DEMO_ADMIN_TOKEN, with_plugin: bool = True,
+                pre_filters: str = "") -> Stack:
     """Start an upstream and an Envoy in front of it; on failure stop whatever started."""
     upstream = Upstream(workdir, rev=rev, mode=mode, everything=everything)
     upstream.start()
@@ -237,6 +238,7 @@ def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: s
         config = plugin_config or envoyctl.default_plugin_config(admin_token)
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=[route],
                                plugin_config=config, with_plugin=with_plugin,
+                               pre_filters=pre_filters,
                                wasm_path=envoyctl.wasm_file() if with_plugin else "unused")
         envoy = envoyctl.start(text, workdir / f"envoy-{listen_port}",
                                admin_port=admin_port, listen_port=listen_port)
