@@ -6,7 +6,21 @@
 //! [`store::StateStore`] trait, so every host (the proxy-wasm filter, the WIT component, the
 //! `toolseal` command) runs the very same decisions.
 
+pub mod admin;
+pub mod approved;
+pub mod audit;
+pub mod call;
 pub mod canonical;
+pub mod config;
+pub mod denial;
+pub mod engine;
+pub mod listing;
+pub mod response;
+pub mod screening;
+pub mod state;
+pub mod status;
+pub mod store;
+pub mod transcript;
 pub mod drift;
 pub mod fingerprint;
 pub mod json;

@@ -1,0 +1,189 @@
+//! Audit events: one JSON object per decision or transition (SPEC section 6).
+//!
+//! Main design decision: events are built by the engine and handed to the host through the
+//! [`Outputs`] sink (Envoy: a log line with a stable prefix; wasmtime hosts: an import), and
+//! the engine also keeps the most recent ones in a bounded ring in the state store so that
+//! `GET {prefix}audit` can serve them from any worker.
+
+use crate::status::SchemaStatus;
+use serde_json::{Map, Value, json};
+
+/// The stable prefix of audit lines in a host log.
+pub const AUDIT_LOG_PREFIX: &str = "toolseal.audit ";
+/// The stable prefix of per-message decision records in a host log (debug level).
+pub const DECISION_LOG_PREFIX: &str = "toolseal.decision ";
+
+/// One audit event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEvent {
+    /// Event name, e.g. `schema.changed`, `call.denied`.
+    pub event: &'static str,
+    /// Milliseconds since the epoch.
+    pub time_ms: u64,
+    /// Server id.
+    pub server: String,
+    /// `Mcp-Session-Id`, when known.
+    pub session: Option<String>,
+    /// Status before.
+    pub status_before: Option<SchemaStatus>,
+    /// Status after.
+    pub status_after: Option<SchemaStatus>,
+    /// Baseline fingerprint after the event.
+    pub baseline: Option<String>,
+    /// Live (candidate) fingerprint after the event.
+    pub live: Option<String>,
+    /// Why, in words.
+    pub reason: String,
+    /// Event-specific fields (tool, decision, error_code, args_sha256, arguments, diff, ...).
+    pub detail: Map<String, Value>,
+}
+
+impl AuditEvent {
+    /// The event as one JSON object.
+    pub fn to_json(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("event".into(), json!(self.event));
+        obj.insert("time_ms".into(), json!(self.time_ms));
+        obj.insert("server".into(), json!(self.server));
+        obj.insert("session".into(), json!(self.session));
+        obj.insert("status_before".into(), json!(self.status_before.map(SchemaStatus::as_str)));
+        obj.insert("status_after".into(), json!(self.status_after.map(SchemaStatus::as_str)));
+        obj.insert("baseline".into(), json!(self.baseline));
+        obj.insert("live".into(), json!(self.live));
+        obj.insert("reason".into(), json!(self.reason));
+        for (k, v) in &self.detail {
+            obj.insert(k.clone(), v.clone());
+        }
+        Value::Object(obj)
+    }
+}
+
+/// What happened to one MCP message: the record `toolseal replay` prints and the access log
+/// carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// `request` (client → server) or `response` (server → client).
+    pub direction: &'static str,
+    /// JSON-RPC method (for responses: the method of the request they answer, when known).
+    pub method: String,
+    /// JSON-RPC id as JSON text, or null for notifications.
+    pub id: Option<String>,
+    /// Server id.
+    pub server: String,
+    /// `Mcp-Session-Id`, when known.
+    pub session: Option<String>,
+    /// Server status after the message.
+    pub schema_status: SchemaStatus,
+    /// Tools in a `tools/list` result as the server sent it.
+    pub tools_in: Option<usize>,
+    /// Tools in it as forwarded to the client.
+    pub tools_out: Option<usize>,
+    /// Tool name of a `tools/call`.
+    pub tool: Option<String>,
+    /// `allow`, `deny`, `rewrite` or `pass`.
+    pub decision: &'static str,
+    /// Structured error code of a denial.
+    pub error_code: Option<&'static str>,
+}
+
+impl Decision {
+    /// The record as one JSON object with a stable key order.
+    pub fn to_json(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("direction".into(), json!(self.direction));
+        obj.insert("method".into(), json!(self.method));
+        let id = self
+            .id
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .unwrap_or(Value::Null);
+        obj.insert("id".into(), id);
+        obj.insert("server".into(), json!(self.server));
+        obj.insert("session".into(), json!(self.session));
+        obj.insert("schema_status".into(), json!(self.schema_status.as_str()));
+        obj.insert("tools_in".into(), json!(self.tools_in));
+        obj.insert("tools_out".into(), json!(self.tools_out));
+        obj.insert("tool".into(), json!(self.tool));
+        obj.insert("decision".into(), json!(self.decision));
+        obj.insert("error_code".into(), json!(self.error_code));
+        Value::Object(obj)
+    }
+}
+
+/// Counters the host exposes (Envoy: `wasmcustom.toolseal_*` in `/stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// A `tools/list` result that verified.
+    ListsVerified,
+    /// A `tools/list` result that showed drift.
+    ListsChanged,
+    /// A `tools/list` result whose tools were removed (closed server).
+    ListsFiltered,
+    /// An allowed `tools/call`.
+    CallsAllowed,
+    /// A denied `tools/call` (also counted per error code).
+    CallsDenied,
+    /// A request refused before any MCP check (parse error, size, content type).
+    RequestsRejected,
+    /// A `tools/call` result that broke the approved `outputSchema`.
+    ResultMismatches,
+}
+
+impl Counter {
+    /// The metric name (without the host's prefix).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::ListsVerified => "toolseal_lists_verified",
+            Counter::ListsChanged => "toolseal_lists_changed",
+            Counter::ListsFiltered => "toolseal_lists_filtered",
+            Counter::CallsAllowed => "toolseal_calls_allowed",
+            Counter::CallsDenied => "toolseal_calls_denied",
+            Counter::RequestsRejected => "toolseal_requests_rejected",
+            Counter::ResultMismatches => "toolseal_result_mismatches",
+        }
+    }
+
+    /// Every counter, so hosts can define them up front.
+    pub const ALL: [Counter; 7] = [
+        Counter::ListsVerified,
+        Counter::ListsChanged,
+        Counter::ListsFiltered,
+        Counter::CallsAllowed,
+        Counter::CallsDenied,
+        Counter::RequestsRejected,
+        Counter::ResultMismatches,
+    ];
+}
+
+/// Where the engine sends what it decided. Implemented by each host adapter.
+pub trait Outputs {
+    /// An audit event (always written).
+    fn audit(&mut self, event: &AuditEvent);
+    /// A per-message decision record (hosts may drop these unless debugging or replaying).
+    fn decision(&mut self, decision: &Decision);
+    /// Increments a counter; `detail` names a sub-counter (e.g. the error code of a denial).
+    fn count(&mut self, counter: Counter, detail: Option<&str>);
+}
+
+/// An [`Outputs`] that keeps everything in memory (tests, replay, the native command).
+#[derive(Debug, Default, Clone)]
+pub struct CollectedOutputs {
+    /// Audit events in order.
+    pub audits: Vec<AuditEvent>,
+    /// Decision records in order.
+    pub decisions: Vec<Decision>,
+    /// Counter increments in order.
+    pub counts: Vec<(Counter, Option<String>)>,
+}
+
+impl Outputs for CollectedOutputs {
+    fn audit(&mut self, event: &AuditEvent) {
+        self.audits.push(event.clone());
+    }
+    fn decision(&mut self, decision: &Decision) {
+        self.decisions.push(decision.clone());
+    }
+    fn count(&mut self, counter: Counter, detail: Option<&str>) {
+        self.counts.push((counter, detail.map(str::to_string)));
+    }
+}

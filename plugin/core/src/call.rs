@@ -1,0 +1,227 @@
+//! Per-call authorization of `tools/call` (SPEC section 4, checks 1 to 5).
+//!
+//! Main design decision: checks run in the SPEC's order and the first failure decides, so a
+//! denial always names the most fundamental problem (a drifted server before a bad argument).
+//! Every decision is audited with the SHA-256 of the raw request bytes and the normalized
+//! arguments that were actually checked.
+
+use crate::audit::Counter;
+use crate::denial::{Denial, ErrorCode};
+use crate::engine::{Engine, Exchange, RequestInfo};
+use crate::policy::CallFacts;
+use crate::state;
+use crate::store::StateStore;
+use serde_json::{Map, Value, json};
+
+/// One `tools/call` request.
+pub struct Call<'a> {
+    /// JSON-RPC id.
+    pub id: &'a Value,
+    /// `params`.
+    pub params: Option<&'a Value>,
+    /// SHA-256 (hex) of the raw request body that carried it.
+    pub body_sha256: &'a str,
+}
+
+impl Engine {
+    /// Authorizes a call. `Ok(tool name)` when it may go to the server.
+    pub(crate) fn authorize_call(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        info: &RequestInfo<'_>,
+        call: &Call<'_>,
+    ) -> Result<(String, bool), Denial> {
+        let (tool, arguments) = match crate::jsonrpc::tool_call(call.params) {
+            Ok(tc) => (tc.name.to_string(), tc.arguments.cloned()),
+            Err(e) => {
+                let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, "tools/call", None, &e.to_string());
+                denial.required_action = "fix_arguments";
+                return self.finish_call(store, out, now_ms, exchange, call, "", None, Err(denial)).map(|t| (t, false));
+            }
+        };
+        let verdict = self.check_call(store, exchange, info, &tool, arguments.as_ref());
+        let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
+        let verdict = verdict.map(|_| ());
+        self.finish_call(store, out, now_ms, exchange, call, &tool, arguments.as_ref(), verdict).map(|t| (t, check_result))
+    }
+
+    fn check_call(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        info: &RequestInfo<'_>,
+        tool: &str,
+        arguments: Option<&Value>,
+    ) -> Result<bool, Denial> {
+        let record = match state::load_record(store, &exchange.server) {
+            Ok(Some((record, _))) => record,
+            Ok(None) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, "no tools/list seen yet")),
+            Err(e) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, &e.to_string())),
+        };
+        let r = Some(&record);
+        if let Some(code) = ErrorCode::for_closed(record.status) {
+            return Err(self.denial(code, exchange, tool, r, ""));
+        }
+        if record.awaiting_verification() {
+            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "list tools to verify them"));
+        }
+        let Some(baseline_fp) = record.baseline.clone() else {
+            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "no approved baseline"));
+        };
+        let Some(baseline) = self.approved(store, &baseline_fp) else {
+            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "approved definitions unavailable"));
+        };
+        let Some(approved) = baseline.tools.get(tool) else {
+            let dropped = record
+                .previous
+                .clone()
+                .and_then(|p| self.approved(store, &p))
+                .is_some_and(|prev| prev.tools.contains_key(tool));
+            let detail = if dropped { "the previous baseline had it; the current one dropped it" } else { "" };
+            return Err(self.denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail));
+        };
+        if let Some(session) = exchange.session.as_deref() {
+            if let Some(seen) = state::get_snapshot(store, &exchange.server, session, self.config.limits.session_slots) {
+                if seen != baseline_fp {
+                    let stale = self.approved(store, &seen).and_then(|s| s.digest(tool).map(str::to_string));
+                    if stale.is_some_and(|d| d != approved.digest) {
+                        return Err(self.denial(ErrorCode::StaleToolSchema, exchange, tool, r, ""));
+                    }
+                }
+            }
+        }
+        let empty = json!({});
+        let args = arguments.unwrap_or(&empty);
+        match approved.input_schema() {
+            Err(e) => {
+                let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, tool, r, &format!("toolseal cannot check this tool's input schema: {e}"));
+                denial.required_action = "admin_review";
+                return Err(denial);
+            }
+            Ok(schema) => {
+                if let Err(violations) = schema.validate(args) {
+                    let text: Vec<String> = violations.iter().map(|v| format!("{}: {}", v.instance_path, v.message)).collect();
+                    let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, tool, r, &text.join("; "));
+                    denial.extra.insert(
+                        "violations".into(),
+                        json!(violations.iter().map(|v| json!({"path": v.instance_path, "message": v.message})).collect::<Vec<_>>()),
+                    );
+                    return Err(denial);
+                }
+            }
+        }
+        let facts = CallFacts {
+            server: &exchange.server,
+            tool,
+            annotations: approved.annotations(),
+            arguments,
+            caller: info.caller,
+        };
+        if let Some(decision) = self.policy(&facts) {
+            let mut denial = self.denial(ErrorCode::PolicyDenied, exchange, tool, r, &decision.reason);
+            denial.extra.insert("rule".into(), json!(decision.rule_index));
+            denial.extra.insert("reason".into(), json!(decision.reason));
+            return Err(denial);
+        }
+        Ok(approved.output_schema().is_some())
+    }
+
+    /// Audits and counts a call decision, and passes it through.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_call(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        call: &Call<'_>,
+        tool: &str,
+        arguments: Option<&Value>,
+        verdict: Result<(), Denial>,
+    ) -> Result<String, Denial> {
+        let record = state::load_record(store, &exchange.server).ok().flatten().map(|(r, _)| r);
+        let status = record.as_ref().map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
+        let mut decision = self.decision(exchange, "request", "tools/call", Some(call.id), status);
+        decision.tool = Some(tool.to_string());
+        let mut detail = Map::new();
+        detail.insert("tool".into(), json!(tool));
+        detail.insert("args_sha256".into(), json!(call.body_sha256));
+        let mut canonical = Vec::new();
+        if let Some(args) = arguments {
+            crate::canonical::write_canonical(args, &mut canonical);
+        }
+        detail.insert("arguments".into(), json!(String::from_utf8_lossy(&canonical)));
+        let result = match verdict {
+            Ok(()) => {
+                out.count(Counter::CallsAllowed, None);
+                decision.decision = "allow";
+                if self.config.audit.call_allowed {
+                    detail.insert("decision".into(), json!("allow"));
+                    let event = self.event("call.allowed", exchange, now_ms, record.as_ref(), "all checks passed", detail);
+                    self.emit(store, out, &event);
+                }
+                Ok(tool.to_string())
+            }
+            Err(denial) => {
+                out.count(Counter::CallsDenied, Some(denial.code.as_str()));
+                decision.decision = "deny";
+                decision.error_code = Some(denial.code.as_str());
+                detail.insert("decision".into(), json!("deny"));
+                detail.insert("error_code".into(), json!(denial.code.as_str()));
+                let event = self.event("call.denied", exchange, now_ms, record.as_ref(), &denial.message, detail);
+                self.emit(store, out, &event);
+                Err(denial)
+            }
+        };
+        out.decision(&decision);
+        result
+    }
+}
+
+impl Engine {
+    /// Checks a tool result's `structuredContent` against the approved `outputSchema`;
+    /// returns the result to forward instead (enforce mode), if any.
+    pub(crate) fn call_result(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        call: &crate::engine::PendingCall,
+        result: &Value,
+    ) -> Option<Value> {
+        if !call.check_result || result.get("isError").and_then(Value::as_bool) == Some(true) {
+            return None;
+        }
+        let record = state::load_record(store, &exchange.server).ok().flatten().map(|(r, _)| r)?;
+        let baseline = self.approved(store, record.baseline.as_deref()?)?;
+        let tool = baseline.tools.get(&call.tool)?;
+        let problem = match (tool.output_schema()?, result.get("structuredContent")) {
+            (Err(e), _) => format!("toolseal cannot check this tool's output schema: {e}"),
+            (Ok(_), None) => "the result has no structuredContent although the tool declares an outputSchema".to_string(),
+            (Ok(schema), Some(content)) => match schema.validate(content) {
+                Ok(()) => return None,
+                Err(v) => v.iter().map(|v| format!("{}: {}", v.instance_path, v.message)).collect::<Vec<_>>().join("; "),
+            },
+        };
+        out.count(Counter::ResultMismatches, None);
+        let mut detail = Map::new();
+        detail.insert("tool".into(), json!(call.tool));
+        detail.insert("problem".into(), json!(problem));
+        let event = self.event("result.mismatch", exchange, now_ms, Some(&record), &problem, detail);
+        self.emit(store, out, &event);
+        let mut decision = self.decision(exchange, "response", "tools/call", Some(&call.id), record.status);
+        decision.tool = Some(call.tool.clone());
+        if self.config.server(&exchange.server).results != crate::config::ResultsMode::Enforce {
+            out.decision(&decision);
+            return None;
+        }
+        decision.decision = "rewrite";
+        decision.error_code = Some(ErrorCode::ResultContractChanged.as_str());
+        out.decision(&decision);
+        Some(self.denial(ErrorCode::ResultContractChanged, exchange, &call.tool, Some(&record), &problem).result())
+    }
+}

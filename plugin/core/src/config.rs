@@ -1,0 +1,520 @@
+//! Plugin configuration (SPEC section 7): one JSON document, parsed and validated in one
+//! pass.
+//!
+//! Main design decision: parsing is hand-written over a strictly parsed `Value` rather than
+//! derived, so that every error names the exact field (`servers.deploy.pin`) and unknown keys
+//! are refused at every level. A config that does not validate never loads: Envoy refuses it.
+
+use crate::fingerprint::{FingerprintFields, digest_tools};
+use crate::json::parse_strict;
+use crate::policy::Policy;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Trust posture for servers that have no baseline yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posture {
+    /// Trust on first use: the first live tool set becomes the baseline.
+    Discovery,
+    /// Nothing is served until an admin approves (or config pins) a baseline.
+    Strict,
+}
+
+impl Posture {
+    /// The config and audit spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Posture::Discovery => "discovery",
+            Posture::Strict => "strict",
+        }
+    }
+}
+
+/// Where the server id of a request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerIdSource {
+    /// The Envoy route name.
+    Route,
+    /// The upstream cluster name.
+    Cluster,
+    /// A request header (lower-cased name).
+    Header(String),
+}
+
+/// What a `notifications/tools/list_changed` does to calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListChanged {
+    /// Refuse calls (`SCHEMA_UNVERIFIED`) until a fresh `tools/list` has verified.
+    Hold,
+    /// Keep checking calls against the baseline.
+    Observe,
+}
+
+/// What a result that breaks the approved `outputSchema` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultsMode {
+    /// Audit `result.mismatch`, pass the result.
+    Observe,
+    /// Replace the result with a `RESULT_CONTRACT_CHANGED` tool error.
+    Enforce,
+}
+
+/// A baseline fixed in config.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pin {
+    /// Only the fingerprint: calls wait until a live list verifies against it.
+    Fingerprint(String),
+    /// The approved definitions themselves: calls are checked at once.
+    Lock {
+        /// The fingerprint of `tools` (checked at load).
+        fingerprint: String,
+        /// The approved tool definitions.
+        tools: Vec<Value>,
+    },
+}
+
+impl Pin {
+    /// The pinned server fingerprint.
+    pub fn fingerprint(&self) -> &str {
+        match self {
+            Pin::Fingerprint(fp) => fp,
+            Pin::Lock { fingerprint, .. } => fingerprint,
+        }
+    }
+}
+
+/// Per-server settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Overrides the top-level posture.
+    pub posture: Option<Posture>,
+    /// A baseline fixed in config.
+    pub pin: Option<Pin>,
+    /// A live list that is a strict subset of the baseline still verifies.
+    pub allow_subset: bool,
+    /// Reaction to `notifications/tools/list_changed`.
+    pub list_changed: ListChanged,
+    /// Held by an operator in config, with the reason.
+    pub quarantine: Option<String>,
+    /// Result contract enforcement.
+    pub results: ResultsMode,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            posture: None,
+            pin: None,
+            allow_subset: false,
+            list_changed: ListChanged::Hold,
+            quarantine: None,
+            results: ResultsMode::Observe,
+        }
+    }
+}
+
+/// Size and shape limits on what the plugin reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body read (bigger: HTTP 413).
+    pub max_request_bytes: usize,
+    /// Largest response body inspected (bigger `tools/list`: fail closed).
+    pub max_response_bytes: usize,
+    /// Deepest JSON nesting accepted.
+    pub max_depth: usize,
+    /// Most servers tracked at once; requests for more are refused.
+    pub max_servers: usize,
+    /// Fixed number of session snapshot slots (memory bound; eviction by hash).
+    pub session_slots: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_bytes: 1 << 20,
+            max_response_bytes: 8 << 20,
+            max_depth: 64,
+            max_servers: 1024,
+            session_slots: 4096,
+        }
+    }
+}
+
+/// The admin API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// Path prefix, starting and ending with `/`.
+    pub prefix: String,
+    /// SHA-256 of the bearer token; `None` turns the admin API off.
+    pub token_sha256: Option<[u8; 32]>,
+}
+
+/// Audit options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// Write `call.allowed` events too (denials are always written).
+    pub call_allowed: bool,
+    /// Size of the in-memory ring served by `GET {prefix}audit`.
+    pub ring_size: usize,
+}
+
+/// The whole validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Default posture.
+    pub posture: Posture,
+    /// Where server ids come from.
+    pub server_id: ServerIdSource,
+    /// Per-server settings.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// Per-call policy rules.
+    pub policy: Policy,
+    /// Limits.
+    pub limits: Limits,
+    /// Fingerprinted tool fields.
+    pub fingerprint: FingerprintFields,
+    /// Admin API.
+    pub admin: AdminConfig,
+    /// Audit options.
+    pub audit: AuditConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            posture: Posture::Discovery,
+            server_id: ServerIdSource::Route,
+            servers: BTreeMap::new(),
+            policy: Policy::default(),
+            limits: Limits::default(),
+            fingerprint: FingerprintFields::default(),
+            admin: AdminConfig { prefix: "/toolseal/".into(), token_sha256: None },
+            audit: AuditConfig { call_allowed: false, ring_size: 256 },
+        }
+    }
+}
+
+/// A config that cannot load, with the field to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Dotted path of the bad field (`servers.deploy.pin`), or empty for the document.
+    pub field: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "invalid toolseal config: {}", self.message)
+        } else {
+            write!(f, "invalid toolseal config: field `{}`: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError { field: field.to_string(), message: message.into() }
+}
+
+impl Config {
+    /// Parses and validates a config document. Empty or whitespace-only bytes give the
+    /// defaults (discovery posture, route name as server id, admin API off).
+    pub fn parse(bytes: &[u8]) -> Result<Config, ConfigError> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Config::default());
+        }
+        let value = parse_strict(bytes, 64).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        Config::from_value(&value)
+    }
+
+    /// Validates an already parsed config document.
+    pub fn from_value(value: &Value) -> Result<Config, ConfigError> {
+        let root = object(value, "")?;
+        known_keys(
+            root,
+            "",
+            &["posture", "server_id", "servers", "policy", "limits", "fingerprint", "admin", "audit"],
+        )?;
+        let mut config = Config::default();
+        if let Some(v) = root.get("posture") {
+            config.posture = posture(v, "posture")?;
+        }
+        if let Some(v) = root.get("server_id") {
+            config.server_id = server_id(v)?;
+        }
+        if let Some(v) = root.get("fingerprint") {
+            let fp = object(v, "fingerprint")?;
+            known_keys(fp, "fingerprint", &["fields"])?;
+            if let Some(fields) = fp.get("fields") {
+                let names = string_list(fields, "fingerprint.fields")?;
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                config.fingerprint =
+                    FingerprintFields::parse(&refs).map_err(|m| err("fingerprint.fields", m))?;
+            }
+        }
+        if let Some(v) = root.get("servers") {
+            let servers = object(v, "servers")?;
+            for (id, entry) in servers {
+                let field = format!("servers.{id}");
+                if id.is_empty() {
+                    return Err(err("servers", "a server id must not be empty"));
+                }
+                let server = server_config(entry, &field, &config.fingerprint)?;
+                config.servers.insert(id.clone(), server);
+            }
+        }
+        if let Some(v) = root.get("policy") {
+            config.policy = Policy::from_json(v).map_err(|m| err("policy", m))?;
+        }
+        if let Some(v) = root.get("limits") {
+            config.limits = limits(v)?;
+        }
+        if let Some(v) = root.get("admin") {
+            config.admin = admin(v)?;
+        }
+        if let Some(v) = root.get("audit") {
+            config.audit = audit(v)?;
+        }
+        Ok(config)
+    }
+
+    /// The settings of one server (defaults for a server not listed).
+    pub fn server(&self, id: &str) -> ServerConfig {
+        self.servers.get(id).cloned().unwrap_or_default()
+    }
+
+    /// The effective posture of one server.
+    pub fn posture_of(&self, id: &str) -> Posture {
+        self.servers.get(id).and_then(|s| s.posture).unwrap_or(self.posture)
+    }
+}
+
+fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, ConfigError> {
+    v.as_object().ok_or_else(|| err(field, "expected a JSON object"))
+}
+
+fn known_keys(obj: &Map<String, Value>, field: &str, allowed: &[&str]) -> Result<(), ConfigError> {
+    for key in obj.keys() {
+        if !allowed.contains(&key.as_str()) {
+            let path = if field.is_empty() { key.clone() } else { format!("{field}.{key}") };
+            return Err(err(&path, format!("unknown key; expected one of: {}", allowed.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+fn string<'a>(v: &'a Value, field: &str) -> Result<&'a str, ConfigError> {
+    v.as_str().ok_or_else(|| err(field, "expected a string"))
+}
+
+fn boolean(v: &Value, field: &str) -> Result<bool, ConfigError> {
+    v.as_bool().ok_or_else(|| err(field, "expected true or false"))
+}
+
+fn string_list(v: &Value, field: &str) -> Result<Vec<String>, ConfigError> {
+    let items = v.as_array().ok_or_else(|| err(field, "expected an array of strings"))?;
+    items.iter().map(|i| string(i, field).map(str::to_string)).collect()
+}
+
+fn positive(v: &Value, field: &str, max: u64) -> Result<usize, ConfigError> {
+    match v.as_u64() {
+        Some(n) if n >= 1 && n <= max => usize::try_from(n).map_err(|_| err(field, "too large")),
+        _ => Err(err(field, format!("expected a whole number from 1 to {max}"))),
+    }
+}
+
+fn posture(v: &Value, field: &str) -> Result<Posture, ConfigError> {
+    match string(v, field)? {
+        "discovery" => Ok(Posture::Discovery),
+        "strict" => Ok(Posture::Strict),
+        other => Err(err(field, format!("unknown posture {other:?}; expected \"discovery\" or \"strict\""))),
+    }
+}
+
+fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
+    let obj = object(v, "server_id")?;
+    known_keys(obj, "server_id", &["from", "name"])?;
+    let from = obj.get("from").map(|f| string(f, "server_id.from")).transpose()?;
+    let name = obj.get("name").map(|n| string(n, "server_id.name")).transpose()?;
+    match (from.unwrap_or("route"), name) {
+        ("route", None) => Ok(ServerIdSource::Route),
+        ("cluster", None) => Ok(ServerIdSource::Cluster),
+        ("header", Some(name)) if valid_header_name(name) => {
+            Ok(ServerIdSource::Header(name.to_ascii_lowercase()))
+        }
+        ("header", Some(_)) => Err(err("server_id.name", "not a valid HTTP header name")),
+        ("header", None) => Err(err("server_id.name", "required when server_id.from is \"header\"")),
+        ("route" | "cluster", Some(_)) => {
+            Err(err("server_id.name", "only used when server_id.from is \"header\""))
+        }
+        (other, _) => Err(err(
+            "server_id.from",
+            format!("unknown source {other:?}; expected \"route\", \"cluster\" or \"header\""),
+        )),
+    }
+}
+
+fn valid_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(':')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+fn server_config(v: &Value, field: &str, fields: &FingerprintFields) -> Result<ServerConfig, ConfigError> {
+    let obj = object(v, field)?;
+    known_keys(
+        obj,
+        field,
+        &["posture", "pin", "lock", "allow_subset", "list_changed", "quarantine", "results"],
+    )?;
+    let mut server = ServerConfig::default();
+    let at = |key: &str| format!("{field}.{key}");
+    if let Some(p) = obj.get("posture") {
+        server.posture = Some(posture(p, &at("posture"))?);
+    }
+    match (obj.get("pin"), obj.get("lock")) {
+        (Some(_), Some(_)) => return Err(err(field, "a server has at most one of `pin` and `lock`")),
+        (Some(pin), None) => {
+            let fp = string(pin, &at("pin"))?;
+            check_fingerprint(fp, &at("pin"))?;
+            server.pin = Some(Pin::Fingerprint(fp.to_string()));
+        }
+        (None, Some(lock_value)) => server.pin = Some(lock(lock_value, &at("lock"), fields)?),
+        (None, None) => {}
+    }
+    if let Some(b) = obj.get("allow_subset") {
+        server.allow_subset = boolean(b, &at("allow_subset"))?;
+    }
+    if let Some(l) = obj.get("list_changed") {
+        server.list_changed = match string(l, &at("list_changed"))? {
+            "hold" => ListChanged::Hold,
+            "observe" => ListChanged::Observe,
+            other => {
+                return Err(err(&at("list_changed"), format!("unknown mode {other:?}; expected \"hold\" or \"observe\"")));
+            }
+        };
+    }
+    if let Some(q) = obj.get("quarantine") {
+        server.quarantine = Some(string(q, &at("quarantine"))?.to_string());
+    }
+    if let Some(r) = obj.get("results") {
+        server.results = match string(r, &at("results"))? {
+            "observe" => ResultsMode::Observe,
+            "enforce" => ResultsMode::Enforce,
+            other => {
+                return Err(err(&at("results"), format!("unknown mode {other:?}; expected \"observe\" or \"enforce\"")));
+            }
+        };
+    }
+    Ok(server)
+}
+
+/// A server fingerprint is `sha256:` and 64 lowercase hex digits.
+pub fn check_fingerprint(fp: &str, field: &str) -> Result<(), ConfigError> {
+    let hex = fp.strip_prefix("sha256:").unwrap_or("");
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        Ok(())
+    } else {
+        Err(err(field, "expected \"sha256:\" followed by 64 lowercase hex digits"))
+    }
+}
+
+fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, ConfigError> {
+    let obj = object(v, field)?;
+    known_keys(obj, field, &["fingerprint", "tools"])?;
+    let fp_field = format!("{field}.fingerprint");
+    let fingerprint = string(obj.get("fingerprint").ok_or_else(|| err(&fp_field, "required"))?, &fp_field)?;
+    check_fingerprint(fingerprint, &fp_field)?;
+    let tools_field = format!("{field}.tools");
+    let tools = obj.get("tools").ok_or_else(|| err(&tools_field, "required"))?;
+    let digests = digest_tools(tools, fields).map_err(|e| err(&tools_field, e.to_string()))?;
+    let computed = digests.fingerprint();
+    if computed != fingerprint {
+        return Err(err(
+            &fp_field,
+            format!("does not match the locked tools (they fingerprint to {computed}); regenerate the lock with `toolseal pin`"),
+        ));
+    }
+    let tools = tools.as_array().cloned().unwrap_or_default();
+    Ok(Pin::Lock { fingerprint: fingerprint.to_string(), tools })
+}
+
+fn limits(v: &Value) -> Result<Limits, ConfigError> {
+    let obj = object(v, "limits")?;
+    known_keys(
+        obj,
+        "limits",
+        &["max_request_bytes", "max_response_bytes", "max_depth", "max_servers", "session_slots"],
+    )?;
+    let mut limits = Limits::default();
+    let get = |key: &str, max: u64| -> Result<Option<usize>, ConfigError> {
+        obj.get(key).map(|v| positive(v, &format!("limits.{key}"), max)).transpose()
+    };
+    if let Some(n) = get("max_request_bytes", 64 << 20)? {
+        limits.max_request_bytes = n;
+    }
+    if let Some(n) = get("max_response_bytes", 256 << 20)? {
+        limits.max_response_bytes = n;
+    }
+    if let Some(n) = get("max_depth", 128)? {
+        limits.max_depth = n;
+    }
+    if let Some(n) = get("max_servers", 1 << 16)? {
+        limits.max_servers = n;
+    }
+    if let Some(n) = get("session_slots", 1 << 20)? {
+        limits.session_slots = n;
+    }
+    Ok(limits)
+}
+
+fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
+    let obj = object(v, "admin")?;
+    known_keys(obj, "admin", &["prefix", "token_sha256"])?;
+    let mut admin = AdminConfig { prefix: "/toolseal/".into(), token_sha256: None };
+    if let Some(p) = obj.get("prefix") {
+        let prefix = string(p, "admin.prefix")?;
+        if !prefix.starts_with('/') || !prefix.ends_with('/') || prefix.len() < 2 {
+            return Err(err("admin.prefix", "must start and end with '/' and not be \"/\" alone"));
+        }
+        admin.prefix = prefix.to_string();
+    }
+    if let Some(t) = obj.get("token_sha256") {
+        let hex = string(t, "admin.token_sha256")?;
+        admin.token_sha256 = Some(
+            parse_hex32(hex).ok_or_else(|| err("admin.token_sha256", "expected 64 hex digits (sha256 of the token)"))?,
+        );
+    }
+    Ok(admin)
+}
+
+fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let hi = char::from(*pair.first()?).to_digit(16)?;
+        let lo = char::from(*pair.get(1)?).to_digit(16)?;
+        *slot = u8::try_from(hi * 16 + lo).ok()?;
+    }
+    Some(out)
+}
+
+fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {
+    let obj = object(v, "audit")?;
+    known_keys(obj, "audit", &["call_allowed", "ring_size"])?;
+    let mut audit = AuditConfig { call_allowed: false, ring_size: 256 };
+    if let Some(b) = obj.get("call_allowed") {
+        audit.call_allowed = boolean(b, "audit.call_allowed")?;
+    }
+    if let Some(n) = obj.get("ring_size") {
+        audit.ring_size = positive(n, "audit.ring_size", 65536)?;
+    }
+    Ok(audit)
+}

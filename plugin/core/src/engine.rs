@@ -1,0 +1,482 @@
+//! The engine: one object per worker that every host adapter drives.
+//!
+//! Main design decision: the engine speaks in HTTP-level facts (method, content type, body
+//! bytes) and returns verdicts (forward, answer locally, replace the body); the host adapter
+//! only moves bytes. Everything that decides is here, once, so Envoy, a wasmtime component
+//! and the native command line cannot disagree. State lives in the host's
+//! [`StateStore`]; the engine itself only caches immutable, content-addressed tool sets.
+
+use crate::approved::{Approved, ApprovedCache};
+use crate::audit::{AuditEvent, Counter, Decision, Outputs};
+use crate::config::Config;
+use crate::denial::{Denial, ErrorCode, denial_message};
+use crate::jsonrpc::{self, Message, Payload};
+use crate::policy::{Action, CallFacts, CallerIdentity};
+use crate::state::{self, StateError};
+use crate::status::{SchemaStatus, ServerRecord};
+use crate::store::StateStore;
+use serde_json::{Map, Value, json};
+use std::rc::Rc;
+
+/// Facts about one client request, gathered by the host adapter.
+pub struct RequestInfo<'a> {
+    /// HTTP method.
+    pub http_method: &'a str,
+    /// `Content-Type` header.
+    pub content_type: Option<&'a str>,
+    /// `Mcp-Session-Id` header.
+    pub session: Option<&'a str>,
+    /// `Mcp-Method` header (MCP 2026-07-28).
+    pub mcp_method: Option<&'a str>,
+    /// `Mcp-Name` header (MCP 2026-07-28).
+    pub mcp_name: Option<&'a str>,
+    /// Headers and metadata for policy principals.
+    pub caller: &'a dyn CallerIdentity,
+}
+
+/// An answer the host sends instead of forwarding the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalReply {
+    /// HTTP status.
+    pub status: u16,
+    /// `Content-Type` of `body`.
+    pub content_type: &'static str,
+    /// Body bytes.
+    pub body: Vec<u8>,
+}
+
+impl LocalReply {
+    /// A JSON reply.
+    pub fn json(status: u16, body: &Value) -> Self {
+        LocalReply { status, content_type: "application/json", body: body.to_string().into_bytes() }
+    }
+}
+
+/// What to do with a client request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestVerdict {
+    /// Send it on to the server unchanged.
+    Forward,
+    /// Answer locally; the server never sees the request.
+    Reply(LocalReply),
+}
+
+/// A forwarded `tools/call` awaiting its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingCall {
+    /// JSON-RPC id.
+    pub id: Value,
+    /// Tool name.
+    pub tool: String,
+    /// The approved tool has an `outputSchema`: check the result against it.
+    pub check_result: bool,
+}
+
+/// What one HTTP exchange (a request and its response stream) remembers between callbacks.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    /// Server id.
+    pub server: String,
+    /// `Mcp-Session-Id` of the request.
+    pub session: Option<String>,
+    /// `tools/list` requests awaiting their response: id and whether a cursor was sent.
+    pub pending_lists: Vec<(Value, bool)>,
+    /// `tools/call` requests awaiting their result.
+    pub pending_calls: Vec<PendingCall>,
+    /// Response framing state.
+    pub response: crate::response::ResponseState,
+}
+
+impl Exchange {
+    /// A new exchange for `server`.
+    pub fn new(server: &str, session: Option<&str>) -> Self {
+        Exchange { server: server.to_string(), session: session.map(str::to_string), ..Default::default() }
+    }
+}
+
+/// One worker's policy engine.
+pub struct Engine {
+    /// The validated configuration.
+    pub config: Config,
+    pub(crate) cache: ApprovedCache,
+}
+
+impl Engine {
+    /// An engine for `config`.
+    pub fn new(config: Config) -> Self {
+        Engine { config, cache: ApprovedCache::default() }
+    }
+
+    /// Brings the shared state in line with the config (seeds keys, applies pins, locks and
+    /// config quarantines). Every worker runs it at start; it is idempotent.
+    pub fn configure(&mut self, store: &mut dyn StateStore, out: &mut dyn Outputs, now_ms: u64) {
+        state::seed(store);
+        let mut problems = Vec::new();
+        let servers: Vec<(String, crate::config::ServerConfig)> =
+            self.config.servers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (id, server) in servers {
+            if let Some(pin) = &server.pin {
+                if let crate::config::Pin::Lock { fingerprint, tools } = pin {
+                    let _ = state::put_tool_set(store, fingerprint, tools);
+                }
+                let lock = matches!(pin, crate::config::Pin::Lock { .. });
+                let event = crate::status::Event::Pin { fingerprint: pin.fingerprint().to_string(), lock };
+                if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
+                    problems.push(format!("{id}: pin not applied: {e}"));
+                }
+            }
+            let held = state::load_record(store, &id).ok().flatten().and_then(|(r, _)| r.quarantine);
+            match (&server.quarantine, held) {
+                (Some(reason), held) if held.as_ref().map(|h| &h.0) != Some(reason) => {
+                    let event = crate::status::Event::Quarantine {
+                        reason: reason.clone(),
+                        by: crate::status::Actor::Config,
+                    };
+                    if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
+                        problems.push(format!("{id}: quarantine not applied: {e}"));
+                    }
+                }
+                (None, Some((_, crate::status::Actor::Config))) => {
+                    let event = crate::status::Event::Release { by: crate::status::Actor::Config };
+                    if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
+                        problems.push(format!("{id}: release not applied: {e}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let event = AuditEvent {
+            event: "config.loaded",
+            time_ms: now_ms,
+            server: String::new(),
+            session: None,
+            status_before: None,
+            status_after: None,
+            baseline: None,
+            live: None,
+            reason: format!(
+                "posture {}, {} configured server(s), admin API {}{}",
+                self.config.posture.as_str(),
+                self.config.servers.len(),
+                if self.config.admin.token_sha256.is_some() { "on" } else { "off" },
+                if problems.is_empty() { String::new() } else { format!("; problems: {}", problems.join("; ")) }
+            ),
+            detail: Map::new(),
+        };
+        self.emit(store, out, &event);
+    }
+
+    /// Checks request headers: a POST must carry JSON (HTTP 415 otherwise).
+    pub fn request_headers(&self, info: &RequestInfo<'_>) -> RequestVerdict {
+        if info.http_method.eq_ignore_ascii_case("POST") && !is_json(info.content_type) {
+            return RequestVerdict::Reply(LocalReply::json(
+                415,
+                &jsonrpc::error_response(
+                    &Value::Null,
+                    jsonrpc::INVALID_REQUEST,
+                    "toolseal: MCP POST bodies must be sent with Content-Type: application/json",
+                ),
+            ));
+        }
+        RequestVerdict::Forward
+    }
+
+    /// Decides on a complete client request body.
+    pub fn request_body(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        info: &RequestInfo<'_>,
+        body: &[u8],
+    ) -> RequestVerdict {
+        if let RequestVerdict::Reply(reply) = self.request_headers(info) {
+            return RequestVerdict::Reply(reply);
+        }
+        if body.len() > self.config.limits.max_request_bytes {
+            out.count(Counter::RequestsRejected, Some("too_large"));
+            let msg = format!("toolseal: request body over {} bytes", self.config.limits.max_request_bytes);
+            return RequestVerdict::Reply(LocalReply::json(
+                413,
+                &jsonrpc::error_response(&Value::Null, jsonrpc::INVALID_REQUEST, &msg),
+            ));
+        }
+        if body.is_empty() && !info.http_method.eq_ignore_ascii_case("POST") {
+            return RequestVerdict::Forward;
+        }
+        let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
+            Ok(p) => p,
+            Err(e) => return self.reject(store, out, now_ms, exchange, e.code(), &e.to_string()),
+        };
+        if let Err(reason) = check_mcp_headers(info, &payload) {
+            return self.reject(store, out, now_ms, exchange, jsonrpc::INVALID_REQUEST, &reason);
+        }
+        let body_sha256 = crate::fingerprint::to_hex(&sha2_digest(body));
+        let mut answers: Vec<Option<Value>> = Vec::new();
+        let mut denied = false;
+        for message in payload.messages() {
+            let answer = self.client_message(store, out, now_ms, exchange, info, message, &body_sha256);
+            denied |= answer.is_some();
+            answers.push(answer);
+        }
+        if !denied {
+            return RequestVerdict::Forward;
+        }
+        exchange.pending_lists.clear();
+        exchange.pending_calls.clear();
+        let reply = match payload {
+            Payload::Single(_) => answers.into_iter().flatten().next().unwrap_or(Value::Null),
+            Payload::Batch(messages) => Value::Array(
+                messages
+                    .iter()
+                    .zip(answers)
+                    .filter_map(|(m, a)| a.or_else(|| not_forwarded(m)))
+                    .collect(),
+            ),
+        };
+        RequestVerdict::Reply(LocalReply::json(200, &reply))
+    }
+
+    fn reject(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        code: i64,
+        reason: &str,
+    ) -> RequestVerdict {
+        out.count(Counter::RequestsRejected, None);
+        let event = self.event("request.rejected", exchange, now_ms, None, reason, Map::new());
+        self.emit(store, out, &event);
+        let status = if code == jsonrpc::PARSE_ERROR { 400 } else { 400 };
+        RequestVerdict::Reply(LocalReply::json(
+            status,
+            &jsonrpc::error_response(&Value::Null, code, &format!("toolseal: {reason}")),
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn client_message(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        info: &RequestInfo<'_>,
+        message: &Message,
+        body_sha256: &str,
+    ) -> Option<Value> {
+        let Message::Request { id, method, params } = message else {
+            return None;
+        };
+        match method.as_str() {
+            "tools/list" => {
+                let cursor = params.as_ref().and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null());
+                exchange.pending_lists.push((id.clone(), cursor));
+                None
+            }
+            "tools/call" => {
+                let call = crate::call::Call { id, params: params.as_ref(), body_sha256 };
+                match self.authorize_call(store, out, now_ms, exchange, info, &call) {
+                    Ok((tool, check_result)) => {
+                        exchange.pending_calls.push(PendingCall { id: id.clone(), tool, check_result });
+                        None
+                    }
+                    Err(denial) => Some(denial.response(id)),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Loads the approved set of a fingerprint (cached, content-addressed).
+    pub(crate) fn approved(&mut self, store: &dyn StateStore, fingerprint: &str) -> Option<Rc<Approved>> {
+        self.cache.get_or_load(store, fingerprint, &self.config.fingerprint)
+    }
+
+    /// Applies a lifecycle event and audits what it produced. Returns the new record, or the
+    /// error (the caller fails closed).
+    pub(crate) fn transition(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        server: &str,
+        session: Option<&str>,
+        event: &crate::status::Event,
+        now_ms: u64,
+    ) -> Result<ServerRecord, StateError> {
+        let posture = self.config.posture_of(server);
+        let updated = state::update_record(store, server, event, posture, now_ms, self.config.limits.max_servers)?;
+        for note in &updated.notes {
+            let mut detail = Map::new();
+            if note.event == "schema.changed" || note.event == "schema.pending" {
+                if let Some(summary) = self.diff_summary(store, &updated.after) {
+                    detail.insert("diff".into(), summary);
+                }
+                if !updated.after.findings.is_empty() {
+                    detail.insert("findings".into(), json!(updated.after.findings));
+                }
+            }
+            let audit = AuditEvent {
+                event: note.event,
+                time_ms: now_ms,
+                server: server.to_string(),
+                session: session.map(str::to_string),
+                status_before: Some(updated.before.status),
+                status_after: Some(updated.after.status),
+                baseline: updated.after.baseline.clone(),
+                live: updated.after.live.clone(),
+                reason: note.reason.clone(),
+                detail,
+            };
+            self.emit(store, out, &audit);
+        }
+        Ok(updated.after)
+    }
+
+    /// The classified diff between a record's baseline and its live candidate.
+    pub(crate) fn diff(&mut self, store: &dyn StateStore, record: &ServerRecord) -> Option<crate::drift::DriftDiff> {
+        let live = record.live.as_deref()?;
+        let old = match record.baseline.as_deref() {
+            Some(b) if b == live => return None,
+            Some(b) => self.approved(store, b)?.definitions(),
+            None => Vec::new(),
+        };
+        let new = self.approved(store, live)?.definitions();
+        Some(crate::drift::diff_tools(&old, &new))
+    }
+
+    fn diff_summary(&mut self, store: &dyn StateStore, record: &ServerRecord) -> Option<Value> {
+        self.diff(store, record).map(|d| d.summary_json())
+    }
+
+    /// Sends an audit event to the host and the ring.
+    pub(crate) fn emit(&self, store: &mut dyn StateStore, out: &mut dyn Outputs, event: &AuditEvent) {
+        out.audit(event);
+        state::push_audit(store, &event.to_json(), self.config.audit.ring_size);
+    }
+
+    /// An audit event about `exchange`'s server with its current record.
+    pub(crate) fn event(
+        &self,
+        name: &'static str,
+        exchange: &Exchange,
+        now_ms: u64,
+        record: Option<&ServerRecord>,
+        reason: &str,
+        detail: Map<String, Value>,
+    ) -> AuditEvent {
+        AuditEvent {
+            event: name,
+            time_ms: now_ms,
+            server: exchange.server.clone(),
+            session: exchange.session.clone(),
+            status_before: record.map(|r| r.status),
+            status_after: record.map(|r| r.status),
+            baseline: record.and_then(|r| r.baseline.clone()),
+            live: record.and_then(|r| r.live.clone()),
+            reason: reason.to_string(),
+            detail,
+        }
+    }
+
+    /// A decision record for `exchange`.
+    pub(crate) fn decision(
+        &self,
+        exchange: &Exchange,
+        direction: &'static str,
+        method: &str,
+        id: Option<&Value>,
+        status: SchemaStatus,
+    ) -> Decision {
+        Decision {
+            direction,
+            method: method.to_string(),
+            id: id.map(Value::to_string),
+            server: exchange.server.clone(),
+            session: exchange.session.clone(),
+            schema_status: status,
+            tools_in: None,
+            tools_out: None,
+            tool: None,
+            decision: "pass",
+            error_code: None,
+        }
+    }
+
+    /// A denial for `code` on `tool`.
+    pub(crate) fn denial(
+        &self,
+        code: ErrorCode,
+        exchange: &Exchange,
+        tool: &str,
+        record: Option<&ServerRecord>,
+        detail: &str,
+    ) -> Denial {
+        Denial {
+            code,
+            server: exchange.server.clone(),
+            tool: tool.to_string(),
+            status: record.map_or(SchemaStatus::Unbaselined, |r| r.status),
+            fingerprint: record.and_then(|r| r.baseline.clone()),
+            message: denial_message(code, tool, detail),
+            required_action: code.required_action(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Evaluates the policy for an approved call.
+    pub(crate) fn policy(&self, facts: &CallFacts<'_>) -> Option<crate::policy::PolicyDecision> {
+        let decision = self.config.policy.evaluate(facts);
+        (decision.action == Action::Deny).then_some(decision)
+    }
+}
+
+fn is_json(content_type: Option<&str>) -> bool {
+    content_type
+        .and_then(|ct| ct.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn check_mcp_headers(info: &RequestInfo<'_>, payload: &Payload) -> Result<(), String> {
+    if info.mcp_method.is_none() && info.mcp_name.is_none() {
+        return Ok(());
+    }
+    let Payload::Single(message) = payload else {
+        return Err("Mcp-Method/Mcp-Name headers cannot describe a batch".into());
+    };
+    if let Some(header) = info.mcp_method {
+        if message.method() != Some(header) {
+            return Err(format!("Mcp-Method header {header:?} does not match the body's method"));
+        }
+    }
+    if let Some(header) = info.mcp_name {
+        let params = match message {
+            Message::Request { params, .. } | Message::Notification { params, .. } => params.as_ref(),
+            _ => None,
+        };
+        let body_name = params.and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str);
+        if body_name != Some(header) {
+            return Err(format!("Mcp-Name header {header:?} does not match the body's params.name"));
+        }
+    }
+    Ok(())
+}
+
+/// The answer for a batch element that was allowed but not forwarded because another
+/// element was denied (a batch is answered as a whole).
+fn not_forwarded(message: &Message) -> Option<Value> {
+    let Message::Request { id, .. } = message else { return None };
+    Some(jsonrpc::error_response(
+        id,
+        jsonrpc::INVALID_REQUEST,
+        "toolseal: not forwarded because another call in the same batch was refused; send it again on its own",
+    ))
+}
+
+fn sha2_digest(bytes: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).into()
+}

@@ -1,0 +1,262 @@
+//! Verification of `tools/list` results, whole or page by page (SPEC sections 2 and 3).
+//!
+//! Main design decision: a list result is fingerprinted and checked against the baseline
+//! before a single tool reaches the client; when the server is closed afterwards, every tool
+//! is removed and a namespaced `_meta` entry says why. Pages are checked tool by tool as they
+//! pass, and the last page completes the set check over everything accumulated.
+
+use crate::approved::Approved;
+use crate::audit::Counter;
+use crate::engine::{Engine, Exchange};
+use crate::fingerprint::digest_tools;
+use crate::state::{self, PageAccumulator};
+use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
+use crate::store::StateStore;
+use serde_json::{Value, json};
+
+/// The `_meta` key that explains a filtered list.
+pub const META_KEY: &str = "io.toolseal/status";
+
+/// The verdict on one list result.
+struct Verdict {
+    record: Option<ServerRecord>,
+    serve: bool,
+    reason: String,
+}
+
+impl Engine {
+    /// Checks one `tools/list` result; returns the result to forward instead, if it changes.
+    pub(crate) fn list_result(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        id: &Value,
+        cursor_sent: bool,
+        result: &Value,
+    ) -> Option<Value> {
+        let tools = result.get("tools");
+        let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
+        let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
+        let verdict = if cursor_sent || next_cursor {
+            self.check_page(store, out, now_ms, exchange, tools, cursor_sent, next_cursor)
+        } else {
+            self.check_whole(store, out, now_ms, exchange, tools)
+        };
+        let status = verdict.record.as_ref().map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
+        decision.tools_in = Some(tools_in);
+        if verdict.serve {
+            out.count(Counter::ListsVerified, None);
+            if let (Some(session), Some(baseline)) =
+                (exchange.session.as_deref(), verdict.record.as_ref().and_then(|r| r.baseline.as_deref()))
+            {
+                state::put_snapshot(store, &exchange.server, session, baseline, self.config.limits.session_slots);
+            }
+            decision.tools_out = Some(tools_in);
+            out.decision(&decision);
+            return None;
+        }
+        out.count(Counter::ListsFiltered, None);
+        decision.tools_out = Some(0);
+        decision.decision = "rewrite";
+        out.decision(&decision);
+        let mut detail = serde_json::Map::new();
+        detail.insert("tools_in".into(), json!(tools_in));
+        let event = self.event("list.filtered", exchange, now_ms, verdict.record.as_ref(), &verdict.reason, detail);
+        self.emit(store, out, &event);
+        Some(filtered(result, &exchange.server, verdict.record.as_ref(), &verdict.reason))
+    }
+
+    fn check_whole(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        tools: Option<&Value>,
+    ) -> Verdict {
+        match self.evaluate_set(store, out, now_ms, exchange, tools.unwrap_or(&Value::Null)) {
+            Ok(record) => serve_if_open(record),
+            Err(reason) => Verdict { record: None, serve: false, reason },
+        }
+    }
+
+    /// Fingerprints a complete set, compares it with the baseline and applies the lifecycle.
+    fn evaluate_set(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        tools: &Value,
+    ) -> Result<ServerRecord, String> {
+        let server = exchange.server.clone();
+        let session = exchange.session.clone();
+        let live = match digest_tools(tools, &self.config.fingerprint) {
+            Err(e) => LiveSet::Invalid { reason: format!("INVALID_TOOL_SET: {e}") },
+            Ok(digests) => {
+                let fingerprint = digests.fingerprint();
+                let record = state::load_record(store, &server).map_err(|e| e.to_string())?.map(|(r, _)| r);
+                let baseline = record.as_ref().and_then(|r| r.baseline.clone());
+                let matches = match baseline.as_deref() {
+                    Some(b) if b == fingerprint => true,
+                    Some(b) if self.config.server(&server).allow_subset => self
+                        .approved(store, b)
+                        .is_some_and(|base| is_strict_subset(&digests.entries, &base)),
+                    _ => false,
+                };
+                // A drifted candidate is stored for review; a matching set is stored when its
+                // definitions are not known yet (a baseline pinned by fingerprint only).
+                if !matches || self.approved(store, &fingerprint).is_none() {
+                    let definitions = tools.as_array().cloned().unwrap_or_default();
+                    state::put_tool_set(store, &fingerprint, &definitions).map_err(|e| e.to_string())?;
+                    if let Some(approved) =
+                        Approved::from_definitions(&fingerprint, definitions, &self.config.fingerprint)
+                    {
+                        self.cache.insert(approved);
+                    }
+                }
+                if !matches && baseline.is_some() {
+                    out.count(Counter::ListsChanged, None);
+                }
+                let findings = crate::screening::screen(tools, record.as_ref());
+                LiveSet::Valid { fingerprint, matches, findings }
+            }
+        };
+        self.transition(store, out, &server, session.as_deref(), &Event::Live(live), now_ms)
+            .map_err(|e| e.to_string())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_page(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        tools: Option<&Value>,
+        cursor_sent: bool,
+        next_cursor: bool,
+    ) -> Verdict {
+        let slots = self.config.limits.session_slots;
+        let server = exchange.server.clone();
+        let session = exchange.session.clone().unwrap_or_default();
+        let Some(page) = tools.and_then(Value::as_array) else {
+            return self.check_whole(store, out, now_ms, exchange, tools);
+        };
+        let mut acc = if cursor_sent { state::get_pages(store, &server, &session, slots) } else { Some(PageAccumulator::default()) };
+        if let Some(acc) = acc.as_mut() {
+            acc.pages = acc.pages.saturating_add(1);
+            acc.bytes = acc.bytes.saturating_add(page.iter().map(|t| t.to_string().len()).sum::<usize>());
+            acc.tools.extend(page.iter().cloned());
+            if acc.bytes > self.config.limits.max_response_bytes {
+                state::put_pages(store, &server, &session, slots, None);
+                return Verdict { record: None, serve: false, reason: "paginated tools/list over limits.max_response_bytes".into() };
+            }
+        }
+        let record = match state::load_record(store, &server) {
+            Ok(r) => r.map(|(r, _)| r),
+            Err(e) => return Verdict { record: None, serve: false, reason: e.to_string() },
+        };
+        if let Some(reason) = self.page_drift(store, record.as_ref(), tools.unwrap_or(&Value::Null)) {
+            let live = LiveSet::Invalid { reason: reason.clone() };
+            let after = self.transition(store, out, &server, exchange.session.as_deref(), &Event::Live(live), now_ms);
+            if next_cursor {
+                if let Some(acc) = &acc {
+                    state::put_pages(store, &server, &session, slots, Some(acc));
+                }
+            }
+            return Verdict { record: after.ok().or(record), serve: false, reason };
+        }
+        if next_cursor {
+            let Some(acc) = acc else {
+                return Verdict { record, serve: false, reason: "page seen without its first page; list again from the start".into() };
+            };
+            state::put_pages(store, &server, &session, slots, Some(&acc));
+            let discovery = self.config.posture_of(&server) == crate::config::Posture::Discovery;
+            return match record {
+                Some(r) if r.status == SchemaStatus::Unbaselined && r.baseline.is_none() && discovery => {
+                    Verdict { record: Some(r), serve: true, reason: String::new() }
+                }
+                None if discovery => Verdict { record: None, serve: true, reason: String::new() },
+                Some(r) => serve_if_open(r),
+                None => Verdict { record: None, serve: false, reason: "strict posture: awaiting admin approval".into() },
+            };
+        }
+        state::put_pages(store, &server, &session, slots, None);
+        match acc {
+            Some(acc) => {
+                let all = Value::Array(acc.tools);
+                match self.evaluate_set(store, out, now_ms, exchange, &all) {
+                    Ok(record) => serve_if_open(record),
+                    Err(reason) => Verdict { record, serve: false, reason },
+                }
+            }
+            None => match record {
+                Some(r) if r.status == SchemaStatus::Verified => serve_if_open(r),
+                other => Verdict { record: other, serve: false, reason: "last page seen without the first; list again from the start".into() },
+            },
+        }
+    }
+
+    /// A page's tools that differ from the baseline (checked per tool as pages pass).
+    fn page_drift(&mut self, store: &dyn StateStore, record: Option<&ServerRecord>, page: &Value) -> Option<String> {
+        let baseline = record?.baseline.clone()?;
+        let approved = self.approved(store, &baseline)?;
+        let digests = match digest_tools(page, &self.config.fingerprint) {
+            Ok(d) => d,
+            Err(e) => return Some(format!("INVALID_TOOL_SET: {e}")),
+        };
+        let differing: Vec<&str> = digests
+            .entries
+            .iter()
+            .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        (!differing.is_empty()).then(|| format!("a tools/list page differs from the baseline: {}", differing.join(", ")))
+    }
+}
+
+fn serve_if_open(record: ServerRecord) -> Verdict {
+    let serve = !record.status.is_closed() && record.baseline.is_some();
+    let reason = match record.status {
+        SchemaStatus::Changed => "the tool set drifted from the approved baseline; an admin must review it".to_string(),
+        SchemaStatus::Pending => "the tool set awaits admin approval".to_string(),
+        SchemaStatus::Quarantined => {
+            format!("the server is quarantined: {}", record.quarantine.as_ref().map_or("", |q| q.0.as_str()))
+        }
+        _ => String::new(),
+    };
+    Verdict { record: Some(record), serve, reason }
+}
+
+fn is_strict_subset(live: &[(String, String)], baseline: &Approved) -> bool {
+    live.len() < baseline.tools.len() && live.iter().all(|(name, digest)| baseline.digest(name) == Some(digest.as_str()))
+}
+
+/// The result with every tool removed and the reason in `_meta`.
+fn filtered(result: &Value, server: &str, record: Option<&ServerRecord>, reason: &str) -> Value {
+    let mut out = result.clone();
+    if let Some(obj) = out.as_object_mut() {
+        obj.insert("tools".into(), json!([]));
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if !meta.is_object() {
+            *meta = json!({});
+        }
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(
+                META_KEY.into(),
+                json!({
+                    "server": server,
+                    "schema_status": record.map_or("unbaselined", |r| r.status.as_str()),
+                    "reason": reason,
+                    "baseline_fingerprint": record.and_then(|r| r.baseline.clone()),
+                    "live_fingerprint": record.and_then(|r| r.live.clone()),
+                }),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,331 @@
+//! Server → client: response bodies as JSON or as Server-Sent Events (SPEC section 3).
+//!
+//! Main design decision: the engine tells the host, from the response headers, how to feed
+//! the body: pass it through untouched (nothing to check), buffer it whole (JSON that answers a
+//! `tools/list`), or stream it event by event (SSE, where progress must not wait). A body that
+//! must be inspected but cannot be (compressed, malformed, too large) is replaced by a
+//! JSON-RPC error: the client never receives unchecked tools.
+
+use crate::audit::Outputs;
+use crate::engine::{Engine, Exchange};
+use crate::jsonrpc::{self, Message, Payload};
+use crate::sse::SseParser;
+use crate::store::StateStore;
+use serde_json::Value;
+
+/// How the host must feed the response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyPlan {
+    /// Forward as it comes; nothing to inspect.
+    Pass,
+    /// Buffer to the end, then call [`Engine::response_json`].
+    Buffer,
+    /// Call [`Engine::response_sse`] with each chunk and forward what it returns.
+    Stream,
+}
+
+/// Response framing state of one exchange.
+#[derive(Debug, Default)]
+pub enum ResponseState {
+    /// Not decided yet.
+    #[default]
+    Unknown,
+    /// Passing through.
+    Pass,
+    /// Buffered JSON.
+    Json,
+    /// A body that must be inspected but cannot be read (why).
+    Unreadable(String),
+    /// SSE in progress.
+    Sse(Box<SseParser>),
+    /// An SSE stream that failed closed: the rest is dropped.
+    Dropped,
+}
+
+impl Engine {
+    /// Chooses how to read a response from its headers.
+    pub fn response_headers(
+        &self,
+        exchange: &mut Exchange,
+        content_type: Option<&str>,
+        content_encoding: Option<&str>,
+    ) -> BodyPlan {
+        let must_inspect = !exchange.pending_lists.is_empty();
+        let mime = content_type.and_then(|c| c.split(';').next()).map(|m| m.trim().to_ascii_lowercase());
+        let encoded = content_encoding.is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"));
+        let (state, plan) = match (mime.as_deref(), encoded) {
+            (_, true) if must_inspect => {
+                (ResponseState::Unreadable("the tools/list response is compressed".into()), BodyPlan::Buffer)
+            }
+            (Some("text/event-stream"), false) => {
+                (ResponseState::Sse(Box::new(SseParser::new(self.config.limits.max_response_bytes))), BodyPlan::Stream)
+            }
+            (Some("text/event-stream"), true) => {
+                (ResponseState::Unreadable("the event stream is compressed".into()), BodyPlan::Buffer)
+            }
+            (Some("application/json"), false) if must_inspect || exchange.pending_calls.iter().any(|c| c.check_result) => {
+                (ResponseState::Json, BodyPlan::Buffer)
+            }
+            (_, _) if must_inspect => (
+                ResponseState::Unreadable(format!(
+                    "the tools/list response has content type {:?}",
+                    content_type.unwrap_or("")
+                )),
+                BodyPlan::Buffer,
+            ),
+            _ => (ResponseState::Pass, BodyPlan::Pass),
+        };
+        exchange.response = state;
+        plan
+    }
+
+    /// A complete buffered body; returns the body to forward instead, if it changes.
+    pub fn response_json(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        if let ResponseState::Unreadable(why) = &exchange.response {
+            let why = why.clone();
+            return Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string().into_bytes());
+        }
+        if !matches!(exchange.response, ResponseState::Json) {
+            return None;
+        }
+        if body.len() > self.config.limits.max_response_bytes {
+            let why = format!("the response is over limits.max_response_bytes ({})", self.config.limits.max_response_bytes);
+            return self.fail_if_needed(store, out, now_ms, exchange, &why);
+        }
+        let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
+            Ok(p) => p,
+            Err(e) => return self.fail_if_needed(store, out, now_ms, exchange, &format!("unreadable response: {e}")),
+        };
+        let replaced = self.server_payload(store, out, now_ms, exchange, &payload)?;
+        Some(replaced.to_string().into_bytes())
+    }
+
+    /// One chunk of an event stream (`end`: the stream ends with it); returns the bytes to
+    /// forward now in place of the chunk.
+    pub fn response_sse(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        chunk: &[u8],
+        end: bool,
+    ) -> Vec<u8> {
+        let mut parser = match std::mem::take(&mut exchange.response) {
+            ResponseState::Sse(parser) => parser,
+            ResponseState::Dropped => {
+                exchange.response = ResponseState::Dropped;
+                return Vec::new();
+            }
+            other => {
+                exchange.response = other;
+                return chunk.to_vec();
+            }
+        };
+        let mut events = match parser.push(chunk) {
+            Ok(events) => events,
+            Err(e) => return self.drop_stream(store, out, now_ms, exchange, &format!("unreadable event stream: {e}")),
+        };
+        if end {
+            match parser.close() {
+                Ok(more) => events.extend(more),
+                Err(e) => return self.drop_stream(store, out, now_ms, exchange, &format!("unreadable event stream: {e}")),
+            }
+            // An unterminated last event is discarded by SSE clients; never forward it unchecked.
+            let _ = parser.finish();
+        }
+        exchange.response = ResponseState::Sse(parser);
+        let mut forward = Vec::new();
+        for event in events {
+            match event.data.as_deref() {
+                Some(data) if !data.is_empty() => match self.server_data(store, out, now_ms, exchange, data) {
+                    Some(new_data) => forward.extend_from_slice(&event.with_data(&new_data)),
+                    None => forward.extend_from_slice(&event.raw),
+                },
+                _ => forward.extend_from_slice(&event.raw),
+            }
+        }
+        forward
+    }
+
+    /// The data of one SSE event; returns replacement data, if it changes.
+    fn server_data(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        data: &str,
+    ) -> Option<String> {
+        let relevant = !exchange.pending_lists.is_empty()
+            || !exchange.pending_calls.is_empty()
+            || data.contains("list_changed")
+            || data.contains("\"tools\"");
+        if !relevant {
+            return None;
+        }
+        match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
+            Ok(payload) => self.server_payload(store, out, now_ms, exchange, &payload).map(|v| v.to_string()),
+            Err(e) if !exchange.pending_lists.is_empty() || data.contains("\"tools\"") => {
+                let why = format!("unreadable event data: {e}");
+                Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string())
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// The messages of a response payload; returns the payload to forward instead, if any
+    /// message changed.
+    fn server_payload(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        payload: &Payload,
+    ) -> Option<Value> {
+        let mut changed = false;
+        let mut values = Vec::new();
+        for message in payload.messages() {
+            match self.server_message(store, out, now_ms, exchange, message) {
+                Some(v) => {
+                    changed = true;
+                    values.push(v);
+                }
+                None => values.push(message.to_value()),
+            }
+        }
+        if !changed {
+            return None;
+        }
+        match payload {
+            Payload::Single(_) => values.into_iter().next(),
+            Payload::Batch(_) => Some(Value::Array(values)),
+        }
+    }
+
+    /// One server message; returns the message to forward instead, if it changes.
+    fn server_message(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        message: &Message,
+    ) -> Option<Value> {
+        match message {
+            Message::Notification { method, .. } if method == "notifications/tools/list_changed" => {
+                self.list_changed(store, out, now_ms, exchange);
+                None
+            }
+            Message::Response { id, result } => {
+                let list = exchange.pending_lists.iter().position(|(pending, _)| pending == id);
+                if let Some(index) = list {
+                    let (_, cursor) = exchange.pending_lists.remove(index);
+                    let new = self.list_result(store, out, now_ms, exchange, id, cursor, result)?;
+                    return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
+                }
+                if let Some(index) = exchange.pending_calls.iter().position(|c| &c.id == id) {
+                    let call = exchange.pending_calls.remove(index);
+                    let new = self.call_result(store, out, now_ms, exchange, &call, result)?;
+                    return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
+                }
+                if result.get("tools").is_some_and(Value::is_array) {
+                    // A tool list the client did not visibly ask for: check it all the same.
+                    let new = self.list_result(store, out, now_ms, exchange, id, false, result)?;
+                    return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
+                }
+                None
+            }
+            Message::Error { id, .. } => {
+                exchange.pending_lists.retain(|(pending, _)| pending != id);
+                exchange.pending_calls.retain(|c| &c.id != id);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn list_changed(&mut self, store: &mut dyn StateStore, out: &mut dyn Outputs, now_ms: u64, exchange: &Exchange) {
+        let mode = self.config.server(&exchange.server).list_changed;
+        let status = match mode {
+            crate::config::ListChanged::Hold => {
+                let server = exchange.server.clone();
+                let event = crate::status::Event::ListChanged;
+                self.transition(store, out, &server, exchange.session.as_deref(), &event, now_ms)
+                    .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status)
+            }
+            crate::config::ListChanged::Observe => crate::state::load_record(store, &exchange.server)
+                .ok()
+                .flatten()
+                .map_or(crate::status::SchemaStatus::Unbaselined, |(r, _)| r.status),
+        };
+        let decision = self.decision(exchange, "response", "notifications/tools/list_changed", None, status);
+        out.decision(&decision);
+    }
+
+    fn fail_if_needed(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        why: &str,
+    ) -> Option<Vec<u8>> {
+        if exchange.pending_lists.is_empty() {
+            return None;
+        }
+        Some(self.fail_closed(store, out, now_ms, exchange, why).to_string().into_bytes())
+    }
+
+    /// The error that replaces an uninspectable `tools/list` answer (one per pending id).
+    fn fail_closed(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        why: &str,
+    ) -> Value {
+        let message = format!("toolseal: {why}; the tool list was withheld (fail closed)");
+        let ids: Vec<Value> = exchange.pending_lists.drain(..).map(|(id, _)| id).collect();
+        out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
+        let event = self.event("list.filtered", exchange, now_ms, None, &message, serde_json::Map::new());
+        self.emit(store, out, &event);
+        for id in &ids {
+            let mut decision = self.decision(exchange, "response", "tools/list", Some(id), crate::status::SchemaStatus::Unbaselined);
+            decision.decision = "rewrite";
+            decision.tools_out = Some(0);
+            decision.error_code = Some("UNINSPECTABLE_RESPONSE");
+            out.decision(&decision);
+        }
+        let errors: Vec<Value> = if ids.is_empty() { vec![Value::Null] } else { ids }
+            .iter()
+            .map(|id| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
+            .collect();
+        match <[Value; 1]>::try_from(errors) {
+            Ok([single]) => single,
+            Err(many) => Value::Array(many),
+        }
+    }
+
+    fn drop_stream(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        why: &str,
+    ) -> Vec<u8> {
+        let error = self.fail_closed(store, out, now_ms, exchange, why);
+        exchange.response = ResponseState::Dropped;
+        format!("event: message\ndata: {error}\n\n").into_bytes()
+    }
+}

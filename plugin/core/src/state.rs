@@ -1,0 +1,292 @@
+//! The layout of toolseal's runtime state in the shared store, and the bounded
+//! compare-and-swap loops that change it.
+//!
+//! Main design decision: state is split by how it is read. A server's lifecycle record is
+//! small and read on every call; approved tool sets are content-addressed by fingerprint
+//! (immutable, so every worker caches them parsed); session snapshots and page accumulators
+//! live in a fixed number of hash slots, so memory stays bounded however many sessions pass
+//! (a slot collision evicts, which only means a call is checked against the baseline alone).
+//!
+//! Keys (all under `ts/v1/`):
+//! - `servers` — JSON array of known server ids (bounded by `limits.max_servers`);
+//! - `srv/<id>` — the [`ServerRecord`] of one server;
+//! - `set/<fingerprint>` — `{"fingerprint", "tools": [...]}` of a baseline or candidate;
+//! - `sess/<slot>` — `{"server","session","fingerprint"}`: the set last served to a session;
+//! - `page/<slot>` — tools accumulated over the pages of a paginated `tools/list`;
+//! - `audit/head` and `audit/<n>` — the audit ring.
+
+use crate::status::{Event, Refusal, ServerRecord};
+use crate::store::{Expect, StateStore, StoreError};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// How many times a read-modify-write is retried on CAS conflict before failing closed.
+pub const CAS_ATTEMPTS: usize = 16;
+
+const SERVERS_KEY: &str = "ts/v1/servers";
+const AUDIT_HEAD_KEY: &str = "ts/v1/audit/head";
+
+/// Why a state operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateError {
+    /// The lifecycle refused the event (conflict, not quarantined, ...).
+    Refused(Refusal),
+    /// More servers than `limits.max_servers`.
+    TooManyServers(usize),
+    /// Stored state could not be read back (corrupt): fail closed.
+    Corrupt(String),
+    /// The store kept conflicting or failed.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::Refused(r) => write!(f, "{r}"),
+            StateError::TooManyServers(n) => {
+                write!(f, "more than {n} servers are tracked; raise limits.max_servers or check server_id")
+            }
+            StateError::Corrupt(m) => write!(f, "stored state is unreadable ({m}); failing closed"),
+            StateError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn record_key(server: &str) -> String {
+    format!("ts/v1/srv/{server}")
+}
+
+fn set_key(fingerprint: &str) -> String {
+    format!("ts/v1/set/{fingerprint}")
+}
+
+/// Creates the keys that must exist before workers race on them (proxy-wasm ignores CAS on
+/// the first write of a missing key). Idempotent.
+pub fn seed(store: &mut dyn StateStore) {
+    for (key, value) in [(SERVERS_KEY, &b"[]"[..]), (AUDIT_HEAD_KEY, &b"0"[..])] {
+        let _ = store.set(key, value, Expect::Absent);
+    }
+}
+
+/// Reads a server's record (`None`: never seen).
+pub fn load_record(store: &dyn StateStore, server: &str) -> Result<Option<(ServerRecord, u32)>, StateError> {
+    match store.get(&record_key(server)) {
+        None => Ok(None),
+        Some((bytes, version)) if bytes.is_empty() => {
+            let _ = version;
+            Ok(None)
+        }
+        Some((bytes, version)) => serde_json::from_slice::<ServerRecord>(&bytes)
+            .map(|r| Some((r, version)))
+            .map_err(|e| StateError::Corrupt(format!("server {server}: {e}"))),
+    }
+}
+
+/// The outcome of [`update_record`].
+#[derive(Debug, Clone)]
+pub struct Updated {
+    /// Record before the event (a fresh one for a new server).
+    pub before: ServerRecord,
+    /// Record after.
+    pub after: ServerRecord,
+    /// What to audit.
+    pub notes: Vec<crate::status::Note>,
+}
+
+/// Applies one lifecycle event to a server's record with a bounded CAS loop.
+pub fn update_record(
+    store: &mut dyn StateStore,
+    server: &str,
+    event: &Event,
+    posture: crate::config::Posture,
+    now_ms: u64,
+    max_servers: usize,
+) -> Result<Updated, StateError> {
+    let key = record_key(server);
+    for _ in 0..CAS_ATTEMPTS {
+        let (before, expect) = match load_record(store, server)? {
+            Some((record, version)) => (record, Expect::Version(version)),
+            None => {
+                register_server(store, server, max_servers)?;
+                (ServerRecord::new(now_ms), Expect::Absent)
+            }
+        };
+        let (after, notes) =
+            crate::status::apply(&before, event, posture, now_ms).map_err(StateError::Refused)?;
+        if after == before && expect != Expect::Absent {
+            return Ok(Updated { before, after, notes });
+        }
+        let bytes = serde_json::to_vec(&after).map_err(|e| StateError::Corrupt(e.to_string()))?;
+        match store.set(&key, &bytes, expect) {
+            Ok(()) => return Ok(Updated { before, after, notes }),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(StateError::Store(e)),
+        }
+    }
+    Err(StateError::Store(StoreError::Conflict))
+}
+
+/// The ids of every known server.
+pub fn server_ids(store: &dyn StateStore) -> Vec<String> {
+    store
+        .get(SERVERS_KEY)
+        .and_then(|(bytes, _)| serde_json::from_slice::<Vec<String>>(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn register_server(store: &mut dyn StateStore, server: &str, max_servers: usize) -> Result<(), StateError> {
+    for _ in 0..CAS_ATTEMPTS {
+        let (mut ids, expect) = match store.get(SERVERS_KEY) {
+            Some((bytes, version)) => (
+                serde_json::from_slice::<Vec<String>>(&bytes)
+                    .map_err(|e| StateError::Corrupt(format!("server registry: {e}")))?,
+                Expect::Version(version),
+            ),
+            None => (Vec::new(), Expect::Absent),
+        };
+        if ids.iter().any(|id| id == server) {
+            return Ok(());
+        }
+        if ids.len() >= max_servers {
+            return Err(StateError::TooManyServers(max_servers));
+        }
+        ids.push(server.to_string());
+        let bytes = serde_json::to_vec(&ids).map_err(|e| StateError::Corrupt(e.to_string()))?;
+        match store.set(SERVERS_KEY, &bytes, expect) {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(StateError::Store(e)),
+        }
+    }
+    Err(StateError::Store(StoreError::Conflict))
+}
+
+/// Stores a tool set under its fingerprint (content-addressed: written once).
+pub fn put_tool_set(store: &mut dyn StateStore, fingerprint: &str, tools: &[Value]) -> Result<(), StateError> {
+    let key = set_key(fingerprint);
+    if store.get(&key).is_some_and(|(b, _)| !b.is_empty()) {
+        return Ok(());
+    }
+    let bytes = serde_json::to_vec(&json!({"fingerprint": fingerprint, "tools": tools}))
+        .map_err(|e| StateError::Corrupt(e.to_string()))?;
+    match store.set(&key, &bytes, Expect::Any) {
+        Ok(()) | Err(StoreError::Conflict) => Ok(()),
+        Err(e) => Err(StateError::Store(e)),
+    }
+}
+
+/// Reads the stored tool definitions of a fingerprint.
+pub fn get_tool_set(store: &dyn StateStore, fingerprint: &str) -> Option<Vec<Value>> {
+    let (bytes, _) = store.get(&set_key(fingerprint))?;
+    let mut value: Value = serde_json::from_slice(&bytes).ok()?;
+    match value.get_mut("tools").map(Value::take) {
+        Some(Value::Array(tools)) => Some(tools),
+        _ => None,
+    }
+}
+
+/// The slot a (server, session) pair hashes to.
+pub fn slot(server: &str, session: &str, slots: usize) -> usize {
+    let mut h = Sha256::new();
+    h.update(server.as_bytes());
+    h.update([0u8]);
+    h.update(session.as_bytes());
+    let digest = h.finalize();
+    let mut n = [0u8; 8];
+    for (dst, src) in n.iter_mut().zip(digest.iter()) {
+        *dst = *src;
+    }
+    let slots = u64::try_from(slots.max(1)).unwrap_or(u64::MAX);
+    usize::try_from(u64::from_le_bytes(n) % slots).unwrap_or(0)
+}
+
+/// Records that `session` was served the set approved as `fingerprint`.
+pub fn put_snapshot(store: &mut dyn StateStore, server: &str, session: &str, fingerprint: &str, slots: usize) {
+    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
+    let value = json!({"server": server, "session": session, "fingerprint": fingerprint});
+    if let Ok(bytes) = serde_json::to_vec(&value) {
+        let _ = store.set(&key, &bytes, Expect::Any);
+    }
+}
+
+/// The fingerprint of the set last served to `session` (`None`: unknown or evicted).
+pub fn get_snapshot(store: &dyn StateStore, server: &str, session: &str, slots: usize) -> Option<String> {
+    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
+    let (bytes, _) = store.get(&key)?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    if value.get("server")?.as_str()? != server || value.get("session")?.as_str()? != session {
+        return None;
+    }
+    value.get("fingerprint")?.as_str().map(str::to_string)
+}
+
+/// Tools accumulated over the pages of one paginated `tools/list`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PageAccumulator {
+    /// Pages seen so far.
+    pub pages: u32,
+    /// Every tool definition seen so far, in order.
+    pub tools: Vec<Value>,
+    /// Bytes of definitions held (bounded by `limits.max_response_bytes`).
+    pub bytes: usize,
+}
+
+/// Reads the page accumulator of a (server, session) pair.
+pub fn get_pages(store: &dyn StateStore, server: &str, session: &str, slots: usize) -> Option<PageAccumulator> {
+    let key = format!("ts/v1/page/{}", slot(server, session, slots));
+    let (bytes, _) = store.get(&key)?;
+    let mut value: Value = serde_json::from_slice(&bytes).ok()?;
+    if value.get("server")?.as_str()? != server || value.get("session")?.as_str()? != session {
+        return None;
+    }
+    let pages = u32::try_from(value.get("pages")?.as_u64()?).ok()?;
+    let size = usize::try_from(value.get("bytes")?.as_u64()?).ok()?;
+    match value.get_mut("tools").map(Value::take) {
+        Some(Value::Array(tools)) => Some(PageAccumulator { pages, tools, bytes: size }),
+        _ => None,
+    }
+}
+
+/// Writes (or clears, with `None`) the page accumulator of a (server, session) pair.
+pub fn put_pages(store: &mut dyn StateStore, server: &str, session: &str, slots: usize, acc: Option<&PageAccumulator>) {
+    let key = format!("ts/v1/page/{}", slot(server, session, slots));
+    let bytes = match acc {
+        None => Vec::new(),
+        Some(acc) => serde_json::to_vec(&json!({
+            "server": server, "session": session, "pages": acc.pages, "bytes": acc.bytes, "tools": acc.tools,
+        }))
+        .unwrap_or_default(),
+    };
+    let _ = store.set(&key, &bytes, Expect::Any);
+}
+
+/// Appends an audit event to the ring of `ring_size` slots.
+pub fn push_audit(store: &mut dyn StateStore, event: &Value, ring_size: usize) {
+    let Ok(bytes) = serde_json::to_vec(event) else { return };
+    for _ in 0..CAS_ATTEMPTS {
+        let (head, expect) = match store.get(AUDIT_HEAD_KEY) {
+            Some((b, v)) => (std::str::from_utf8(&b).ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0), Expect::Version(v)),
+            None => (0, Expect::Absent),
+        };
+        let next = head.wrapping_add(1);
+        if store.set(AUDIT_HEAD_KEY, next.to_string().as_bytes(), expect).is_ok() {
+            let ring = u64::try_from(ring_size.max(1)).unwrap_or(1);
+            let _ = store.set(&format!("ts/v1/audit/{}", head % ring), &bytes, Expect::Any);
+            return;
+        }
+    }
+}
+
+/// The most recent audit events, oldest first.
+pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
+    let head = store
+        .get(AUDIT_HEAD_KEY)
+        .and_then(|(b, _)| std::str::from_utf8(&b).ok().and_then(|s| s.parse::<u64>().ok()))
+        .unwrap_or(0);
+    let ring = u64::try_from(ring_size.max(1)).unwrap_or(1);
+    let start = head.saturating_sub(ring);
+    (start..head)
+        .filter_map(|n| store.get(&format!("ts/v1/audit/{}", n % ring)))
+        .filter_map(|(b, _)| serde_json::from_slice(&b).ok())
+        .collect()
+}

@@ -1,0 +1,212 @@
+//! Recorded MCP traffic (SPEC section 9) and a native driver that replays it through the
+//! engine exactly as a host adapter would.
+//!
+//! Main design decision: the native driver mirrors the proxy-wasm adapter's callback order
+//! (request headers, whole request body, response headers, response body in chunks), so
+//! golden decisions computed natively and through the `.wasm` must agree; a difference is a
+//! bug in one of the adapters, never an expected divergence.
+
+use crate::audit::CollectedOutputs;
+use crate::config::Config;
+use crate::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
+use crate::policy::CallerIdentity;
+use crate::response::BodyPlan;
+use crate::store::MemoryStore;
+use serde_json::Value;
+
+/// One recorded HTTP exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpExchange {
+    /// Sequence label from the recording (index when absent).
+    pub seq: String,
+    /// HTTP method.
+    pub http_method: String,
+    /// Request path.
+    pub path: String,
+    /// Request headers in order.
+    pub request_headers: Vec<(String, String)>,
+    /// Request body (empty when none).
+    pub request_body: Vec<u8>,
+    /// Response status.
+    pub status: u16,
+    /// Response headers in order.
+    pub response_headers: Vec<(String, String)>,
+    /// Raw response body (SSE framing intact).
+    pub response_body: Vec<u8>,
+}
+
+impl HttpExchange {
+    /// The first request header called `name` (case-insensitive).
+    pub fn request_header(&self, name: &str) -> Option<&str> {
+        header(&self.request_headers, name)
+    }
+
+    /// The first response header called `name` (case-insensitive).
+    pub fn response_header(&self, name: &str) -> Option<&str> {
+        header(&self.response_headers, name)
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// Parses a transcript: an array of exchanges or an object with `exchanges` or `entries`.
+/// Entries without `http_method` (stdio lines) are skipped.
+pub fn parse_transcript(bytes: &[u8]) -> Result<Vec<HttpExchange>, String> {
+    let value = crate::json::parse_strict(bytes, 128).map_err(|e| format!("not a JSON transcript: {e}"))?;
+    let entries = match &value {
+        Value::Array(items) => items,
+        Value::Object(obj) => match obj.get("exchanges").or_else(|| obj.get("entries")) {
+            Some(Value::Array(items)) => items,
+            _ => return Err("a transcript object needs an `exchanges` (or `entries`) array".into()),
+        },
+        _ => return Err("a transcript is an array of exchanges or an object with `exchanges`".into()),
+    };
+    let mut out = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let Some(method) = entry.get("http_method").and_then(Value::as_str) else { continue };
+        let seq = match entry.get("seq") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => index.to_string(),
+        };
+        let status = match entry.get("status") {
+            Some(Value::Number(n)) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+            Some(Value::String(s)) => s.parse().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| format!("exchange {seq}: `status` must be an HTTP status code"))?;
+        out.push(HttpExchange {
+            seq: seq.clone(),
+            http_method: method.to_string(),
+            path: entry.get("path").and_then(Value::as_str).unwrap_or("/").to_string(),
+            request_headers: headers(entry.get("request_headers"), &seq)?,
+            request_body: text(entry.get("request_body")),
+            status,
+            response_headers: headers(entry.get("response_headers"), &seq)?,
+            response_body: text(entry.get("response_body_raw")),
+        });
+    }
+    Ok(out)
+}
+
+fn text(value: Option<&Value>) -> Vec<u8> {
+    match value {
+        Some(Value::String(s)) if s != "None" => s.clone().into_bytes(),
+        _ => Vec::new(),
+    }
+}
+
+fn headers(value: Option<&Value>, seq: &str) -> Result<Vec<(String, String)>, String> {
+    let Some(value) = value else { return Ok(Vec::new()) };
+    let items = value.as_array().ok_or_else(|| format!("exchange {seq}: headers must be [[name, value], …]"))?;
+    items
+        .iter()
+        .map(|pair| match pair.as_array().map(Vec::as_slice) {
+            Some([Value::String(k), Value::String(v)]) => Ok((k.clone(), v.clone())),
+            _ => Err(format!("exchange {seq}: a header must be [name, value]")),
+        })
+        .collect()
+}
+
+struct Headers<'a>(&'a HttpExchange);
+
+impl CallerIdentity for Headers<'_> {
+    fn header(&self, name: &str) -> Option<String> {
+        self.0.request_header(name).map(str::to_string)
+    }
+    fn metadata(&self, _path: &str) -> Option<Value> {
+        None
+    }
+}
+
+/// What one replayed exchange produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replayed {
+    /// A local answer (the upstream was not contacted).
+    pub local_reply: Option<LocalReply>,
+    /// The response body as forwarded to the client.
+    pub response_body: Vec<u8>,
+}
+
+/// The engine with an in-memory store and clock: a whole gateway, natively.
+pub struct NativeReplay {
+    /// The engine.
+    pub engine: Engine,
+    /// Shared state.
+    pub store: MemoryStore,
+    /// Everything emitted so far.
+    pub out: CollectedOutputs,
+    /// Clock (ms), advanced by one second per exchange.
+    pub now_ms: u64,
+}
+
+impl NativeReplay {
+    /// A configured gateway (runs `configure`).
+    pub fn new(config: Config) -> Self {
+        let mut replay =
+            NativeReplay { engine: Engine::new(config), store: MemoryStore::new(), out: CollectedOutputs::default(), now_ms: 1_800_000_000_000 };
+        replay.engine.configure(&mut replay.store, &mut replay.out, replay.now_ms);
+        replay
+    }
+
+    /// Replays one exchange for `server`, feeding the response body in `chunk`-byte pieces.
+    pub fn exchange(&mut self, server: &str, ex: &HttpExchange, chunk: usize) -> Replayed {
+        self.now_ms = self.now_ms.saturating_add(1000);
+        let now = self.now_ms;
+        let path = ex.path.clone();
+        if self.engine.is_admin_path(&path) {
+            let reply = self.engine.admin(
+                &mut self.store,
+                &mut self.out,
+                now,
+                &ex.http_method,
+                &path,
+                ex.request_header("authorization"),
+                &ex.request_body,
+            );
+            return Replayed { local_reply: Some(reply), response_body: Vec::new() };
+        }
+        let caller = Headers(ex);
+        let info = RequestInfo {
+            http_method: &ex.http_method,
+            content_type: ex.request_header("content-type"),
+            session: ex.request_header("mcp-session-id"),
+            mcp_method: ex.request_header("mcp-method"),
+            mcp_name: ex.request_header("mcp-name"),
+            caller: &caller,
+        };
+        let mut exchange = Exchange::new(server, info.session);
+        if let RequestVerdict::Reply(reply) = self.engine.request_headers(&info) {
+            return Replayed { local_reply: Some(reply), response_body: Vec::new() };
+        }
+        let verdict = self.engine.request_body(&mut self.store, &mut self.out, now, &mut exchange, &info, &ex.request_body);
+        if let RequestVerdict::Reply(reply) = verdict {
+            return Replayed { local_reply: Some(reply), response_body: Vec::new() };
+        }
+        let plan = self.engine.response_headers(
+            &mut exchange,
+            ex.response_header("content-type"),
+            ex.response_header("content-encoding"),
+        );
+        let body = &ex.response_body;
+        let response_body = match plan {
+            BodyPlan::Pass => body.clone(),
+            BodyPlan::Buffer => self
+                .engine
+                .response_json(&mut self.store, &mut self.out, now, &mut exchange, body)
+                .unwrap_or_else(|| body.clone()),
+            BodyPlan::Stream => {
+                let mut forwarded = Vec::new();
+                let pieces: Vec<&[u8]> = if body.is_empty() { vec![&[][..]] } else { body.chunks(chunk.max(1)).collect() };
+                let last = pieces.len().saturating_sub(1);
+                for (i, piece) in pieces.into_iter().enumerate() {
+                    forwarded.extend(self.engine.response_sse(&mut self.store, &mut self.out, now, &mut exchange, piece, i == last));
+                }
+                forwarded
+            }
+        };
+        Replayed { local_reply: None, response_body }
+    }
+}

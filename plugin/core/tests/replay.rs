@@ -1,0 +1,115 @@
+//! Golden replay of the real recorded transcripts through the core engine, and the
+//! lifecycle stories of SPEC sections 2 to 4 told with real recorded traffic.
+//!
+//! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use toolseal_core::config::Config;
+use toolseal_core::transcript::{HttpExchange, NativeReplay, parse_transcript};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn transcript(name: &str) -> Vec<HttpExchange> {
+    let bytes = std::fs::read(data(&format!("transcripts/{name}.json"))).unwrap();
+    parse_transcript(&bytes).unwrap()
+}
+
+const TRANSCRIPTS: [&str; 4] =
+    ["everything-2025.11.25", "everything-2026.1.26", "fastmcp-4.2.3-json", "fastmcp-4.2.3-paginated"];
+
+/// Replays transcripts in order under one server id; returns one JSON line per decision.
+fn replay(config: &str, server: &str, names: &[&str], chunk: usize) -> (NativeReplay, Vec<String>) {
+    let mut gw = NativeReplay::new(Config::parse(config.as_bytes()).unwrap());
+    let mut lines = Vec::new();
+    for name in names {
+        for ex in transcript(name) {
+            let before = gw.out.decisions.len();
+            gw.exchange(server, &ex, chunk);
+            for d in &gw.out.decisions[before..] {
+                let mut v = d.to_json();
+                let obj = v.as_object_mut().unwrap();
+                obj.insert("transcript".into(), json!(name));
+                obj.insert("seq".into(), json!(ex.seq));
+                obj.remove("session");
+                lines.push(v.to_string());
+            }
+        }
+    }
+    (gw, lines)
+}
+
+fn golden(name: &str, lines: &[String]) {
+    let path = data(&format!("golden/{name}.jsonl"));
+    let text = lines.join("\n") + "\n";
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected != text {
+        let mut diff = String::new();
+        for (i, (a, b)) in expected.lines().zip(text.lines()).enumerate() {
+            if a != b {
+                diff.push_str(&format!("line {}:\n- {a}\n+ {b}\n", i + 1));
+            }
+        }
+        panic!(
+            "golden {name} differs ({} expected lines, {} actual); rerun with BLESS=1 after review\n{diff}",
+            expected.lines().count(),
+            text.lines().count()
+        );
+    }
+}
+
+fn field<'a>(line: &'a str) -> Value {
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn each_transcript_alone_verifies_without_false_drift() {
+    for name in TRANSCRIPTS {
+        for chunk in [1, 7, 4096] {
+            let (gw, lines) = replay("", name, &[name], chunk);
+            assert!(!lines.is_empty(), "{name}: no decisions");
+            for line in &lines {
+                let d = field(line);
+                assert_ne!(d["decision"], "deny", "{name}: {line}");
+                assert_ne!(d["decision"], "rewrite", "{name}: {line}");
+                assert_eq!(d["tools_in"], d["tools_out"], "{name}: {line}");
+            }
+            let record = toolseal_core::state::load_record(&gw.store, name).unwrap().unwrap().0;
+            assert_eq!(record.status.as_str(), "verified", "{name}");
+            assert!(gw.out.audits.iter().any(|a| a.event == "schema.baselined"), "{name}");
+            assert!(!gw.out.audits.iter().any(|a| a.event == "schema.changed"), "{name}");
+            if chunk == 7 {
+                golden(name, &lines);
+            }
+        }
+    }
+}
+
+#[test]
+fn release_a_then_release_b_drifts_filters_and_refuses() {
+    let (gw, lines) = replay("", "everything", &["everything-2025.11.25", "everything-2026.1.26"], 13);
+    golden("everything-a-then-b", &lines);
+    let b: Vec<Value> =
+        lines.iter().map(|l| field(l)).filter(|d| d["transcript"] == "everything-2026.1.26").collect();
+    let list = b.iter().find(|d| d["method"] == "tools/list").unwrap();
+    assert_eq!(list["schema_status"], "changed");
+    assert_eq!(list["decision"], "rewrite");
+    assert_eq!(list["tools_out"], 0);
+    assert!(list["tools_in"].as_u64().unwrap() > 0);
+    let calls: Vec<&Value> = b.iter().filter(|d| d["method"] == "tools/call").collect();
+    assert!(!calls.is_empty());
+    for call in calls {
+        assert_eq!(call["decision"], "deny");
+        assert_eq!(call["error_code"], "SCHEMA_CHANGED");
+    }
+    let changed = gw.out.audits.iter().find(|a| a.event == "schema.changed").unwrap();
+    assert!(changed.detail.contains_key("diff"), "schema.changed carries the diff summary");
+}

@@ -1,0 +1,254 @@
+//! The proxy-wasm root and HTTP contexts.
+//!
+//! Envoy specifics this mapping relies on (FIELD-NOTES): pausing in a headers callback stops
+//! the body callbacks, so headers always continue and bodies pause until the end of stream;
+//! `envoy.filters.http.buffer` after this filter keeps the router from opening an upstream
+//! request before the plugin has decided; response headers leave before the body callbacks,
+//! so `content-length` is removed whenever the body may be rewritten.
+
+use crate::host::{self, EnvoyCaller, EnvoyOutputs, Metrics, SharedData};
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType};
+use std::cell::RefCell;
+use std::rc::Rc;
+use toolseal_core::config::{Config, ServerIdSource};
+use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
+use toolseal_core::response::BodyPlan;
+
+struct Shared {
+    engine: Engine,
+    metrics: Metrics,
+}
+
+/// The root context: holds the engine built from the plugin configuration.
+#[derive(Default)]
+pub struct Root {
+    shared: Option<Rc<RefCell<Shared>>>,
+}
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, _size: usize) -> bool {
+        let bytes = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let config = match Config::parse(&bytes) {
+            Ok(config) => config,
+            Err(e) => {
+                let _ = hostcalls::log(LogLevel::Critical, &format!("toolseal: {e}"));
+                return false;
+            }
+        };
+        let mut shared = Shared { engine: Engine::new(config), metrics: Metrics::define() };
+        let mut out = EnvoyOutputs { metrics: &mut shared.metrics, last: None };
+        shared.engine.configure(&mut SharedData, &mut out, host::now_ms());
+        self.shared = Some(Rc::new(RefCell::new(shared)));
+        true
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        let shared = self.shared.clone()?;
+        Some(Box::new(Http { shared, mode: Mode::Mcp, exchange: Exchange::default(), plan: BodyPlan::Pass }))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// An MCP request: checked.
+    Mcp,
+    /// An admin API request: answered locally at the end of its body.
+    Admin,
+    /// Answered locally already: nothing more to do.
+    Done,
+}
+
+struct Http {
+    shared: Rc<RefCell<Shared>>,
+    mode: Mode,
+    exchange: Exchange,
+    plan: BodyPlan,
+}
+
+impl Context for Http {}
+
+impl Http {
+    fn reply(&mut self, reply: &LocalReply) -> Action {
+        self.mode = Mode::Done;
+        let headers = vec![("content-type", reply.content_type), ("x-toolseal", "local")];
+        let _ = hostcalls::send_http_response(u32::from(reply.status), headers, Some(&reply.body));
+        Action::Pause
+    }
+
+    fn server_id(&self, config: &Config) -> Option<String> {
+        match &config.server_id {
+            ServerIdSource::Route => host::property(&["xds", "route_name"]).or_else(|| host::property(&["route_name"])),
+            ServerIdSource::Cluster => {
+                host::property(&["xds", "cluster_name"]).or_else(|| host::property(&["cluster_name"]))
+            }
+            ServerIdSource::Header(name) => host::request_header(name),
+        }
+        .filter(|id| !id.is_empty() && id.len() <= 256)
+    }
+
+    fn info<'a>(headers: &'a RequestHeaders, caller: &'a EnvoyCaller) -> RequestInfo<'a> {
+        RequestInfo {
+            http_method: &headers.method,
+            content_type: headers.content_type.as_deref(),
+            session: headers.session.as_deref(),
+            mcp_method: headers.mcp_method.as_deref(),
+            mcp_name: headers.mcp_name.as_deref(),
+            caller,
+        }
+    }
+}
+
+struct RequestHeaders {
+    method: String,
+    content_type: Option<String>,
+    session: Option<String>,
+    mcp_method: Option<String>,
+    mcp_name: Option<String>,
+}
+
+impl RequestHeaders {
+    fn read() -> Self {
+        RequestHeaders {
+            method: host::request_header(":method").unwrap_or_default(),
+            content_type: host::request_header("content-type"),
+            session: host::request_header("mcp-session-id"),
+            mcp_method: host::request_header("mcp-method"),
+            mcp_name: host::request_header("mcp-name"),
+        }
+    }
+}
+
+impl HttpContext for Http {
+    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
+        let path = host::request_header(":path").unwrap_or_default();
+        if shared.engine.is_admin_path(&path) {
+            self.mode = Mode::Admin;
+            if end_of_stream {
+                return self.admin(&mut shared, &path, &[]);
+            }
+            return Action::Continue;
+        }
+        let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+        let headers = RequestHeaders::read();
+        let Some(server) = self.server_id(&shared.engine.config) else {
+            let body = toolseal_core::jsonrpc::error_response(
+                &serde_json::Value::Null,
+                toolseal_core::jsonrpc::INTERNAL_ERROR,
+                "toolseal: cannot tell which MCP server this request is for (check server_id in the plugin config)",
+            );
+            return self.reply(&LocalReply::json(503, &body));
+        };
+        self.exchange = Exchange::new(&server, headers.session.as_deref());
+        let caller = EnvoyCaller;
+        if let RequestVerdict::Reply(reply) = shared.engine.request_headers(&Self::info(&headers, &caller)) {
+            let mut out = EnvoyOutputs { metrics: &mut shared.metrics, last: None };
+            toolseal_core::audit::Outputs::count(&mut out, toolseal_core::audit::Counter::RequestsRejected, Some("content_type"));
+            return self.reply(&reply);
+        }
+        Action::Continue
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if self.mode == Mode::Done {
+            return Action::Pause;
+        }
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
+        let limit = shared.engine.config.limits.max_request_bytes;
+        if body_size > limit {
+            let body = toolseal_core::jsonrpc::error_response(
+                &serde_json::Value::Null,
+                toolseal_core::jsonrpc::INVALID_REQUEST,
+                &format!("toolseal: request body over {limit} bytes"),
+            );
+            return self.reply(&LocalReply::json(413, &body));
+        }
+        if !end_of_stream {
+            return Action::Pause;
+        }
+        let body = hostcalls::get_buffer(BufferType::HttpRequestBody, 0, body_size)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        if self.mode == Mode::Admin {
+            let path = host::request_header(":path").unwrap_or_default();
+            return self.admin(&mut shared, &path, &body);
+        }
+        let headers = RequestHeaders::read();
+        let caller = EnvoyCaller;
+        let info = Self::info(&headers, &caller);
+        let Shared { engine, metrics } = &mut *shared;
+        let mut out = EnvoyOutputs { metrics, last: None };
+        match engine.request_body(&mut SharedData, &mut out, host::now_ms(), &mut self.exchange, &info, &body) {
+            RequestVerdict::Forward => Action::Continue,
+            RequestVerdict::Reply(reply) => self.reply(&reply),
+        }
+    }
+
+    fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+        if self.mode != Mode::Mcp {
+            return Action::Continue;
+        }
+        let shared = self.shared.borrow();
+        let content_type = host::response_header("content-type");
+        let encoding = host::response_header("content-encoding");
+        self.plan = shared.engine.response_headers(&mut self.exchange, content_type.as_deref(), encoding.as_deref());
+        if self.plan != BodyPlan::Pass {
+            let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length");
+        }
+        Action::Continue
+    }
+
+    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if self.mode != Mode::Mcp || self.plan == BodyPlan::Pass {
+            return Action::Continue;
+        }
+        if self.plan == BodyPlan::Buffer && !end_of_stream {
+            return Action::Pause;
+        }
+        let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
+        let Shared { engine, metrics } = &mut *shared;
+        let mut out = EnvoyOutputs { metrics, last: None };
+        let now = host::now_ms();
+        let replacement = match self.plan {
+            BodyPlan::Buffer => engine.response_json(&mut SharedData, &mut out, now, &mut self.exchange, &chunk),
+            _ => {
+                let forward = engine.response_sse(&mut SharedData, &mut out, now, &mut self.exchange, &chunk, end_of_stream);
+                (forward != chunk).then_some(forward)
+            }
+        };
+        if let Some(bytes) = replacement {
+            let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &bytes);
+        }
+        Action::Continue
+    }
+}
+
+impl Http {
+    fn admin(&mut self, shared: &mut Shared, path: &str, body: &[u8]) -> Action {
+        let method = host::request_header(":method").unwrap_or_default();
+        let authorization = host::request_header("authorization");
+        let Shared { engine, metrics } = shared;
+        let mut out = EnvoyOutputs { metrics, last: None };
+        let reply = engine.admin(&mut SharedData, &mut out, host::now_ms(), &method, path, authorization.as_deref(), body);
+        self.reply(&reply)
+    }
+}

@@ -1,0 +1,153 @@
+//! The host side of the engine's traits, over proxy-wasm hostcalls: shared data as the
+//! state store, the Envoy log and stats as outputs, headers and dynamic metadata as the
+//! caller's identity.
+
+use proxy_wasm::hostcalls;
+use proxy_wasm::types::{LogLevel, MapType, MetricType, Status};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use toolseal_core::audit::{AUDIT_LOG_PREFIX, AuditEvent, Counter, DECISION_LOG_PREFIX, Decision, Outputs};
+use toolseal_core::policy::CallerIdentity;
+use toolseal_core::store::{Expect, StateStore, StoreError};
+
+/// A CAS token that no real entry carries: with it, a write succeeds only when the key is
+/// missing (Envoy ignores CAS on a missing key and refuses a mismatch on an existing one).
+const ABSENT_CAS: u32 = u32::MAX;
+
+/// Proxy-wasm shared data (shared by every worker VM of the same `vm_id`).
+pub struct SharedData;
+
+impl StateStore for SharedData {
+    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+        match hostcalls::get_shared_data(key) {
+            Ok((Some(bytes), Some(cas))) => Some((bytes, cas)),
+            Ok((Some(bytes), None)) => Some((bytes, 0)),
+            _ => None,
+        }
+    }
+
+    fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError> {
+        let cas = match expect {
+            Expect::Any => None,
+            Expect::Absent => Some(ABSENT_CAS),
+            Expect::Version(v) => Some(v),
+        };
+        match hostcalls::set_shared_data(key, Some(value), cas) {
+            Ok(()) => Ok(()),
+            Err(Status::CasMismatch) => Err(StoreError::Conflict),
+            Err(status) => Err(StoreError::Failed(format!("{status:?}"))),
+        }
+    }
+}
+
+/// Counters defined in Envoy's stats.
+#[derive(Default)]
+pub struct Metrics {
+    ids: BTreeMap<String, u32>,
+}
+
+impl Metrics {
+    /// Defines every counter up front (and one per denial code).
+    pub fn define() -> Self {
+        let mut metrics = Metrics::default();
+        for counter in Counter::ALL {
+            metrics.ensure(counter.name());
+        }
+        metrics
+    }
+
+    fn ensure(&mut self, name: &str) -> Option<u32> {
+        if let Some(id) = self.ids.get(name) {
+            return Some(*id);
+        }
+        let id = hostcalls::define_metric(MetricType::Counter, name).ok()?;
+        self.ids.insert(name.to_string(), id);
+        Some(id)
+    }
+
+    /// Adds one to `name`.
+    pub fn increment(&mut self, name: &str) {
+        if let Some(id) = self.ensure(name) {
+            let _ = hostcalls::increment_metric(id, 1);
+        }
+    }
+}
+
+/// Outputs to Envoy: audit lines at info, decision records at debug, stats counters.
+pub struct EnvoyOutputs<'a> {
+    /// Counters.
+    pub metrics: &'a mut Metrics,
+    /// The last decision of this request (for the access log).
+    pub last: Option<Decision>,
+}
+
+impl Outputs for EnvoyOutputs<'_> {
+    fn audit(&mut self, event: &AuditEvent) {
+        let line = format!("{AUDIT_LOG_PREFIX}{}", event.to_json());
+        let _ = hostcalls::log(LogLevel::Info, &line);
+    }
+
+    fn decision(&mut self, decision: &Decision) {
+        if matches!(hostcalls::get_log_level(), Ok(LogLevel::Trace | LogLevel::Debug)) {
+            let line = format!("{DECISION_LOG_PREFIX}{}", decision.to_json());
+            let _ = hostcalls::log(LogLevel::Debug, &line);
+        }
+        self.last = Some(decision.clone());
+    }
+
+    fn count(&mut self, counter: Counter, detail: Option<&str>) {
+        self.metrics.increment(counter.name());
+        if let Some(detail) = detail {
+            self.metrics.increment(&format!("{}_{}", counter.name(), detail.to_ascii_lowercase()));
+        }
+    }
+}
+
+/// A request header as text (lossy: a header with invalid UTF-8 is still read, never panics).
+pub fn request_header(name: &str) -> Option<String> {
+    match hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name) {
+        Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    }
+}
+
+/// A response header as text.
+pub fn response_header(name: &str) -> Option<String> {
+    match hostcalls::get_map_value_bytes(MapType::HttpResponseHeaders, name) {
+        Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    }
+}
+
+/// A property as text (route name, cluster name, ...).
+pub fn property(path: &[&str]) -> Option<String> {
+    match hostcalls::get_property(path.to_vec()) {
+        Ok(Some(bytes)) if !bytes.is_empty() => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    }
+}
+
+/// Milliseconds since the epoch from the host clock.
+pub fn now_ms() -> u64 {
+    hostcalls::get_current_time()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The caller as Envoy sees it: request headers and dynamic metadata.
+pub struct EnvoyCaller;
+
+impl CallerIdentity for EnvoyCaller {
+    fn header(&self, name: &str) -> Option<String> {
+        request_header(name)
+    }
+
+    fn metadata(&self, path: &str) -> Option<Value> {
+        let mut parts = vec!["metadata", "filter_metadata"];
+        parts.extend(path.split('/').filter(|p| !p.is_empty()));
+        let bytes = hostcalls::get_property(parts).ok().flatten()?;
+        let text = String::from_utf8(bytes).ok()?;
+        Some(serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)))
+    }
+}
