@@ -147,7 +147,37 @@ impl CallerIdentity for EnvoyCaller {
         let mut parts = vec!["metadata", "filter_metadata"];
         parts.extend(path.split('/').filter(|p| !p.is_empty()));
         let bytes = hostcalls::get_property(parts).ok().flatten()?;
-        let text = String::from_utf8(bytes).ok()?;
-        Some(serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)))
+        Some(decode_property(&bytes))
     }
+}
+
+/// Decodes a property value as Envoy serializes it: a list of strings comes as a count, the
+/// lengths, then each string NUL-terminated; a string comes raw. Anything else is kept as
+/// lossy text, which can only fail to match an allow-list (never widen one).
+pub fn decode_property(bytes: &[u8]) -> Value {
+    decode_string_list(bytes).unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+fn decode_string_list(bytes: &[u8]) -> Option<Value> {
+    let word = |at: usize| -> Option<usize> {
+        let b = bytes.get(at..at.checked_add(4)?)?;
+        usize::try_from(u32::from_le_bytes([*b.first()?, *b.get(1)?, *b.get(2)?, *b.get(3)?])).ok()
+    };
+    let count = word(0)?;
+    if count == 0 || count > 4096 {
+        return None;
+    }
+    let mut offset = 4usize.checked_add(count.checked_mul(4)?)?;
+    let mut items = Vec::with_capacity(count);
+    for i in 0..count {
+        let len = word(4usize.checked_add(i.checked_mul(4)?)?)?;
+        let end = offset.checked_add(len)?;
+        let text = std::str::from_utf8(bytes.get(offset..end)?).ok()?;
+        if bytes.get(end) != Some(&0) {
+            return None;
+        }
+        items.push(Value::String(text.to_string()));
+        offset = end.checked_add(1)?;
+    }
+    (offset == bytes.len()).then_some(Value::Array(items))
 }
