@@ -107,6 +107,21 @@ impl Engine {
         Some(replaced.to_string().into_bytes())
     }
 
+    /// One whole server message (stdio, or any framing that delivers messages whole): always
+    /// inspected, so `notifications/tools/list_changed` and tool lists are never missed.
+    /// Returns the message to forward instead, if it changes.
+    pub fn server_message_bytes(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        exchange.response = ResponseState::Json;
+        self.response_json(store, out, now_ms, exchange, body)
+    }
+
     /// One chunk of an event stream (`end`: the stream ends with it); returns the bytes to
     /// forward now in place of the chunk.
     pub fn response_sse(
