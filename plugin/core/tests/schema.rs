@@ -786,3 +786,190 @@ fn compile_and_validate_cost() {
     println!("compile: {compile_each:?} per schema; validate: {validate_each:?} per call");
     assert!(compile_each.as_millis() < 50 && validate_each.as_millis() < 50);
 }
+
+/// A small deterministic generator (no extra dependency) for the no-panic sweeps below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.next(items.len())]
+    }
+
+    fn value(&mut self, depth: usize) -> Value {
+        match self.next(if depth == 0 { 5 } else { 7 }) {
+            0 => Value::Null,
+            1 => json!(self.next(2) == 0),
+            2 => json!(self.next(7) as i64 - 3),
+            3 => json!(self.next(100) as f64 / 8.0),
+            4 => json!(self.pick(&["", "a", "ab", "x-y", "日本", "A1_"])),
+            5 => Value::Array((0..self.next(4)).map(|_| self.value(depth - 1)).collect()),
+            _ => {
+                let keys = ["a", "b", "x-y"];
+                (0..self.next(4))
+                    .map(|_| (self.pick(&keys).to_owned(), self.value(depth - 1)))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into()
+            }
+        }
+    }
+
+    fn schema(&mut self, depth: usize) -> Value {
+        if depth == 0 || self.next(6) == 0 {
+            return json!(self.next(2) == 0);
+        }
+        let keywords = [
+            "type",
+            "enum",
+            "const",
+            "minimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "minLength",
+            "pattern",
+            "items",
+            "prefixItems",
+            "contains",
+            "uniqueItems",
+            "required",
+            "properties",
+            "additionalProperties",
+            "patternProperties",
+            "propertyNames",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "if",
+            "then",
+            "else",
+            "$ref",
+            "$defs",
+            "dependentRequired",
+            "minProperties",
+            "bogus",
+        ];
+        let mut map = serde_json::Map::new();
+        for _ in 0..self.next(4) {
+            let key = self.pick(&keywords);
+            let value = match key {
+                "type" => json!(self.pick(&[
+                    "string", "integer", "number", "object", "array", "null", "boolean"
+                ])),
+                "enum" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => {
+                    if matches!(key, "enum") {
+                        Value::Array((0..self.next(3)).map(|_| self.value(2)).collect())
+                    } else {
+                        Value::Array(
+                            (0..1 + self.next(2))
+                                .map(|_| self.schema(depth - 1))
+                                .collect(),
+                        )
+                    }
+                }
+                "const" => self.value(2),
+                "minimum" | "exclusiveMaximum" | "multipleOf" => json!(1 + self.next(4)),
+                "minLength" | "minProperties" => json!(self.next(3)),
+                "pattern" => json!(self.pick(&["^a", "b$", "(a|b)+", "[^x]", "\\d"])),
+                "uniqueItems" => json!(true),
+                "required" => json!(["a"]),
+                "dependentRequired" => json!({"a": ["b"]}),
+                "properties" | "patternProperties" | "$defs" => {
+                    json!({"a": self.schema(depth - 1)})
+                }
+                "$ref" => json!(self.pick(&["#", "#/$defs/a"])),
+                _ => self.schema(depth - 1),
+            };
+            map.insert(key.to_owned(), value);
+        }
+        Value::Object(map)
+    }
+}
+
+#[test]
+fn random_schemas_and_values_never_panic() {
+    let mut rng = Lcg(7);
+    let (mut compiled, mut refused) = (0, 0);
+    for _ in 0..3000 {
+        let schema = rng.schema(4);
+        match compile(&schema) {
+            Ok(c) => {
+                compiled += 1;
+                for _ in 0..5 {
+                    let instance = rng.value(3);
+                    let full = c.validate(&instance);
+                    assert_eq!(full.is_ok(), c.is_valid(&instance), "{schema} / {instance}");
+                    if let Err(v) = full {
+                        assert!(!v.is_empty() && v.len() <= 10);
+                    }
+                }
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    // Both outcomes must be exercised for the sweep to mean anything.
+    assert!(
+        compiled > 500 && refused > 100,
+        "compiled {compiled}, refused {refused}"
+    );
+}
+
+#[test]
+fn random_patterns_never_panic() {
+    let mut rng = Lcg(11);
+    let alphabet = [
+        "a", "b", "(", ")", "[", "]", "{", "}", "|", "*", "+", "?", "^", "$", "\\", ".", "-", ",",
+        "0", "2", "d", "w", "s", "b", "B", "u", "x", "k", "<", ">", "=", "!", ":", "日",
+    ];
+    let (mut ok, mut refused) = (0, 0);
+    for _ in 0..5000 {
+        let pattern: String = (0..rng.next(10)).map(|_| rng.pick(&alphabet)).collect();
+        match compile(&json!({"pattern": pattern})) {
+            Ok(c) => {
+                ok += 1;
+                for _ in 0..3 {
+                    let text: String = (0..rng.next(12))
+                        .map(|_| rng.pick(&["a", "b", "-", "0", "日", "\n"]))
+                        .collect();
+                    let _ = c.is_valid(&json!(text));
+                }
+            }
+            Err(SchemaError::Unsupported { .. } | SchemaError::Invalid { .. }) => refused += 1,
+            Err(SchemaError::TooDeep) => panic!("a flat pattern cannot be too deep"),
+        }
+    }
+    assert!(ok > 500 && refused > 500, "ok {ok}, refused {refused}");
+}
+
+/// Replays `data/schema/regex_cases.json`: patterns and answers from the JavaScript
+/// engine's `RegExp` with the `u` flag (written by `gen_regex_cases.mjs`). Every pattern
+/// must compile here and give the same answer on every text.
+#[test]
+fn regex_agrees_with_javascript() {
+    let cases = load("schema/regex_cases.json");
+    let (mut checked, mut matched) = (0, 0);
+    for case in cases.as_array().unwrap() {
+        let pattern = case["pattern"].as_str().unwrap();
+        let compiled = compile(&json!({ "pattern": pattern }))
+            .unwrap_or_else(|e| panic!("{pattern:?} compiles in JavaScript but not here: {e}"));
+        for pair in case["texts"].as_array().unwrap() {
+            let (text, expected) = (&pair[0], pair[1].as_bool().unwrap());
+            assert_eq!(
+                compiled.is_valid(text),
+                expected,
+                "pattern {pattern:?} on {text}"
+            );
+            checked += 1;
+            matched += usize::from(expected);
+        }
+    }
+    assert_eq!(checked, 6000);
+    assert!(matched > 600, "only {matched} positive answers");
+}
