@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# README's first command: on a fresh machine, builds the plugin, installs Envoy and a real MCP
+# server, and plays the rug-pull story through a real Envoy with toolseal, step by step.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+echo "== building the toolseal plugin (.wasm)"
+"$repo/scripts/build-wasm.sh"
+echo "== installing Envoy and the MCP Python SDK (pinned)"
+"$repo/scripts/setup-python.sh" >/dev/null
+exec "$repo/envoy/demo.sh" "$@"
