@@ -6,7 +6,7 @@
 //! request before the plugin has decided; response headers leave before the body callbacks,
 //! so `content-length` is removed whenever the body may be rewritten.
 
-use crate::host::{self, EnvoyCaller, EnvoyOutputs, Metrics, SharedData};
+use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType};
@@ -51,7 +51,13 @@ impl RootContext for Root {
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
         let shared = self.shared.clone()?;
-        Some(Box::new(Http { shared, mode: Mode::Mcp, exchange: Exchange::default(), plan: BodyPlan::Pass }))
+        Some(Box::new(Http {
+            shared,
+            mode: Mode::Mcp,
+            headers: Headers::default(),
+            exchange: Exchange::default(),
+            plan: BodyPlan::Pass,
+        }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -72,6 +78,7 @@ enum Mode {
 struct Http {
     shared: Rc<RefCell<Shared>>,
     mode: Mode,
+    headers: Headers,
     exchange: Exchange,
     plan: BodyPlan,
 }
@@ -92,39 +99,19 @@ impl Http {
             ServerIdSource::Cluster => {
                 host::property(&["xds", "cluster_name"]).or_else(|| host::property(&["cluster_name"]))
             }
-            ServerIdSource::Header(name) => host::request_header(name),
+            ServerIdSource::Header(name) => self.headers.get(name).map(str::to_string),
         }
         .filter(|id| !id.is_empty() && id.len() <= 256)
     }
 
-    fn info<'a>(headers: &'a RequestHeaders, caller: &'a EnvoyCaller) -> RequestInfo<'a> {
+    fn info<'a>(headers: &'a Headers, caller: &'a EnvoyCaller<'a>) -> RequestInfo<'a> {
         RequestInfo {
-            http_method: &headers.method,
-            content_type: headers.content_type.as_deref(),
-            session: headers.session.as_deref(),
-            mcp_method: headers.mcp_method.as_deref(),
-            mcp_name: headers.mcp_name.as_deref(),
+            http_method: headers.get(":method").unwrap_or_default(),
+            content_type: headers.get("content-type"),
+            session: headers.get("mcp-session-id"),
+            mcp_method: headers.get("mcp-method"),
+            mcp_name: headers.get("mcp-name"),
             caller,
-        }
-    }
-}
-
-struct RequestHeaders {
-    method: String,
-    content_type: Option<String>,
-    session: Option<String>,
-    mcp_method: Option<String>,
-    mcp_name: Option<String>,
-}
-
-impl RequestHeaders {
-    fn read() -> Self {
-        RequestHeaders {
-            method: host::request_header(":method").unwrap_or_default(),
-            content_type: host::request_header("content-type"),
-            session: host::request_header("mcp-session-id"),
-            mcp_method: host::request_header("mcp-method"),
-            mcp_name: host::request_header("mcp-name"),
         }
     }
 }
@@ -133,7 +120,8 @@ impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
-        let path = host::request_header(":path").unwrap_or_default();
+        self.headers = Headers::read_request();
+        let path = self.headers.get(":path").unwrap_or_default().to_string();
         if shared.engine.is_admin_path(&path) {
             self.mode = Mode::Admin;
             if end_of_stream {
@@ -142,7 +130,6 @@ impl HttpContext for Http {
             return Action::Continue;
         }
         let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
-        let headers = RequestHeaders::read();
         let Some(server) = self.server_id(&shared.engine.config) else {
             let body = toolseal_core::jsonrpc::error_response(
                 &serde_json::Value::Null,
@@ -151,9 +138,9 @@ impl HttpContext for Http {
             );
             return self.reply(&LocalReply::json(503, &body));
         };
-        self.exchange = Exchange::new(&server, headers.session.as_deref());
-        let caller = EnvoyCaller;
-        if let RequestVerdict::Reply(reply) = shared.engine.request_headers(&Self::info(&headers, &caller)) {
+        self.exchange = Exchange::new(&server, self.headers.get("mcp-session-id"));
+        let caller = EnvoyCaller { headers: &self.headers };
+        if let RequestVerdict::Reply(reply) = shared.engine.request_headers(&Self::info(&self.headers, &caller)) {
             let mut out = EnvoyOutputs { metrics: &mut shared.metrics, last: None };
             toolseal_core::audit::Outputs::count(&mut out, toolseal_core::audit::Counter::RequestsRejected, Some("content_type"));
             return self.reply(&reply);
@@ -184,11 +171,11 @@ impl HttpContext for Http {
             .flatten()
             .unwrap_or_default();
         if self.mode == Mode::Admin {
-            let path = host::request_header(":path").unwrap_or_default();
+            let path = self.headers.get(":path").unwrap_or_default().to_string();
             return self.admin(&mut shared, &path, &body);
         }
-        let headers = RequestHeaders::read();
-        let caller = EnvoyCaller;
+        let headers = self.headers.clone();
+        let caller = EnvoyCaller { headers: &headers };
         let info = Self::info(&headers, &caller);
         let Shared { engine, metrics } = &mut *shared;
         let mut out = EnvoyOutputs { metrics, last: None };
@@ -244,8 +231,8 @@ impl HttpContext for Http {
 
 impl Http {
     fn admin(&mut self, shared: &mut Shared, path: &str, body: &[u8]) -> Action {
-        let method = host::request_header(":method").unwrap_or_default();
-        let authorization = host::request_header("authorization");
+        let method = self.headers.get(":method").unwrap_or_default().to_string();
+        let authorization = self.headers.get("authorization").map(str::to_string);
         let Shared { engine, metrics } = shared;
         let mut out = EnvoyOutputs { metrics, last: None };
         let reply = engine.admin(&mut SharedData, &mut out, host::now_ms(), &method, path, authorization.as_deref(), body);

@@ -103,14 +103,6 @@ impl Outputs for EnvoyOutputs<'_> {
     }
 }
 
-/// A request header as text (lossy: a header with invalid UTF-8 is still read, never panics).
-pub fn request_header(name: &str) -> Option<String> {
-    match hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name) {
-        Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        _ => None,
-    }
-}
-
 /// A response header as text.
 pub fn response_header(name: &str) -> Option<String> {
     match hostcalls::get_map_value_bytes(MapType::HttpResponseHeaders, name) {
@@ -135,12 +127,39 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The caller as Envoy sees it: request headers and dynamic metadata.
-pub struct EnvoyCaller;
+/// Request headers, read once in the request-headers callback (Envoy refuses header-map
+/// access from body callbacks, and the SDK would panic on that refusal).
+#[derive(Debug, Default, Clone)]
+pub struct Headers {
+    pairs: Vec<(String, String)>,
+}
 
-impl CallerIdentity for EnvoyCaller {
+impl Headers {
+    /// Reads the current request headers (call from the request-headers callback only).
+    pub fn read_request() -> Self {
+        let pairs = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), String::from_utf8_lossy(&v).into_owned()))
+            .collect();
+        Headers { pairs }
+    }
+
+    /// The first value of `name` (lower case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The caller as Envoy sees it: request headers and dynamic metadata.
+pub struct EnvoyCaller<'a> {
+    /// The request headers.
+    pub headers: &'a Headers,
+}
+
+impl CallerIdentity for EnvoyCaller<'_> {
     fn header(&self, name: &str) -> Option<String> {
-        request_header(name)
+        self.headers.get(&name.to_ascii_lowercase()).map(str::to_string)
     }
 
     fn metadata(&self, path: &str) -> Option<Value> {
