@@ -1,0 +1,207 @@
+//! Replays recorded MCP traffic through the plugin VM, transcript after transcript, with
+//! plugin state kept across them (same VM, same shared data), so replaying release A then
+//! release B of one server shows the drift.
+//!
+//! Main design decision: the replay is deterministic end to end: a clock that advances one
+//! second per exchange, fixed `random_get` bytes, fixed chunk cuts. The same inputs print
+//! the same lines, which is what makes expectation files usable.
+
+pub mod chunks;
+pub mod exchange;
+pub mod expect;
+pub mod records;
+
+use crate::abi::state::{DEFAULT_EPOCH_NS, Identity};
+use crate::abi::types::LogLevel;
+use crate::input_error::input_error;
+use crate::wasm::module_cache::{self, CacheOutcome};
+use crate::wasm::plugin_vm::{PluginVm, VmSettings};
+use anyhow::{Context, Result};
+use exchange::{ExchangeOutcome, ExchangeSetup};
+use records::PluginRecord;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use toolseal_core::transcript::{HttpExchange, parse_transcript};
+
+/// How far the clock moves per exchange.
+const EXCHANGE_STEP_NS: u64 = 1_000_000_000;
+
+/// Names plugin, root and VM ids as an Envoy config for toolseal would.
+const PLUGIN_NAME: &str = "toolseal";
+
+/// How to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// The plugin `.wasm`.
+    pub wasm_path: PathBuf,
+    /// Plugin configuration bytes (SPEC section 7 JSON; empty = plugin defaults).
+    pub plugin_configuration: Vec<u8>,
+    /// Server id answered as route and cluster name for every transcript; `None` = each
+    /// transcript's own name.
+    pub server: Option<String>,
+    /// Body chunk size (0 = whole bodies).
+    pub chunk: usize,
+    /// Host log level (debug or trace for decision records).
+    pub log_level: LogLevel,
+    /// Dynamic metadata offered on every exchange (namespace → struct).
+    pub dynamic_metadata: Map<String, Value>,
+    /// Precompiled-module cache directory (`None` = compile every time).
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// A transcript ready to replay.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    /// Its name in output lines (and default server id).
+    pub name: String,
+    /// Its HTTP exchanges.
+    pub exchanges: Vec<HttpExchange>,
+}
+
+/// What one exchange produced, with the records the plugin logged for it.
+#[derive(Debug, Clone)]
+pub struct ExchangeReport {
+    /// Transcript name.
+    pub transcript: String,
+    /// Exchange sequence (a number when the recording has one).
+    pub seq: Value,
+    /// The HTTP outcome.
+    pub outcome: ExchangeOutcome,
+    /// Decision records and audit events, in order.
+    pub records: Vec<PluginRecord>,
+}
+
+/// A replay session: one plugin VM.
+pub struct Replay {
+    vm: PluginVm,
+    options: ReplayOptions,
+    next_tick_ns: Option<u64>,
+    /// How the module was loaded.
+    pub cache: CacheOutcome,
+    /// Records the plugin logged while starting (e.g. `config.loaded`).
+    pub startup_records: Vec<PluginRecord>,
+}
+
+impl Replay {
+    /// Loads the module and starts the VM.
+    pub fn start(options: ReplayOptions) -> Result<Self> {
+        let wasm = std::fs::read(&options.wasm_path).map_err(|e| {
+            input_error(format!(
+                "cannot read the plugin module {}: {e}. Build it with `cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm` or pass --wasm PATH",
+                options.wasm_path.display()
+            ))
+        })?;
+        let engine = crate::wasm::engine()?;
+        let (module, cache) = module_cache::load(&engine, &wasm, options.cache_dir.as_deref())?;
+        let identity = identity_for(options.server.as_deref().unwrap_or(PLUGIN_NAME));
+        let settings = VmSettings {
+            identity,
+            log_level: options.log_level,
+            plugin_configuration: options.plugin_configuration.clone(),
+            vm_configuration: Vec::new(),
+            start_ns: DEFAULT_EPOCH_NS,
+        };
+        let mut vm = PluginVm::start(&engine, &module, settings)?;
+        let logs = std::mem::take(&mut vm.host_mut().vm.logs);
+        let startup_records = records::parse_logs(&logs)?;
+        Ok(Replay {
+            vm,
+            options,
+            next_tick_ns: None,
+            cache,
+            startup_records,
+        })
+    }
+
+    /// The VM (its host state: shared data, metrics...).
+    pub fn vm(&self) -> &PluginVm {
+        &self.vm
+    }
+
+    /// Replays every exchange of `transcript`.
+    pub fn run(&mut self, transcript: &Transcript) -> Result<Vec<ExchangeReport>> {
+        let server = self
+            .options
+            .server
+            .clone()
+            .unwrap_or_else(|| transcript.name.clone());
+        self.vm.host_mut().vm.identity = identity_for(&server);
+        let setup = ExchangeSetup {
+            chunk: self.options.chunk,
+            dynamic_metadata: self.options.dynamic_metadata.clone(),
+        };
+        let mut reports = Vec::with_capacity(transcript.exchanges.len());
+        for exchange in &transcript.exchanges {
+            self.advance_clock()?;
+            let outcome = exchange::run(&mut self.vm, exchange, &setup).with_context(|| {
+                format!("replaying {} exchange {}", transcript.name, exchange.seq)
+            })?;
+            let records = records::parse_logs(&outcome.logs)?;
+            reports.push(ExchangeReport {
+                transcript: transcript.name.clone(),
+                seq: records::seq_value(&exchange.seq),
+                outcome,
+                records,
+            });
+        }
+        Ok(reports)
+    }
+
+    /// Moves the clock one step and fires the tick when due.
+    fn advance_clock(&mut self) -> Result<()> {
+        let vm = &mut self.vm.host_mut().vm;
+        vm.now_ns = vm.now_ns.saturating_add(EXCHANGE_STEP_NS);
+        let (now, period_ms) = (vm.now_ns, u64::from(vm.tick_period_ms));
+        if period_ms == 0 {
+            self.next_tick_ns = None;
+            return Ok(());
+        }
+        let due = *self.next_tick_ns.get_or_insert(now);
+        if now >= due {
+            self.next_tick_ns = Some(now.saturating_add(period_ms.saturating_mul(1_000_000)));
+            self.vm.tick()?;
+        }
+        Ok(())
+    }
+}
+
+fn identity_for(server: &str) -> Identity {
+    Identity {
+        route_name: server.to_owned(),
+        cluster_name: server.to_owned(),
+        plugin_name: PLUGIN_NAME.into(),
+        root_id: PLUGIN_NAME.into(),
+        vm_id: PLUGIN_NAME.into(),
+    }
+}
+
+/// Reads a transcript file. Its name is the file stem, or the directory name for a file
+/// called `exchange.json` (the layout of recorded sessions).
+pub fn load_transcript(path: &Path) -> Result<Transcript> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| input_error(format!("cannot read transcript {}: {e}", path.display())))?;
+    let exchanges = parse_transcript(&bytes).map_err(|e| {
+        input_error(format!(
+            "{} is not a usable transcript (SPEC section 9): {e}",
+            path.display()
+        ))
+    })?;
+    Ok(Transcript {
+        name: transcript_name(path),
+        exchanges,
+    })
+}
+
+/// The display name of a transcript file.
+pub fn transcript_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem == "exchange"
+        && let Some(dir) = path.parent().and_then(Path::file_name)
+    {
+        return dir.to_string_lossy().into_owned();
+    }
+    stem
+}
