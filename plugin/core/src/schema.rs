@@ -37,6 +37,7 @@
 
 mod compiler;
 pub(crate) mod json_value;
+mod keyword_values;
 mod keywords;
 pub(crate) mod number;
 mod regex;

@@ -466,8 +466,19 @@ fn diff_properties(
             (None, n) => rec.push(&at, PropertyAddedOptional, Additive, None, n),
         }
     }
+    diff_required(rec, path, (om, nm), (&old_req, &new_req));
+}
+
+/// `required` changes of properties present on both sides (a property that comes or goes
+/// is reported as added-required or removed instead).
+fn diff_required(
+    rec: &mut Recorder<'_>,
+    path: &str,
+    (om, nm): (&Map<String, Value>, &Map<String, Value>),
+    (old_req, new_req): (&BTreeSet<&str>, &BTreeSet<&str>),
+) {
     let required_at = |name: &str| child(&child(path, "required"), name);
-    for name in new_req.difference(&old_req) {
+    for name in new_req.difference(old_req) {
         if !nm.contains_key(*name) || om.contains_key(*name) {
             let after = Value::String((*name).to_owned());
             rec.push(
@@ -479,7 +490,7 @@ fn diff_properties(
             );
         }
     }
-    for name in old_req.difference(&new_req) {
+    for name in old_req.difference(new_req) {
         if !om.contains_key(*name) || nm.contains_key(*name) {
             let before = Value::String((*name).to_owned());
             rec.push(
