@@ -15,6 +15,7 @@ import argparse
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,9 @@ async def run_demo(n: Narrator, stack: Stack) -> None:
         n.title("The agent reconnects and lists the tools again.")
         listed = await agent.list_tools()
         view = admin.server(SERVER)
-        n.say(f"tools served: {len(listed.tools)}; toolseal says: {listed.meta}")
+        status = (listed.meta or {}).get("io.toolseal/status", {})
+        n.say(f"tools served: {len(listed.tools)}; toolseal's _meta says: "
+              f"{status.get('schema_status')}: {status.get('reason')}")
         n.expect(listed.tools == [] and status_of(view) == "changed",
                  "no tools served, schema_status changed (fail closed)", (listed.tools, view))
 
@@ -168,11 +171,13 @@ async def run_demo(n: Narrator, stack: Stack) -> None:
         describe_denial(n, result, "POLICY_DENIED", "none")
 
     n.title("The audit trail (Envoy log, `toolseal.audit` lines):")
-    events = stack.envoy.audit_events()
-    for event in events:
-        detail = event.get("error_code") or event.get("reason") or ""
-        n.say(f"{event.get('event'):<20} {event.get('status_before') or '':<12} -> "
-              f"{event.get('status_after') or '':<12} {detail}")
+    events = audit_trail(stack, denials=4)
+    for (name, before, after, detail), repeat in collapse(events):
+        times = f" (x{repeat}: once per Wasm VM that Envoy started)" if repeat > 1 else ""
+        n.say(f"{name:<20} {before:<12} -> {after:<12} {detail}{times}")
+    codes = [e.get("error_code") for e in events if e.get("event") == "call.denied"]
+    n.expect(codes == ["SCHEMA_CHANGED", "SERVER_QUARANTINED", "INVALID_ARGUMENTS", "POLICY_DENIED"],
+             "every refusal is in the audit trail, in order", codes)
     n.expect(any(e.get("event") == "schema.changed" for e in events)
              and any(e.get("event") == "schema.approved" for e in events),
              "schema.changed and schema.approved are in the audit trail")
@@ -180,6 +185,31 @@ async def run_demo(n: Narrator, stack: Stack) -> None:
     n.expect(len(upstream.calls()) == 2 and len(deploys) == 2,
              "over the whole run the server executed exactly the two allowed calls",
              upstream.calls())
+
+
+def audit_trail(stack: Stack, denials: int, timeout: float = 5) -> list[dict[str, Any]]:
+    """The audit events once the expected denials are in (Envoy flushes its log every 100 ms)."""
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = stack.envoy.audit_events()
+        if sum(e.get("event") == "call.denied" for e in events) >= denials:
+            break
+        time.sleep(0.05)
+    return events
+
+
+def collapse(events: list[dict[str, Any]]) -> list[tuple[tuple[str, str, str, str], int]]:
+    """Consecutive identical lines counted once."""
+    out: list[tuple[tuple[str, str, str, str], int]] = []
+    for event in events:
+        line = (str(event.get("event")), event.get("status_before") or "",
+                event.get("status_after") or "", event.get("error_code") or event.get("reason") or "")
+        if out and out[-1][0] == line:
+            out[-1] = (line, out[-1][1] + 1)
+        else:
+            out.append((line, 1))
+    return out
 
 
 def diff_lines(view: dict[str, Any]) -> list[str]:

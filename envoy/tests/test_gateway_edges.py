@@ -10,6 +10,7 @@ import pytest
 
 import envoyctl
 from stack import Stack, baseline_of, candidate_of, live_of, mcp_client, status_of
+from toolseal_checks import wait_for_audits
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +54,7 @@ async def test_non_json_post_is_refused_415(wasm: Any, stack: Stack, content_typ
     upstream_before, http_before = stack.upstream_requests(), len(stack.upstream.events("http"))
     response = _raw_post(stack, json.dumps(CALL).encode(), content_type)
     _assert_upstream_untouched(stack, response, 415, upstream_before, http_before)
-    rejected = [e for e in stack.envoy.audit_events() if e["event"] == "request.rejected"]
+    rejected = wait_for_audits(stack, "request.rejected", 1)
     assert len(rejected) == 1
 
 

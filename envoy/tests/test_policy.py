@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 import envoyctl
 from stack import Stack, mcp_client
-from toolseal_checks import assert_denied
+from toolseal_checks import assert_denied, wait_for_audits
 
 pytestmark = pytest.mark.anyio
 
@@ -116,6 +116,6 @@ async def test_header_principal_and_destructive_annotation(policy_stack: Stack) 
         result = await client.call("get_weather", {"city": "Paris"})
         assert result.structuredContent == {"city": "Paris", "temperature_c": 21, "conditions": "sunny"}
     assert [c["tool"] for c in policy_stack.upstream.calls()] == ["add", "get_weather"]
-    denied = [e for e in policy_stack.envoy.audit_events() if e["event"] == "call.denied"]
+    denied = wait_for_audits(policy_stack, "call.denied", 2)
     assert [(e["tool"], e["error_code"]) for e in denied] == [
         ("get_weather", "POLICY_DENIED"), ("delete_preview", "POLICY_DENIED")]

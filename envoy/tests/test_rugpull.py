@@ -22,6 +22,7 @@ from toolseal_checks import (
     counter,
     list_status_meta,
     wait_for_audit,
+    wait_for_audits,
 )
 
 pytestmark = pytest.mark.anyio
@@ -95,7 +96,7 @@ async def test_rug_pull_fails_closed_and_never_reaches_upstream(
     changed = wait_for_audit(stack, "schema.changed")
     assert (changed["status_before"], changed["status_after"], changed["baseline"], changed["live"]) == (
         "verified", "changed", FP1, FP2)
-    denied = [e for e in stack.envoy.audit_events() if e["event"] == "call.denied"]
+    denied = wait_for_audits(stack, "call.denied", 2)
     assert [(e["tool"], e["error_code"]) for e in denied] == [
         ("get_weather", "SCHEMA_CHANGED"), ("deploy_preview", "SCHEMA_CHANGED")]
     assert counter(stack, "calls_denied_schema_changed") == 2
@@ -201,8 +202,9 @@ async def test_stale_call_after_approval_needs_a_relist(wasm: Any, stack: Stack)
         ("add", {"a": 2, "b": 3}),
         ("deploy_preview", {"branch": "fix-login", "region": "eu-preview"}),
     ]
-    stale = [e for e in stack.envoy.audit_events() if e.get("error_code") == "STALE_TOOL_SCHEMA"]
-    assert [(e["event"], e["tool"]) for e in stale] == [("call.denied", "deploy_preview")]
+    denied = wait_for_audits(stack, "call.denied", 2)
+    assert [(e["tool"], e["error_code"]) for e in denied] == [
+        ("deploy_preview", "STALE_TOOL_SCHEMA"), ("deploy_preview", "INVALID_ARGUMENTS")]
 
 
 async def test_list_changed_holds_calls_until_relisted(wasm: Any, stack: Stack) -> None:

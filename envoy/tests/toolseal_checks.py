@@ -42,15 +42,24 @@ def counter(stack: Stack, name: str) -> int:
     return counters[name.lower()]
 
 
-def wait_for_audit(stack: Stack, event: str, timeout: float = 5) -> dict[str, Any]:
-    """The first audit event of that name in the Envoy log, waiting for the log to flush."""
+def wait_for_audits(stack: Stack, event: str, count: int, timeout: float = 5) -> list[dict[str, Any]]:
+    """All audit events of that name once at least ``count`` are in the Envoy log.
+
+    Envoy flushes its log file every 100 ms (envoyctl), so lines arrive a little after the
+    request that caused them.
+    """
     deadline = time.monotonic() + timeout
     seen: list[str] = []
     while time.monotonic() < deadline:
         events = stack.envoy.audit_events()
         found = [e for e in events if e.get("event") == event]
-        if found:
-            return found[0]
+        if len(found) >= count:
+            return found
         seen = [e.get("event", "?") for e in events]
         time.sleep(0.05)
-    raise AssertionError(f"no {event} audit event in the Envoy log; saw {seen}")
+    raise AssertionError(f"fewer than {count} {event} audit events in the Envoy log; saw {seen}")
+
+
+def wait_for_audit(stack: Stack, event: str, timeout: float = 5) -> dict[str, Any]:
+    """The first audit event of that name in the Envoy log, waiting for the log to flush."""
+    return wait_for_audits(stack, event, 1, timeout)[0]
