@@ -973,3 +973,19 @@ fn regex_agrees_with_javascript() {
     assert_eq!(checked, 6000);
     assert!(matched > 600, "only {matched} positive answers");
 }
+
+/// The work budget grows with the value: a 1 MB base64 argument with an ordinary pattern is
+/// checked, not refused.
+#[test]
+fn long_values_with_ordinary_patterns_are_checked() {
+    let compiled =
+        compile(&json!({"type": "string", "pattern": "^[A-Za-z0-9+/]*={0,2}$"})).unwrap();
+    let value = "QUJD".repeat(250_000);
+    assert_eq!(compiled.validate(&json!(value)), Ok(()));
+    let err = compiled.validate(&json!(format!("{value}!"))).unwrap_err();
+    assert_eq!(err.len(), 1);
+    assert_eq!(
+        err[0].message,
+        "string does not match the pattern \"^[A-Za-z0-9+/]*={0,2}$\""
+    );
+}

@@ -117,22 +117,45 @@ fn write_string(s: &str, out: &mut String) {
 /// How deeply `value` nests (a scalar is 0, `[]` is 1), measured without recursion. Stops
 /// counting once past `limit` and returns `limit + 1`.
 pub(crate) fn depth(value: &Value, limit: usize) -> usize {
-    let mut deepest = 0;
+    measure(value, limit).depth
+}
+
+/// Depth and size of a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Extent {
+    /// Nesting depth (a scalar is 0), or `limit + 1` when deeper than the limit.
+    pub(crate) depth: usize,
+    /// Values plus the bytes of every string and key: a rough measure of the work a value
+    /// can ask for.
+    pub(crate) size: u64,
+}
+
+/// Measures `value` with an explicit stack; stops once deeper than `limit`.
+pub(crate) fn measure(value: &Value, limit: usize) -> Extent {
+    let mut extent = Extent { depth: 0, size: 0 };
     let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
     while let Some((v, d)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
+        extent.size = extent.size.saturating_add(1);
         let here = d + 1;
-        deepest = deepest.max(here);
-        if deepest > limit {
-            return limit + 1;
+        match v {
+            Value::String(s) => extent.size = extent.size.saturating_add(s.len() as u64),
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, here))),
+            Value::Object(map) => {
+                let keys: usize = map.keys().map(String::len).sum();
+                extent.size = extent.size.saturating_add(keys as u64);
+                stack.extend(map.values().map(|c| (c, here)));
+            }
+            _ => continue,
         }
-        stack.extend(children.map(|c| (c, here)));
+        if matches!(v, Value::Array(_) | Value::Object(_)) {
+            extent.depth = extent.depth.max(here);
+        }
+        if extent.depth > limit {
+            extent.depth = limit + 1;
+            return extent;
+        }
     }
-    deepest
+    extent
 }
 
 /// Short JSON text of `value` for messages (cut at `max` characters).

@@ -19,8 +19,11 @@ use std::cmp::Ordering;
 
 /// Deepest chain of subschema applications (bounds `$ref` recursion).
 const MAX_DIVE: usize = 256;
-/// Work units (schema nodes visited, regex steps, items compared) one validation may use.
-const WORK_BUDGET: u64 = 2_000_000;
+/// Work units (schema nodes visited, regex steps, items compared) any validation may use...
+const WORK_BUDGET_BASE: u64 = 1_000_000;
+/// ...plus this many per unit of instance size (values and string bytes), so that the cap
+/// grows linearly with the request, never with the schema.
+const WORK_PER_SIZE_UNIT: u64 = 16;
 /// Most names or values listed in one message.
 const MAX_LISTED: usize = 12;
 
@@ -30,7 +33,8 @@ pub(crate) fn validate(
     instance: &Value,
     limit: usize,
 ) -> Result<(), Vec<Violation>> {
-    if json_value::depth(instance, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH {
+    let extent = json_value::measure(instance, MAX_VALUE_DEPTH);
+    if extent.depth > MAX_VALUE_DEPTH {
         return Err(vec![Violation {
             instance_path: String::new(),
             message: format!("value nests deeper than {MAX_VALUE_DEPTH} levels; flatten it"),
@@ -40,7 +44,9 @@ pub(crate) fn validate(
         nodes,
         violations: Vec::new(),
         limit: limit.max(1),
-        budget: WORK_BUDGET,
+        budget: WORK_PER_SIZE_UNIT
+            .saturating_mul(extent.size)
+            .saturating_add(WORK_BUDGET_BASE),
         aborted: None,
     };
     let valid = walker.check(0, instance, &mut Vec::new(), 0);

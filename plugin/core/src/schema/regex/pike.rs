@@ -40,25 +40,21 @@ impl ThreadSet {
     }
 }
 
-/// The position being examined: the code points before and at it.
-struct Position<'a> {
-    chars: &'a [char],
-    at: usize,
+/// A position in the value: the code points on either side of it (`None` at an end).
+#[derive(Clone, Copy)]
+struct Position {
+    before: Option<char>,
+    after: Option<char>,
 }
 
-impl Position<'_> {
+impl Position {
     fn holds(&self, assertion: Assertion) -> bool {
-        let before = self
-            .at
-            .checked_sub(1)
-            .and_then(|i| self.chars.get(i))
-            .is_some_and(|c| is_word_char(*c));
-        let after = self.chars.get(self.at).is_some_and(|c| is_word_char(*c));
+        let word = |c: Option<char>| c.is_some_and(is_word_char);
         match assertion {
-            Assertion::Start => self.at == 0,
-            Assertion::End => self.at == self.chars.len(),
-            Assertion::WordBoundary => before != after,
-            Assertion::NotWordBoundary => before == after,
+            Assertion::Start => self.before.is_none(),
+            Assertion::End => self.after.is_none(),
+            Assertion::WordBoundary => word(self.before) != word(self.after),
+            Assertion::NotWordBoundary => word(self.before) == word(self.after),
         }
     }
 }
@@ -81,20 +77,23 @@ pub(crate) fn search(
     text: &str,
     budget: &mut u64,
 ) -> Result<bool, BudgetExceeded> {
-    let chars: Vec<char> = text.chars().collect();
     let len = program.insts.len();
     let mut current = ThreadSet::new(len);
     let mut next = ThreadSet::new(len);
     let mut stack = Vec::new();
     let mut budget = Budget { left: budget };
-    for at in 0..=chars.len() {
-        let here = Position { chars: &chars, at };
-        if (at == 0 || !program.anchored)
-            && closure(program, &here, 0, &mut current, &mut stack, &mut budget)?
+    let mut chars = text.chars();
+    let mut here = Position {
+        before: None,
+        after: chars.next(),
+    };
+    loop {
+        if (here.before.is_none() || !program.anchored)
+            && closure(program, here, 0, &mut current, &mut stack, &mut budget)?
         {
             return Ok(true);
         }
-        let Some(&c) = chars.get(at) else {
+        let Some(c) = here.after else {
             break;
         };
         if current.dense.is_empty() && program.anchored {
@@ -102,8 +101,8 @@ pub(crate) fn search(
         }
         next.clear();
         let there = Position {
-            chars: &chars,
-            at: at + 1,
+            before: Some(c),
+            after: chars.next(),
         };
         for &pc in &current.dense {
             budget.spend()?;
@@ -113,11 +112,12 @@ pub(crate) fn search(
                 Some(Inst::Class(class)) => class.contains(c),
                 _ => false,
             };
-            if consumes && closure(program, &there, pc + 1, &mut next, &mut stack, &mut budget)? {
+            if consumes && closure(program, there, pc + 1, &mut next, &mut stack, &mut budget)? {
                 return Ok(true);
             }
         }
         std::mem::swap(&mut current, &mut next);
+        here = there;
     }
     Ok(false)
 }
@@ -126,7 +126,7 @@ pub(crate) fn search(
 /// `Match` is reachable.
 fn closure(
     program: &Program,
-    here: &Position<'_>,
+    here: Position,
     start: usize,
     set: &mut ThreadSet,
     stack: &mut Vec<usize>,
