@@ -140,9 +140,11 @@ impl HttpContext for Http {
         };
         self.exchange = Exchange::new(&server, self.headers.get("mcp-session-id"));
         let caller = EnvoyCaller { headers: &self.headers };
-        if let RequestVerdict::Reply(reply) = shared.engine.request_headers(&Self::info(&self.headers, &caller)) {
-            let mut out = EnvoyOutputs { metrics: &mut shared.metrics, last: None };
-            toolseal_core::audit::Outputs::count(&mut out, toolseal_core::audit::Counter::RequestsRejected, Some("content_type"));
+        let info = Self::info(&self.headers, &caller);
+        let Shared { engine, metrics } = &mut *shared;
+        let mut out = EnvoyOutputs { metrics, last: None };
+        let verdict = engine.request_headers(&mut SharedData, &mut out, host::now_ms(), &self.exchange, &info);
+        if let RequestVerdict::Reply(reply) = verdict {
             return self.reply(&reply);
         }
         Action::Continue
@@ -154,14 +156,11 @@ impl HttpContext for Http {
         }
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
-        let limit = shared.engine.config.limits.max_request_bytes;
-        if body_size > limit {
-            let body = toolseal_core::jsonrpc::error_response(
-                &serde_json::Value::Null,
-                toolseal_core::jsonrpc::INVALID_REQUEST,
-                &format!("toolseal: request body over {limit} bytes"),
-            );
-            return self.reply(&LocalReply::json(413, &body));
+        if body_size > shared.engine.config.limits.max_request_bytes && self.mode == Mode::Mcp {
+            let Shared { engine, metrics } = &mut *shared;
+            let mut out = EnvoyOutputs { metrics, last: None };
+            let reply = engine.request_too_large(&mut SharedData, &mut out, host::now_ms(), &self.exchange);
+            return self.reply(&reply);
         }
         if !end_of_stream {
             return Action::Pause;

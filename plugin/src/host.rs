@@ -170,14 +170,15 @@ impl CallerIdentity for EnvoyCaller<'_> {
     }
 }
 
-/// Decodes a property value as Envoy serializes it: a list of strings comes as a count, the
-/// lengths, then each string NUL-terminated; a string comes raw. Anything else is kept as
-/// lossy text, which can only fail to match an allow-list (never widen one).
+/// Decodes a property value as Envoy serializes it. A list or map comes in the header-map
+/// pair format (count, then key and value lengths, then each key and value NUL-terminated);
+/// a list's elements are the keys with empty values. A string comes raw. Anything else is kept
+/// as lossy text, which can only fail to match an allow-list (never widen one).
 pub fn decode_property(bytes: &[u8]) -> Value {
-    decode_string_list(bytes).unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+    decode_pairs(bytes).unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
-fn decode_string_list(bytes: &[u8]) -> Option<Value> {
+fn decode_pairs(bytes: &[u8]) -> Option<Value> {
     let word = |at: usize| -> Option<usize> {
         let b = bytes.get(at..at.checked_add(4)?)?;
         usize::try_from(u32::from_le_bytes([*b.first()?, *b.get(1)?, *b.get(2)?, *b.get(3)?])).ok()
@@ -186,17 +187,27 @@ fn decode_string_list(bytes: &[u8]) -> Option<Value> {
     if count == 0 || count > 4096 {
         return None;
     }
-    let mut offset = 4usize.checked_add(count.checked_mul(4)?)?;
-    let mut items = Vec::with_capacity(count);
-    for i in 0..count {
-        let len = word(4usize.checked_add(i.checked_mul(4)?)?)?;
+    let mut offset = 4usize.checked_add(count.checked_mul(8)?)?;
+    let mut take = |len: usize| -> Option<String> {
         let end = offset.checked_add(len)?;
-        let text = std::str::from_utf8(bytes.get(offset..end)?).ok()?;
+        let text = std::str::from_utf8(bytes.get(offset..end)?).ok()?.to_string();
         if bytes.get(end) != Some(&0) {
             return None;
         }
-        items.push(Value::String(text.to_string()));
         offset = end.checked_add(1)?;
+        Some(text)
+    };
+    let mut pairs = Vec::with_capacity(count);
+    for i in 0..count {
+        let at = 4usize.checked_add(i.checked_mul(8)?)?;
+        let (key_len, value_len) = (word(at)?, word(at.checked_add(4)?)?);
+        pairs.push((take(key_len)?, take(value_len)?));
     }
-    (offset == bytes.len()).then_some(Value::Array(items))
+    if offset != bytes.len() {
+        return None;
+    }
+    if pairs.iter().all(|(_, v)| v.is_empty()) {
+        return Some(Value::Array(pairs.into_iter().map(|(k, _)| Value::String(k)).collect()));
+    }
+    Some(Value::Object(pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect()))
 }

@@ -166,19 +166,39 @@ impl Engine {
         self.emit(store, out, &event);
     }
 
-    /// Checks request headers: a POST must carry JSON (HTTP 415 otherwise).
-    pub fn request_headers(&self, info: &RequestInfo<'_>) -> RequestVerdict {
+    /// Checks request headers: a POST must carry JSON (HTTP 415 otherwise). A refusal is
+    /// audited (`request.rejected`) and counted.
+    pub fn request_headers(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        info: &RequestInfo<'_>,
+    ) -> RequestVerdict {
         if info.http_method.eq_ignore_ascii_case("POST") && !is_json(info.content_type) {
-            return RequestVerdict::Reply(LocalReply::json(
-                415,
-                &jsonrpc::error_response(
-                    &Value::Null,
-                    jsonrpc::INVALID_REQUEST,
-                    "toolseal: MCP POST bodies must be sent with Content-Type: application/json",
-                ),
-            ));
+            let reason = format!(
+                "MCP POST bodies must be sent with Content-Type: application/json (got {:?})",
+                info.content_type.unwrap_or("")
+            );
+            return self.refuse(store, out, now_ms, exchange, 415, jsonrpc::INVALID_REQUEST, &reason);
         }
         RequestVerdict::Forward
+    }
+
+    /// Refuses a request body over `limits.max_request_bytes` (HTTP 413), audited.
+    pub fn request_too_large(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+    ) -> LocalReply {
+        let reason = format!("request body over limits.max_request_bytes ({})", self.config.limits.max_request_bytes);
+        match self.refuse(store, out, now_ms, exchange, 413, jsonrpc::INVALID_REQUEST, &reason) {
+            RequestVerdict::Reply(reply) => reply,
+            RequestVerdict::Forward => LocalReply::json(413, &Value::Null),
+        }
     }
 
     /// Decides on a complete client request body.
@@ -191,26 +211,21 @@ impl Engine {
         info: &RequestInfo<'_>,
         body: &[u8],
     ) -> RequestVerdict {
-        if let RequestVerdict::Reply(reply) = self.request_headers(info) {
+        if let RequestVerdict::Reply(reply) = self.request_headers(store, out, now_ms, exchange, info) {
             return RequestVerdict::Reply(reply);
         }
         if body.len() > self.config.limits.max_request_bytes {
-            out.count(Counter::RequestsRejected, Some("too_large"));
-            let msg = format!("toolseal: request body over {} bytes", self.config.limits.max_request_bytes);
-            return RequestVerdict::Reply(LocalReply::json(
-                413,
-                &jsonrpc::error_response(&Value::Null, jsonrpc::INVALID_REQUEST, &msg),
-            ));
+            return RequestVerdict::Reply(self.request_too_large(store, out, now_ms, exchange));
         }
         if body.is_empty() && !info.http_method.eq_ignore_ascii_case("POST") {
             return RequestVerdict::Forward;
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
-            Err(e) => return self.reject(store, out, now_ms, exchange, e.code(), &e.to_string()),
+            Err(e) => return self.refuse(store, out, now_ms, exchange, 400, e.code(), &e.to_string()),
         };
         if let Err(reason) = check_mcp_headers(info, &payload) {
-            return self.reject(store, out, now_ms, exchange, jsonrpc::INVALID_REQUEST, &reason);
+            return self.refuse(store, out, now_ms, exchange, 400, jsonrpc::INVALID_REQUEST, &reason);
         }
         let body_sha256 = crate::fingerprint::to_hex(&sha2_digest(body));
         let mut answers: Vec<Option<Value>> = Vec::new();
@@ -238,19 +253,23 @@ impl Engine {
         RequestVerdict::Reply(LocalReply::json(200, &reply))
     }
 
-    fn reject(
+    /// Answers a request that cannot be checked: audited, counted, never forwarded.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &Exchange,
+        status: u16,
         code: i64,
         reason: &str,
     ) -> RequestVerdict {
-        out.count(Counter::RequestsRejected, None);
-        let event = self.event("request.rejected", exchange, now_ms, None, reason, Map::new());
+        out.count(Counter::RequestsRejected, Some(&status.to_string()));
+        let mut detail = Map::new();
+        detail.insert("http_status".into(), json!(status));
+        let event = self.event("request.rejected", exchange, now_ms, None, reason, detail);
         self.emit(store, out, &event);
-        let status = if code == jsonrpc::PARSE_ERROR { 400 } else { 400 };
         RequestVerdict::Reply(LocalReply::json(
             status,
             &jsonrpc::error_response(&Value::Null, code, &format!("toolseal: {reason}")),

@@ -178,7 +178,9 @@ impl NativeReplay {
             caller: &caller,
         };
         let mut exchange = Exchange::new(server, info.session);
-        if let RequestVerdict::Reply(reply) = self.engine.request_headers(&info) {
+        if let RequestVerdict::Reply(reply) =
+            self.engine.request_headers(&mut self.store, &mut self.out, now, &exchange, &info)
+        {
             return Replayed { local_reply: Some(reply), response_body: Vec::new() };
         }
         let verdict = self.engine.request_body(&mut self.store, &mut self.out, now, &mut exchange, &info, &ex.request_body);
