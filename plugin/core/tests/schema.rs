@@ -989,3 +989,37 @@ fn long_values_with_ordinary_patterns_are_checked() {
         "string does not match the pattern \"^[A-Za-z0-9+/]*={0,2}$\""
     );
 }
+
+/// Replays `data/schema/schema_cases.json` (2020-12) and `schema_cases_draft7.json`:
+/// random schemas over the supported keywords with verdicts from the Python `jsonschema`
+/// package (written by `gen_schema_cases.py`). Every schema must compile and every verdict
+/// must agree.
+#[test]
+fn validation_agrees_with_reference() {
+    for (file, expected_checks) in [
+        ("schema/schema_cases.json", 3600),
+        ("schema/schema_cases_draft7.json", 1200),
+    ] {
+        let (mut checked, mut valid) = (0, 0);
+        for case in load(file).as_array().unwrap() {
+            let schema = &case["schema"];
+            let compiled = compile(schema).unwrap_or_else(|e| panic!("{schema}: {e}"));
+            for pair in case["instances"].as_array().unwrap() {
+                let (instance, expected) = (&pair[0], pair[1].as_bool().unwrap());
+                let verdict = compiled.validate(instance);
+                assert_eq!(
+                    verdict.is_ok(),
+                    expected,
+                    "{file}\nschema {schema}\ninstance {instance}\n{verdict:?}"
+                );
+                checked += 1;
+                valid += usize::from(expected);
+            }
+        }
+        assert_eq!(checked, expected_checks, "{file}");
+        assert!(
+            valid > checked / 4 && valid < checked * 3 / 4,
+            "{file}: {valid} valid of {checked}"
+        );
+    }
+}
