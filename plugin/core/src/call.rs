@@ -19,8 +19,8 @@ pub struct Call<'a> {
     pub id: &'a Value,
     /// `params`.
     pub params: Option<&'a Value>,
-    /// SHA-256 (hex) of the raw request body that carried it.
-    pub body_sha256: &'a str,
+    /// The raw request body that carried it (hashed into the audit event).
+    pub body: &'a [u8],
 }
 
 impl Engine {
@@ -39,13 +39,16 @@ impl Engine {
             Err(e) => {
                 let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, "tools/call", None, &e.to_string());
                 denial.required_action = "fix_arguments";
-                return self.finish_call(store, out, now_ms, exchange, call, "", None, Err(denial)).map(|t| (t, false));
+                return self.finish_call(store, out, now_ms, exchange, call, "", None, None, Err(denial)).map(|t| (t, false));
             }
         };
-        let verdict = self.check_call(store, exchange, info, &tool, arguments.as_ref());
+        let record = state::load_record(store, &exchange.server);
+        let verdict = self.check_call(store, exchange, info, &record, &tool, arguments.as_ref());
+        let record = record.ok().flatten().map(|(r, _)| r);
         let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
         let verdict = verdict.map(|_| ());
-        self.finish_call(store, out, now_ms, exchange, call, &tool, arguments.as_ref(), verdict).map(|t| (t, check_result))
+        self.finish_call(store, out, now_ms, exchange, call, &tool, arguments.as_ref(), record.as_ref(), verdict)
+            .map(|t| (t, check_result))
     }
 
     fn check_call(
@@ -53,11 +56,12 @@ impl Engine {
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
+        record: &Result<Option<(crate::status::ServerRecord, u32)>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
     ) -> Result<bool, Denial> {
-        let record = match state::load_record(store, &exchange.server) {
-            Ok(Some((record, _))) => record,
+        let record = match record {
+            Ok(Some((record, _))) => record.clone(),
             Ok(None) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, "no tools/list seen yet")),
             Err(e) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, &e.to_string())),
         };
@@ -140,27 +144,31 @@ impl Engine {
         call: &Call<'_>,
         tool: &str,
         arguments: Option<&Value>,
+        record: Option<&crate::status::ServerRecord>,
         verdict: Result<(), Denial>,
     ) -> Result<String, Denial> {
-        let record = state::load_record(store, &exchange.server).ok().flatten().map(|(r, _)| r);
-        let status = record.as_ref().map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
+        let status = record.map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "request", "tools/call", Some(call.id), status);
         decision.tool = Some(tool.to_string());
+        // Only an audited decision pays for hashing the raw bytes and canonicalizing arguments.
+        let audited = verdict.is_err() || self.config.audit.call_allowed;
         let mut detail = Map::new();
-        detail.insert("tool".into(), json!(tool));
-        detail.insert("args_sha256".into(), json!(call.body_sha256));
-        let mut canonical = Vec::new();
-        if let Some(args) = arguments {
-            crate::canonical::write_canonical(args, &mut canonical);
+        if audited {
+            detail.insert("tool".into(), json!(tool));
+            detail.insert("args_sha256".into(), json!(crate::fingerprint::sha256_hex(call.body)));
+            let mut canonical = Vec::new();
+            if let Some(args) = arguments {
+                crate::canonical::write_canonical(args, &mut canonical);
+            }
+            detail.insert("arguments".into(), json!(String::from_utf8_lossy(&canonical)));
         }
-        detail.insert("arguments".into(), json!(String::from_utf8_lossy(&canonical)));
         let result = match verdict {
             Ok(()) => {
                 out.count(Counter::CallsAllowed, None);
                 decision.decision = "allow";
                 if self.config.audit.call_allowed {
                     detail.insert("decision".into(), json!("allow"));
-                    let event = self.event("call.allowed", exchange, now_ms, record.as_ref(), "all checks passed", detail);
+                    let event = self.event("call.allowed", exchange, now_ms, record, "all checks passed", detail);
                     self.emit(store, out, &event);
                 }
                 Ok(tool.to_string())
@@ -171,7 +179,7 @@ impl Engine {
                 decision.error_code = Some(denial.code.as_str());
                 detail.insert("decision".into(), json!("deny"));
                 detail.insert("error_code".into(), json!(denial.code.as_str()));
-                let event = self.event("call.denied", exchange, now_ms, record.as_ref(), &denial.message, detail);
+                let event = self.event("call.denied", exchange, now_ms, record, &denial.message, detail);
                 self.emit(store, out, &event);
                 Err(denial)
             }

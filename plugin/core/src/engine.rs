@@ -227,11 +227,10 @@ impl Engine {
         if let Err(reason) = check_mcp_headers(info, &payload) {
             return self.refuse(store, out, now_ms, exchange, 400, jsonrpc::INVALID_REQUEST, &reason);
         }
-        let body_sha256 = crate::fingerprint::to_hex(&sha2_digest(body));
         let mut answers: Vec<Option<Value>> = Vec::new();
         let mut denied = false;
         for message in payload.messages() {
-            let answer = self.client_message(store, out, now_ms, exchange, info, message, &body_sha256);
+            let answer = self.client_message(store, out, now_ms, exchange, info, message, body);
             denied |= answer.is_some();
             answers.push(answer);
         }
@@ -285,7 +284,7 @@ impl Engine {
         exchange: &mut Exchange,
         info: &RequestInfo<'_>,
         message: &Message,
-        body_sha256: &str,
+        body: &[u8],
     ) -> Option<Value> {
         let Message::Request { id, method, params } = message else {
             return None;
@@ -297,7 +296,7 @@ impl Engine {
                 None
             }
             "tools/call" => {
-                let call = crate::call::Call { id, params: params.as_ref(), body_sha256 };
+                let call = crate::call::Call { id, params: params.as_ref(), body };
                 match self.authorize_call(store, out, now_ms, exchange, info, &call) {
                     Ok((tool, check_result)) => {
                         exchange.pending_calls.push(PendingCall { id: id.clone(), tool, check_result });
@@ -493,9 +492,4 @@ fn not_forwarded(message: &Message) -> Option<Value> {
         jsonrpc::INVALID_REQUEST,
         "toolseal: not forwarded because another call in the same batch was refused; send it again on its own",
     ))
-}
-
-fn sha2_digest(bytes: &[u8]) -> [u8; 32] {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).into()
 }

@@ -370,16 +370,7 @@ fn tool_call_params() {
 }
 
 fn transcripts_dir() -> PathBuf {
-    let candidates = [
-        std::env::var_os("TOOLSEAL_TRANSCRIPTS").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/transcripts")),
-        Some(PathBuf::from("/work/shared/transcripts")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_dir())
-        .expect("no transcripts directory: set TOOLSEAL_TRANSCRIPTS")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/transcripts")
 }
 
 fn exchanges(path: &std::path::Path) -> Vec<Value> {
@@ -403,8 +394,8 @@ fn transcripts_parse() {
     let (mut requests, mut responses, mut priming) = (0, 0, 0);
     let mut kinds = std::collections::BTreeMap::<String, usize>::new();
     for entry in std::fs::read_dir(transcripts_dir()).unwrap() {
-        let path = entry.unwrap().path().join("exchange.json");
-        if !path.is_file() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
         for ex in exchanges(&path) {

@@ -374,19 +374,9 @@ fn random_streams_never_panic() {
     );
 }
 
-/// Where the recorded transcripts are: `TOOLSEAL_TRANSCRIPTS`, the repository's
-/// `examples/transcripts`, or the shared recordings the project was built from.
+/// The recorded transcripts (copies of real sessions, one JSON file each).
 pub fn transcripts_dir() -> PathBuf {
-    let candidates = [
-        std::env::var_os("TOOLSEAL_TRANSCRIPTS").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/transcripts")),
-        Some(PathBuf::from("/work/shared/transcripts")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_dir())
-        .expect("no transcripts directory: set TOOLSEAL_TRANSCRIPTS")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/transcripts")
 }
 
 fn exchanges(path: &std::path::Path) -> Vec<Value> {
@@ -410,8 +400,8 @@ fn transcripts_sse_bodies() {
     let mut bodies = 0;
     let mut events_seen = 0;
     for entry in std::fs::read_dir(transcripts_dir()).unwrap() {
-        let path = entry.unwrap().path().join("exchange.json");
-        if !path.is_file() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
         for ex in exchanges(&path) {
