@@ -322,7 +322,8 @@ fn first_contact(
     posture: Posture,
     moved: bool,
 ) -> Vec<Note> {
-    if posture == Posture::Discovery && findings.is_empty() {
+    // Pending is sticky like changed: a held server waits for an admin even if its set moves.
+    if posture == Posture::Discovery && findings.is_empty() && next.status == SchemaStatus::Unbaselined {
         next.baseline = Some(fingerprint.to_string());
         next.live_matches = true;
         next.status = SchemaStatus::Verified;
