@@ -1023,3 +1023,16 @@ fn validation_agrees_with_reference() {
         );
     }
 }
+
+#[test]
+fn hostile_keys_are_cut_in_messages() {
+    let key = "k".repeat(10_000);
+    let instance = json!({ key.clone(): 1 });
+    let err = compile(&json!({"additionalProperties": false}))
+        .unwrap()
+        .validate(&instance)
+        .unwrap_err();
+    let shown = format!("{}…", "k".repeat(128));
+    assert_eq!(err[0].instance_path, format!("/{shown}"));
+    assert_eq!(err[0].message, format!("property '{shown}' is not allowed"));
+}

@@ -74,13 +74,15 @@ enum Seg<'i> {
 
 type Path<'i> = Vec<Seg<'i>>;
 
+/// The JSON pointer of `path`. A key longer than [`MAX_KEY_SHOWN`] is cut (marked `…`),
+/// so that a hostile key cannot blow up messages and audit records.
 fn pointer(path: &[Seg<'_>]) -> String {
     let mut out = String::new();
     for seg in path {
         match seg {
             Seg::Key(k) => {
                 out.push('/');
-                out.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                out.push_str(&short(k).replace('~', "~0").replace('/', "~1"));
             }
             Seg::Index(i) => {
                 out.push('/');
@@ -89,6 +91,19 @@ fn pointer(path: &[Seg<'_>]) -> String {
         }
     }
     out
+}
+
+/// Longest instance key shown in a path or message.
+const MAX_KEY_SHOWN: usize = 128;
+
+/// `key`, cut at [`MAX_KEY_SHOWN`] characters.
+fn short(key: &str) -> std::borrow::Cow<'_, str> {
+    match key.char_indices().nth(MAX_KEY_SHOWN) {
+        None => std::borrow::Cow::Borrowed(key),
+        Some((cut, _)) => {
+            std::borrow::Cow::Owned(format!("{}…", key.get(..cut).unwrap_or_default()))
+        }
+    }
 }
 
 fn type_name(value: &Value) -> &'static str {

@@ -1,6 +1,6 @@
 //! Array and object keywords.
 
-use super::{Path, Seg, Walker, list};
+use super::{Path, Seg, Walker, list, short};
 use crate::schema::json_value::canonical_key;
 use crate::schema::keywords::{Check, Node, NodeId, Pattern};
 use serde_json::{Map, Value};
@@ -211,7 +211,8 @@ impl<'s> Walker<'s> {
             }
             if !ok {
                 let why = first.map(|v| v.message).unwrap_or_default();
-                valid = self.fail(path, format!("property name '{key}' is not allowed: {why}"));
+                let msg = format!("property name '{}' is not allowed: {why}", short(key));
+                valid = self.fail(path, msg);
                 if self.full() {
                     break;
                 }
@@ -275,10 +276,13 @@ impl<'s> Walker<'s> {
             return self.check(id, value, path, dive + 1);
         }
         let msg = if named.is_empty() {
-            format!("property '{key}' is not allowed")
+            format!("property '{}' is not allowed", short(key))
         } else {
             let allowed = list(named.iter().map(|(n, _)| n.as_str()));
-            format!("property '{key}' is not allowed; allowed properties: {allowed}")
+            format!(
+                "property '{}' is not allowed; allowed properties: {allowed}",
+                short(key)
+            )
         };
         self.fail(path, msg)
     }
