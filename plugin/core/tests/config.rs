@@ -1,0 +1,113 @@
+//! Config parse → validate (SPEC section 7): good configs normalize as expected, and every
+//! bad one is refused with a message that names the field to fix.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
+
+use serde_json::{Value, json};
+use toolseal_core::config::{Config, ListChanged, Pin, Posture, ResultsMode, ServerIdSource};
+use toolseal_core::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
+
+fn parse(v: &Value) -> Result<Config, String> {
+    Config::parse(v.to_string().as_bytes()).map_err(|e| e.to_string())
+}
+
+fn tool() -> Value {
+    json!({"name": "echo", "description": "Echo", "inputSchema": {"type": "object"}})
+}
+
+fn lock_fp() -> String {
+    digest_tools(&json!([tool()]), &FingerprintFields::default()).unwrap().fingerprint()
+}
+
+#[test]
+fn empty_config_gives_the_documented_defaults() {
+    let c = Config::parse(b"  \n").unwrap();
+    assert_eq!(c.posture, Posture::Discovery);
+    assert_eq!(c.server_id, ServerIdSource::Route);
+    assert_eq!(c.limits.max_request_bytes, 1 << 20);
+    assert_eq!(c.limits.max_response_bytes, 8 << 20);
+    assert_eq!(c.limits.max_depth, 64);
+    assert_eq!(c.admin.prefix, "/toolseal/");
+    assert!(c.admin.token_sha256.is_none(), "admin API off without a token");
+    assert!(!c.audit.call_allowed);
+    assert_eq!(c, Config::parse(b"{}").unwrap());
+}
+
+#[test]
+fn the_spec_example_shape_parses() {
+    let config = json!({
+        "posture": "discovery",
+        "server_id": {"from": "header", "name": "X-MCP-Server"},
+        "servers": {
+            "deploy": {"posture": "strict", "lock": {"fingerprint": lock_fp(), "tools": [tool()]},
+                       "allow_subset": true, "list_changed": "observe", "quarantine": "held", "results": "enforce"},
+            "other": {"pin": lock_fp()}
+        },
+        "policy": {"default": "allow", "rules": [
+            {"action": "deny", "server": "*", "tool": "delete_*"},
+            {"action": "deny", "annotations": {"destructiveHint": true}},
+            {"action": "deny", "tool": "deploy_preview", "arguments": {"/region": {"not_in": ["us-east-preview"]}}},
+            {"action": "allow", "tool": "admin_*", "principal": {"header": "x-user-group", "in": ["ops"]}},
+            {"action": "deny", "tool": "admin_*"}
+        ]},
+        "limits": {"max_request_bytes": 1048576, "max_response_bytes": 8388608, "max_depth": 64},
+        "fingerprint": {"fields": ["name", "description", "inputSchema", "title"]},
+        "admin": {"prefix": "/gate/", "token_sha256": "a".repeat(64)},
+        "audit": {"call_allowed": true}
+    });
+    let c = parse(&config).unwrap();
+    assert_eq!(c.server_id, ServerIdSource::Header("x-mcp-server".into()));
+    let deploy = c.server("deploy");
+    assert_eq!(deploy.posture, Some(Posture::Strict));
+    assert!(matches!(&deploy.pin, Some(Pin::Lock { fingerprint, tools }) if *fingerprint == lock_fp() && tools.len() == 1));
+    assert!(deploy.allow_subset);
+    assert_eq!(deploy.list_changed, ListChanged::Observe);
+    assert_eq!(deploy.quarantine.as_deref(), Some("held"));
+    assert_eq!(deploy.results, ResultsMode::Enforce);
+    assert_eq!(c.server("other").pin, Some(Pin::Fingerprint(lock_fp())));
+    assert_eq!(c.posture_of("deploy"), Posture::Strict);
+    assert_eq!(c.posture_of("unlisted"), Posture::Discovery);
+    assert!(c.fingerprint.contains(FingerprintField::Title));
+    assert_eq!(c.admin.prefix, "/gate/");
+    assert_eq!(c.admin.token_sha256, Some([0xaa; 32]));
+    assert!(c.audit.call_allowed);
+}
+
+#[test]
+fn bad_configs_name_the_field_to_fix() {
+    let wrong_fp = format!("sha256:{}", "0".repeat(64));
+    let cases: Vec<(Value, &str)> = vec![
+        (json!([]), "invalid toolseal config: expected a JSON object"),
+        (json!({"postur": "strict"}), "field `postur`: unknown key; expected one of: posture, server_id, servers, policy"),
+        (json!({"posture": "lenient"}), "field `posture`: unknown posture \"lenient\"; expected \"discovery\" or \"strict\""),
+        (json!({"posture": 1}), "field `posture`: expected a string"),
+        (json!({"server_id": {"from": "header"}}), "field `server_id.name`: required when server_id.from is \"header\""),
+        (json!({"server_id": {"from": "sni"}}), "field `server_id.from`: unknown source \"sni\"; expected \"route\", \"cluster\" or \"header\""),
+        (json!({"server_id": {"from": "header", "name": "bad header"}}), "field `server_id.name`: not a valid HTTP header name"),
+        (json!({"servers": {"d": {"pin": "md5:abc"}}}), "field `servers.d.pin`: expected \"sha256:\" followed by 64 lowercase hex digits"),
+        (json!({"servers": {"d": {"pin": lock_fp(), "lock": {}}}}), "field `servers.d`: a server has at most one of `pin` and `lock`"),
+        (json!({"servers": {"d": {"lock": {"fingerprint": wrong_fp, "tools": [tool()]}}}}), "does not match the locked tools"),
+        (json!({"servers": {"d": {"lock": {"fingerprint": lock_fp(), "tools": [tool(), tool()]}}}}), "field `servers.d.lock.tools`:"),
+        (json!({"servers": {"d": {"list_changed": "ignore"}}}), "field `servers.d.list_changed`: unknown mode \"ignore\""),
+        (json!({"servers": {"d": {"results": "strict"}}}), "field `servers.d.results`: unknown mode \"strict\""),
+        (json!({"servers": {"d": {"allow_subset": "yes"}}}), "field `servers.d.allow_subset`: expected true or false"),
+        (json!({"servers": {"d": {"colour": "red"}}}), "field `servers.d.colour`: unknown key"),
+        (json!({"limits": {"max_depth": 0}}), "field `limits.max_depth`: expected a whole number from 1 to 128"),
+        (json!({"limits": {"max_request_bytes": -1}}), "field `limits.max_request_bytes`: expected a whole number"),
+        (json!({"fingerprint": {"fields": ["name", "colour"]}}), "field `fingerprint.fields`:"),
+        (json!({"admin": {"token_sha256": "abc"}}), "field `admin.token_sha256`: expected 64 hex digits"),
+        (json!({"admin": {"prefix": "toolseal"}}), "field `admin.prefix`: must start and end with '/'"),
+        (json!({"audit": {"call_allowed": 1}}), "field `audit.call_allowed`: expected true or false"),
+        (json!({"policy": {"rules": [{"action": "deny", "tool": "x", "arguments": {"/a": {"foo": 1}}}]}}), "field `policy.rules[0]"),
+    ];
+    for (config, want) in cases {
+        let got = parse(&config).expect_err(&format!("{config} should be refused"));
+        assert!(got.contains(want), "config {config}\n  got:  {got}\n  want: …{want}…");
+    }
+}
+
+#[test]
+fn duplicate_keys_and_invalid_json_are_refused() {
+    let err = Config::parse(br#"{"posture":"strict","posture":"discovery"}"#).unwrap_err().to_string();
+    assert!(err.contains("not valid JSON") && err.contains("posture"), "{err}");
+    assert!(Config::parse(b"{").is_err());
+}
