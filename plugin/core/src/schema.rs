@@ -30,7 +30,7 @@
 //!
 //! Refused: every other keyword (for example `unevaluatedProperties`, `$dynamicRef`,
 //! `$anchor`, `nullable`, a nested `$id`), remote or non-`$defs` `$ref`s, and patterns using
-//! backreferences, lookaround, Unicode property escapes or undefined escapes.
+//! backreferences, lookbehind, Unicode property escapes or undefined escapes.
 //!
 //! Patterns are ECMAScript regular expressions matched by code point (like the `u` flag),
 //! as unanchored searches; see the `regex` submodule.

@@ -50,6 +50,12 @@ fn v(path: &str, message: &str) -> (String, String) {
     (path.to_owned(), message.to_owned())
 }
 
+const ZOD_EMAIL: &str = r"^(?!\.)(?!.*\.\.)([A-Za-z0-9_'+\-\.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$";
+
+fn zod_email() -> Value {
+    json!({"type": "string", "format": "email", "pattern": ZOD_EMAIL})
+}
+
 /// `(schema, instance, expected violations)`; an empty list means valid.
 type Case = (Value, Value, Vec<(String, String)>);
 
@@ -211,6 +217,20 @@ fn cases() -> Vec<Case> {
             vec![v("", "string does not match the pattern \"es\"")],
         ),
         (json!({"format": "email"}), json!("not an email"), vec![]),
+        // The e-mail pattern zod-based servers emit (lookaheads included).
+        (
+            zod_email(),
+            json!("first.last+tag@mail.example.org"),
+            vec![],
+        ),
+        (
+            zod_email(),
+            json!("first..last@example.org"),
+            vec![v(
+                "",
+                &format!("string does not match the pattern {:?}", ZOD_EMAIL),
+            )],
+        ),
         // arrays
         (
             json!({"items": {"type": "integer"}, "minItems": 1, "maxItems": 2}),
@@ -492,7 +512,6 @@ fn unsupported_features_fail_to_compile() {
     );
     let regexes = [
         (r"(a)\1", "pattern: backreference \\1-\\9"),
-        (r"a(?=b)", "pattern: lookahead (?= or (?!"),
         (r"(?<!a)b", "pattern: lookbehind (?<= or (?<!"),
         (r"\p{L}", "pattern: Unicode property escape \\p / \\P"),
         (
@@ -510,9 +529,9 @@ fn unsupported_features_fail_to_compile() {
         expect_unsupported(json!({"pattern": source}), keyword, "/pattern");
     }
     expect_unsupported(
-        json!({"patternProperties": {"(?=x)": {}}}),
-        "pattern: lookahead (?= or (?!",
-        "/patternProperties/(?=x)",
+        json!({"patternProperties": {"(?<=x)": {}}}),
+        "pattern: lookbehind (?<= or (?<!",
+        "/patternProperties/(?<=x)",
     );
 }
 
@@ -599,6 +618,17 @@ fn hostile_patterns_cannot_hang() {
         "string does not match the pattern \"^(a+)+$\""
     );
 
+    // A lookahead re-run at every position is quadratic: the budget stops it.
+    let quadratic = compile(&json!({"pattern": "(?=.*x)a"})).unwrap();
+    let start = Instant::now();
+    let err = quadratic.validate(&json!("a".repeat(100_000))).unwrap_err();
+    assert!(start.elapsed().as_secs() < 5);
+    assert!(
+        err[0].message.contains("exceeded the work budget"),
+        "{}",
+        err[0].message
+    );
+
     // A value long enough to exceed the work budget is refused, not passed.
     let heavy = compile(&json!({"not": {"pattern": "(x|y|z|a{0,100}){1,10}b"}})).unwrap();
     let err = heavy.validate(&json!("a".repeat(200_000))).unwrap_err();
@@ -655,6 +685,17 @@ fn regex_table() {
         ("[]", "anything", false),
         ("^[^]$", "\n", true),
         ("}", "}", true),
+        // lookahead
+        ("^(?=.*[0-9])(?=.*[a-z]).{6,}$", "abc123", true),
+        ("^(?=.*[0-9])(?=.*[a-z]).{6,}$", "abcdef", false),
+        ("^(?!\\.)(?!.*\\.\\.)[a-z.]+@x$", "a.b@x", true),
+        ("^(?!\\.)(?!.*\\.\\.)[a-z.]+@x$", ".ab@x", false),
+        ("^(?!\\.)(?!.*\\.\\.)[a-z.]+@x$", "a..b@x", false),
+        ("foo(?!bar)", "foobar foobaz", true),
+        ("foo(?!bar)", "foobar", false),
+        ("(?=a)b", "ab", false),
+        ("x(?=$)", "ax", true),
+        ("(?=(?!a))b", "b", true),
     ];
     for (pattern, text, expected) in table {
         let compiled =

@@ -9,11 +9,13 @@
 //!
 //! Supported: literals, `.`, escapes `\d \w \s \D \W \S \b \B \t \n \r \f \v \0 \cX \xHH
 //! \uHHHH \u{H…}` and escaped syntax characters, classes `[a-z]` `[^…]`, anchors `^ $`,
-//! groups `(…)` `(?:…)` `(?<name>…)`, alternation, quantifiers `* + ? {n} {n,} {n,m}` and
-//! their lazy forms. Matching is by Unicode code point (like the `u` flag); `^`/`$` match
-//! only at the ends of the value (no `m` flag). Refused at compile time: backreferences,
-//! lookaround, Unicode property escapes, and letter escapes ECMAScript does not define
-//! (such as Python's `\A` or `\Z`), which would silently mean something else.
+//! groups `(…)` `(?:…)` `(?<name>…)`, lookahead `(?=…)` `(?!…)` (each runs its own program
+//! from the position where it is asked; common in generated e-mail patterns), alternation,
+//! quantifiers `* + ? {n} {n,} {n,m}` and their lazy forms. Matching is by Unicode code
+//! point (like the `u` flag); `^`/`$` match only at the ends of the value (no `m` flag).
+//! Refused at compile time: backreferences, lookbehind, Unicode property escapes, and
+//! letter escapes ECMAScript does not define (such as Python's `\A` or `\Z`), which would
+//! silently mean something else.
 
 mod parse;
 mod pike;

@@ -36,6 +36,14 @@ pub(crate) enum Ast {
     Class(Class),
     /// A zero-width assertion.
     Assert(Assertion),
+    /// Lookahead `(?=…)` (or `(?!…)` when `negated`): whether `inner` matches a prefix of
+    /// the rest of the value.
+    Look {
+        /// `(?!…)`
+        negated: bool,
+        /// The tree looked for.
+        inner: Box<Ast>,
+    },
     /// A sequence.
     Concat(Vec<Ast>),
     /// Alternatives.
@@ -168,7 +176,17 @@ impl Parser {
         if self.eat('?') {
             match self.next() {
                 Some(':') => {}
-                Some('=') | Some('!') => return Err(unsupported("lookahead (?= or (?!")),
+                Some(c @ ('=' | '!')) => {
+                    let inner = Box::new(self.alternation(depth + 1)?);
+                    return if self.eat(')') {
+                        Ok(Ast::Look {
+                            negated: c == '!',
+                            inner,
+                        })
+                    } else {
+                        Err(syntax("missing ')'"))
+                    };
+                }
                 Some('<') if matches!(self.peek(), Some('=') | Some('!')) => {
                     return Err(unsupported("lookbehind (?<= or (?<!"));
                 }
@@ -207,7 +225,7 @@ impl Parser {
         let Some((min, max)) = self.take_quantifier()? else {
             return Ok(atom);
         };
-        if matches!(atom, Ast::Assert(_)) {
+        if matches!(atom, Ast::Assert(_) | Ast::Look { .. }) {
             return Err(syntax("nothing to repeat"));
         }
         self.eat('?'); // lazy: irrelevant when only the existence of a match counts

@@ -40,34 +40,35 @@ impl ThreadSet {
     }
 }
 
-/// A position in the value: the code points on either side of it (`None` at an end).
+/// A position in the value: the code point before it (`None` at the start) and the text
+/// from it on.
 #[derive(Clone, Copy)]
-struct Position {
+struct Position<'t> {
     before: Option<char>,
-    after: Option<char>,
+    rest: &'t str,
 }
 
-impl Position {
+impl<'t> Position<'t> {
+    fn after(&self) -> Option<char> {
+        self.rest.chars().next()
+    }
+
+    /// The position one code point further (`c` is the code point after this one).
+    fn advance(&self, c: char) -> Position<'t> {
+        Position {
+            before: Some(c),
+            rest: self.rest.get(c.len_utf8()..).unwrap_or_default(),
+        }
+    }
+
     fn holds(&self, assertion: Assertion) -> bool {
         let word = |c: Option<char>| c.is_some_and(is_word_char);
         match assertion {
             Assertion::Start => self.before.is_none(),
-            Assertion::End => self.after.is_none(),
-            Assertion::WordBoundary => word(self.before) != word(self.after),
-            Assertion::NotWordBoundary => word(self.before) == word(self.after),
+            Assertion::End => self.rest.is_empty(),
+            Assertion::WordBoundary => word(self.before) != word(self.after()),
+            Assertion::NotWordBoundary => word(self.before) == word(self.after()),
         }
-    }
-}
-
-/// Steps left to spend; shared with the caller so one budget covers a whole validation.
-struct Budget<'b> {
-    left: &'b mut u64,
-}
-
-impl Budget<'_> {
-    fn spend(&mut self) -> Result<(), BudgetExceeded> {
-        *self.left = self.left.checked_sub(1).ok_or(BudgetExceeded)?;
-        Ok(())
     }
 }
 
@@ -77,42 +78,48 @@ pub(crate) fn search(
     text: &str,
     budget: &mut u64,
 ) -> Result<bool, BudgetExceeded> {
+    let start = Position {
+        before: None,
+        rest: text,
+    };
+    run(program, start, program.anchored, budget)
+}
+
+/// Runs `program` from `start`; with `anchored`, a match must begin at `start`.
+fn run(
+    program: &Program,
+    start: Position<'_>,
+    anchored: bool,
+    budget: &mut u64,
+) -> Result<bool, BudgetExceeded> {
     let len = program.insts.len();
     let mut current = ThreadSet::new(len);
     let mut next = ThreadSet::new(len);
     let mut stack = Vec::new();
-    let mut budget = Budget { left: budget };
-    let mut chars = text.chars();
-    let mut here = Position {
-        before: None,
-        after: chars.next(),
-    };
+    let mut here = start;
+    let mut first = true;
     loop {
-        if (here.before.is_none() || !program.anchored)
-            && closure(program, here, 0, &mut current, &mut stack, &mut budget)?
-        {
+        if (first || !anchored) && closure(program, here, 0, &mut current, &mut stack, budget)? {
             return Ok(true);
         }
-        let Some(c) = here.after else {
+        first = false;
+        let Some(c) = here.after() else {
             break;
         };
-        if current.dense.is_empty() && program.anchored {
+        if current.dense.is_empty() && anchored {
             break;
         }
         next.clear();
-        let there = Position {
-            before: Some(c),
-            after: chars.next(),
-        };
+        let there = here.advance(c);
         for &pc in &current.dense {
-            budget.spend()?;
+            spend(budget)?;
             let consumes = match program.insts.get(pc) {
                 Some(Inst::Char(x)) => *x == c,
                 Some(Inst::Any) => !is_line_terminator(c),
                 Some(Inst::Class(class)) => class.contains(c),
                 _ => false,
             };
-            if consumes && closure(program, there, pc + 1, &mut next, &mut stack, &mut budget)? {
+            if consumes && closure(program, there, pc + 1, &mut next, &mut stack, budget)? {
                 return Ok(true);
             }
         }
@@ -122,20 +129,26 @@ pub(crate) fn search(
     Ok(false)
 }
 
+fn spend(budget: &mut u64) -> Result<(), BudgetExceeded> {
+    *budget = budget.checked_sub(1).ok_or(BudgetExceeded)?;
+    Ok(())
+}
+
 /// Adds `start` and everything reachable from it without consuming to `set`; true when
-/// `Match` is reachable.
+/// `Match` is reachable. A lookahead runs its own program from `here` (bounded by the
+/// pattern's nesting limit and the shared budget).
 fn closure(
     program: &Program,
-    here: Position,
+    here: Position<'_>,
     start: usize,
     set: &mut ThreadSet,
     stack: &mut Vec<usize>,
-    budget: &mut Budget<'_>,
+    budget: &mut u64,
 ) -> Result<bool, BudgetExceeded> {
     stack.clear();
     stack.push(start);
     while let Some(pc) = stack.pop() {
-        budget.spend()?;
+        spend(budget)?;
         if !set.insert(pc) {
             continue;
         }
@@ -147,6 +160,14 @@ fn closure(
                 stack.push(*a);
             }
             Some(Inst::Assert(assertion)) if here.holds(*assertion) => stack.push(pc + 1),
+            Some(Inst::Look(i)) => {
+                let Some(look) = program.looks.get(*i) else {
+                    continue;
+                };
+                if run(&look.program, here, true, budget)? != look.negated {
+                    stack.push(pc + 1);
+                }
+            }
             _ => {}
         }
     }

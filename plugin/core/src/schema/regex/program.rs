@@ -17,6 +17,8 @@ pub(crate) enum Inst {
     Class(Class),
     /// Continue only where the assertion holds.
     Assert(Assertion),
+    /// Continue only where lookahead `Program::looks[i]` holds.
+    Look(usize),
     /// Continue at both targets.
     Split(usize, usize),
     /// Continue at the target.
@@ -31,13 +33,28 @@ pub(crate) struct Program {
     pub(crate) insts: Vec<Inst>,
     /// The pattern starts with `^`: a match can only begin at position 0.
     pub(crate) anchored: bool,
+    /// Lookaheads, each its own program (matched from the position where it is asked).
+    pub(crate) looks: Vec<Lookahead>,
 }
 
-/// Compiles `tree` into at most `max_len` instructions.
+/// A compiled `(?=…)` or `(?!…)`.
+#[derive(Debug, Clone)]
+pub(crate) struct Lookahead {
+    pub(crate) negated: bool,
+    pub(crate) program: Program,
+}
+
+/// Compiles `tree` into at most `max_len` instructions (lookaheads included).
 pub(crate) fn compile(tree: &Ast, max_len: usize) -> Result<Program, RegexError> {
+    let mut left = max_len;
+    compile_counted(tree, &mut left)
+}
+
+fn compile_counted(tree: &Ast, left: &mut usize) -> Result<Program, RegexError> {
     let mut emitter = Emitter {
         insts: Vec::new(),
-        max_len,
+        looks: Vec::new(),
+        left,
     };
     emitter.emit(tree)?;
     emitter.push(Inst::Match)?;
@@ -45,22 +62,26 @@ pub(crate) fn compile(tree: &Ast, max_len: usize) -> Result<Program, RegexError>
     Ok(Program {
         insts: emitter.insts,
         anchored,
+        looks: emitter.looks,
     })
 }
 
-struct Emitter {
+struct Emitter<'a> {
     insts: Vec<Inst>,
-    max_len: usize,
+    looks: Vec<Lookahead>,
+    /// Instructions still allowed, shared with the programs of lookaheads.
+    left: &'a mut usize,
 }
 
-impl Emitter {
+impl Emitter<'_> {
     fn push(&mut self, inst: Inst) -> Result<usize, RegexError> {
-        if self.insts.len() >= self.max_len {
+        if *self.left == 0 {
             return Err(RegexError::Unsupported(format!(
                 "pattern expands to more than {} instructions (reduce counted repetition)",
-                self.max_len
+                super::MAX_PROGRAM_LEN
             )));
         }
+        *self.left -= 1;
         self.insts.push(inst);
         Ok(self.insts.len() - 1)
     }
@@ -85,6 +106,14 @@ impl Emitter {
             }
             Ast::Assert(a) => {
                 self.push(Inst::Assert(*a))?;
+            }
+            Ast::Look { negated, inner } => {
+                let program = compile_counted(inner, self.left)?;
+                self.looks.push(Lookahead {
+                    negated: *negated,
+                    program,
+                });
+                self.push(Inst::Look(self.looks.len() - 1))?;
             }
             Ast::Concat(items) => {
                 for item in items {
