@@ -756,3 +756,21 @@ fn names_and_order() {
         "additional_properties_loosened"
     );
 }
+
+/// Rough native cost of the real release diff (printed with `--nocapture`; asserted only
+/// loosely so that slow machines do not flake).
+#[test]
+fn diff_cost() {
+    let old = tools("everything-2025.11.25.tools_list.json");
+    let new = tools("everything-2026.1.26.tools_list.json");
+    let rounds = 200;
+    let start = std::time::Instant::now();
+    let mut changes = 0;
+    for _ in 0..rounds {
+        changes += diff_tools(&old, &new).changes.len();
+    }
+    let each = start.elapsed() / rounds;
+    println!("diff of 11 vs 13 tools: {each:?}");
+    assert_eq!(changes, 25 * rounds as usize);
+    assert!(each.as_millis() < 100);
+}
