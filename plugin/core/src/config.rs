@@ -178,6 +178,8 @@ pub struct Config {
     pub admin: AdminConfig,
     /// Audit options.
     pub audit: AuditConfig,
+    /// First-contact screening.
+    pub screening: crate::screening::ScreeningConfig,
 }
 
 impl Default for Config {
@@ -191,6 +193,7 @@ impl Default for Config {
             fingerprint: FingerprintFields::default(),
             admin: AdminConfig { prefix: "/toolseal/".into(), token_sha256: None },
             audit: AuditConfig { call_allowed: false, ring_size: 256 },
+            screening: crate::screening::ScreeningConfig::default(),
         }
     }
 }
@@ -237,7 +240,7 @@ impl Config {
         known_keys(
             root,
             "",
-            &["posture", "server_id", "servers", "policy", "limits", "fingerprint", "admin", "audit"],
+            &["posture", "server_id", "servers", "policy", "limits", "fingerprint", "admin", "audit", "screening"],
         )?;
         let mut config = Config::default();
         if let Some(v) = root.get("posture") {
@@ -278,6 +281,9 @@ impl Config {
         }
         if let Some(v) = root.get("audit") {
             config.audit = audit(v)?;
+        }
+        if let Some(v) = root.get("screening") {
+            config.screening = crate::screening::ScreeningConfig::from_json(v)?;
         }
         Ok(config)
     }

@@ -121,7 +121,7 @@ impl Engine {
                 if !matches && baseline.is_some() {
                     out.count(Counter::ListsChanged, None);
                 }
-                let findings = crate::screening::screen(tools, record.as_ref());
+                let findings = crate::screening::screen(tools, record.as_ref(), &self.config.screening);
                 LiveSet::Valid { fingerprint, matches, findings }
             }
         };
@@ -176,11 +176,16 @@ impl Engine {
             };
             state::put_pages(store, &server, &session, slots, Some(&acc));
             let discovery = self.config.posture_of(&server) == crate::config::Posture::Discovery;
+            // A first-contact page is served before the set is complete: screen it on its own
+            // so that a flagged description never reaches the client on an early page.
+            let first_contact = record.as_ref().is_none_or(|r| r.status == SchemaStatus::Unbaselined && r.baseline.is_none());
+            if discovery && first_contact {
+                let page_findings = crate::screening::screen(tools.unwrap_or(&Value::Null), record.as_ref(), &self.config.screening);
+                let serve = page_findings.is_empty();
+                let reason = if serve { String::new() } else { format!("first-contact screening flagged this page: {}", page_findings.join("; ")) };
+                return Verdict { record, serve, reason };
+            }
             return match record {
-                Some(r) if r.status == SchemaStatus::Unbaselined && r.baseline.is_none() && discovery => {
-                    Verdict { record: Some(r), serve: true, reason: String::new() }
-                }
-                None if discovery => Verdict { record: None, serve: true, reason: String::new() },
                 Some(r) => serve_if_open(r),
                 None => Verdict { record: None, serve: false, reason: "strict posture: awaiting admin approval".into() },
             };
@@ -223,6 +228,9 @@ fn serve_if_open(record: ServerRecord) -> Verdict {
     let serve = !record.status.is_closed() && record.baseline.is_some();
     let reason = match record.status {
         SchemaStatus::Changed => "the tool set drifted from the approved baseline; an admin must review it".to_string(),
+        SchemaStatus::Pending if !record.findings.is_empty() => {
+            "first-contact screening flagged the tool set; it awaits admin approval".to_string()
+        }
         SchemaStatus::Pending => "the tool set awaits admin approval".to_string(),
         SchemaStatus::Quarantined => {
             format!("the server is quarantined: {}", record.quarantine.as_ref().map_or("", |q| q.0.as_str()))
