@@ -92,6 +92,7 @@ impl Outputs for EnvoyOutputs<'_> {
             let line = format!("{DECISION_LOG_PREFIX}{}", decision.to_json());
             let _ = hostcalls::log(LogLevel::Debug, &line);
         }
+        crate::telemetry::publish(decision);
         self.last = Some(decision.clone());
     }
 

@@ -11,6 +11,8 @@
 mod filter;
 #[cfg(target_arch = "wasm32")]
 mod host;
+#[cfg(target_arch = "wasm32")]
+mod telemetry;
 
 /// The module's entry point (`_initialize`): registers the root context.
 #[cfg(target_arch = "wasm32")]

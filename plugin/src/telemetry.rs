@@ -1,0 +1,90 @@
+//! Decisions in Envoy's own telemetry: each MCP decision is written to the stream's filter
+//! state, where Envoy's access log (and anything else that reads filter state) picks it up.
+//!
+//! Main design decision: one plain-text filter-state entry per field, so an access log
+//! format names exactly the fields it wants (`%FILTER_STATE(wasm.toolseal.error_code:PLAIN)%`)
+//! without parsing JSON inside a log line. Envoy stores a value set with
+//! `proxy_set_property(["toolseal.error_code"], …)` under the filter-state key
+//! `wasm.toolseal.error_code`. One request can carry several decisions (a batch, a call and
+//! its result); the most severe one stays (deny over rewrite over allow over pass), and a
+//! decision of equal severity replaces the earlier one, so a `tools/list` shows the status
+//! after its response. The hostcall is made directly: the SDK's wrapper panics on any status
+//! other than `Ok`, and Envoy answers `NotFound` when there is no stream (a panic kills the VM).
+
+use proxy_wasm::hostcalls;
+use toolseal_core::audit::Decision;
+
+/// Filter-state names (without Envoy's `wasm.` prefix) and how each is read from a decision.
+pub const FIELDS: [&str; 6] = [
+    "toolseal.method",
+    "toolseal.tool",
+    "toolseal.server",
+    "toolseal.schema_status",
+    "toolseal.decision",
+    "toolseal.error_code",
+];
+
+/// The entry whose value decides whether a later decision may replace the recorded one.
+const DECISION_KEY: &str = "toolseal.decision";
+
+/// Longest value written, in bytes: tool names and server ids come from the client.
+const MAX_VALUE_BYTES: usize = 128;
+
+#[link(wasm_import_module = "env")]
+#[allow(clashing_extern_declarations)]
+unsafe extern "C" {
+    /// `proxy_set_property` (proxy-wasm ABI 0.2.1); returns a proxy-wasm status code.
+    fn proxy_set_property(path_data: *const u8, path_size: usize, value_data: *const u8, value_size: usize) -> u32;
+}
+
+/// How much a decision says about the request: a denial must not be hidden by a later
+/// pass-through record of the same stream.
+fn severity(decision: &str) -> u8 {
+    match decision {
+        "deny" => 3,
+        "rewrite" => 2,
+        "allow" => 1,
+        _ => 0,
+    }
+}
+
+/// The value of each of [`FIELDS`] for `decision`, in that order (empty when not applicable).
+pub fn values(decision: &Decision) -> [&str; 6] {
+    [
+        decision.method.as_str(),
+        decision.tool.as_deref().unwrap_or_default(),
+        decision.server.as_str(),
+        decision.schema_status.as_str(),
+        decision.decision,
+        decision.error_code.unwrap_or_default(),
+    ]
+}
+
+/// At most [`MAX_VALUE_BYTES`] of `text`, cut at a character boundary.
+fn bounded(text: &str) -> &str {
+    let mut end = text.len().min(MAX_VALUE_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
+}
+
+/// Records `decision` in the current stream's filter state unless a more severe decision
+/// is already recorded there. Failures are ignored: telemetry never changes a verdict.
+pub fn publish(decision: &Decision) {
+    let recorded = hostcalls::get_property(vec![DECISION_KEY]).ok().flatten();
+    if let Some(bytes) = recorded {
+        if severity(&String::from_utf8_lossy(&bytes)) > severity(decision.decision) {
+            return;
+        }
+    }
+    for (name, value) in FIELDS.iter().zip(values(decision)) {
+        set(name, bounded(value));
+    }
+}
+
+fn set(name: &str, value: &str) {
+    // SAFETY: both pointers come from live slices whose lengths are passed with them; the
+    // host only reads them during the call.
+    let _status = unsafe { proxy_set_property(name.as_ptr(), name.len(), value.as_ptr(), value.len()) };
+}
