@@ -134,9 +134,11 @@ def render(
     wasm_path: str | os.PathLike[str] = DEFAULT_WASM,
     with_plugin: bool = True,
     pre_filters: str = "",
+    access_log_path: str = "/dev/stdout",
 ) -> str:
     """The Envoy config text. ``plugin_config`` may be a raw string (to test bad configs);
-    ``pre_filters`` is YAML for HTTP filters that run before toolseal (e.g. ``jwt_authn``)."""
+    ``pre_filters`` is YAML for HTTP filters that run before toolseal (e.g. ``jwt_authn``);
+    ``access_log_path`` is where the JSON access log with toolseal's decisions goes."""
     routes = routes if routes is not None else [McpRoute("demo", 8000)]
     config = plugin_config if plugin_config is not None else default_plugin_config()
     config_text = config if isinstance(config, str) else json.dumps(config, sort_keys=True)
@@ -155,6 +157,7 @@ def render(
         # A JSON string literal is a valid YAML double-quoted scalar.
         plugin_config=json.dumps(config_text),
         pre_filters=pre_filters.rstrip("\n") + "\n" if pre_filters else "",
+        access_log_path=access_log_path,
     )
     return text if with_plugin else _strip_plugin(text)
 

@@ -1,0 +1,149 @@
+"""toolseal's decisions where operators already look: Envoy's access log and Prometheus stats.
+
+The shipped config (envoy/envoy.yaml.tmpl) writes one JSON access-log line per request with
+the fields the plugin puts in the stream's filter state (``wasm.toolseal.*``). These tests run
+the real Envoy with that config, drive it with the SDK client, and read the log file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import envoyctl
+from envoyctl import EnvoyProcess, McpRoute
+from stack import Upstream, mcp_client
+from toolseal_checks import assert_denied
+
+pytestmark = pytest.mark.anyio
+
+DECISION_FIELDS = ("mcp_method", "tool", "server", "schema_status", "decision", "error_code",
+                   "response_code")
+
+
+@dataclasses.dataclass
+class Logged:
+    """An upstream behind an Envoy whose access log goes to a file."""
+
+    upstream: Upstream
+    envoy: EnvoyProcess
+    access_log: Path
+
+    @property
+    def mcp_url(self) -> str:
+        """The MCP endpoint through Envoy."""
+        return f"{self.envoy.url}/mcp"
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Every access-log line so far."""
+        if not self.access_log.exists():
+            return []
+        return [json.loads(line) for line in self.access_log.read_text().splitlines() if line]
+
+    def decisions(self, count: int, timeout: float = 5) -> list[tuple[Any, ...]]:
+        """The decision fields of the lines toolseal annotated, once ``count`` are there
+        (Envoy flushes the file every 100 ms)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [tuple(line[k] for k in DECISION_FIELDS)
+                     for line in self.lines() if line["decision"] is not None]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def logged(wasm: Path, tmp_path: Path) -> Iterator[Logged]:
+    """The rug-pull server (rev 1) behind Envoy + toolseal; policy denies ``add``."""
+    upstream = Upstream(tmp_path, rev=1)
+    upstream.start()
+    envoy = None
+    try:
+        config = {**envoyctl.default_plugin_config(),
+                  "policy": {"rules": [{"action": "deny", "tool": "add"}]}}
+        listen_port, admin_port = envoyctl.free_port(), envoyctl.free_port()
+        access_log = tmp_path / "access.log"
+        text = envoyctl.render(listen_port=listen_port, admin_port=admin_port,
+                               routes=[McpRoute("demo", upstream.port)], plugin_config=config,
+                               wasm_path=wasm, access_log_path=str(access_log))
+        envoy = envoyctl.start(text, tmp_path / "envoy", admin_port=admin_port,
+                               listen_port=listen_port)
+        yield Logged(upstream, envoy, access_log)
+    finally:
+        if envoy is not None:
+            envoy.stop()
+        upstream.stop()
+
+
+async def test_denied_call_is_in_the_access_log_with_its_error_code(logged: Logged) -> None:
+    async with mcp_client(logged.mcp_url) as client:
+        await client.list_tools()
+        refused = await client.call("add", {"a": 1, "b": 2})
+        assert_denied(refused, "POLICY_DENIED", tool="add", schema_status="verified",
+                      required_action="none")
+        allowed = await client.call("deploy_preview", {"branch": "fix-login"})
+        assert allowed.isError is False
+        session = client.session_id()
+    assert logged.decisions(3) == [
+        ("tools/list", "", "demo", "verified", "pass", "", 200),
+        ("tools/call", "add", "demo", "verified", "deny", "POLICY_DENIED", 200),
+        ("tools/call", "deploy_preview", "demo", "verified", "allow", "", 200),
+    ]
+    assert [c["tool"] for c in logged.upstream.calls()] == ["deploy_preview"]
+    denied = [line for line in logged.lines() if line["decision"] == "deny"]
+    assert [(line["method"], line["path"], line["route"], line["mcp_session"]) for line in denied] == [
+        ("POST", "/mcp", "demo", session)]
+    # Requests toolseal made no MCP decision about (initialize, the GET stream) carry none.
+    others = [line for line in logged.lines() if line["decision"] is None]
+    assert others and {(line["mcp_method"], line["error_code"]) for line in others} == {(None, None)}
+
+
+async def test_drift_shows_as_a_rewritten_list_and_refused_calls(logged: Logged) -> None:
+    async with mcp_client(logged.mcp_url) as client:
+        await client.list_tools()
+    logged.upstream.restart(rev=2)
+    async with mcp_client(logged.mcp_url) as client:
+        assert (await client.list_tools()).tools == []
+        await client.call("get_weather", {"city": "Paris", "notes": "id_rsa"})
+    assert logged.decisions(3) == [
+        ("tools/list", "", "demo", "verified", "pass", "", 200),
+        ("tools/list", "", "demo", "changed", "rewrite", "", 200),
+        ("tools/call", "get_weather", "demo", "changed", "deny", "SCHEMA_CHANGED", 200),
+    ]
+
+
+def _prometheus(envoy: EnvoyProcess) -> dict[str, int]:
+    status, body = envoyctl.http_get(f"{envoy.admin_url}/stats/prometheus")
+    assert status == 200
+    values = {}
+    for line in body.splitlines():
+        match = re.fullmatch(r"([a-z0-9_]+)\{\} (\d+)", line)
+        if match:
+            values[match.group(1)] = int(match.group(2))
+    return values
+
+
+async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> None:
+    async with mcp_client(logged.mcp_url) as client:
+        await client.list_tools()
+        await client.call("add", {"a": 1, "b": 2})
+        await client.call("deploy_preview", {"branch": "fix-login"})
+    toolseal = {k: v for k, v in _prometheus(logged.envoy).items() if k.startswith("toolseal_")}
+    assert toolseal == {
+        "toolseal_lists_verified": 1,
+        "toolseal_lists_changed": 0,
+        "toolseal_lists_filtered": 0,
+        "toolseal_calls_allowed": 1,
+        "toolseal_calls_denied": 1,
+        "toolseal_calls_denied_policy_denied": 1,
+        "toolseal_requests_rejected": 0,
+        "toolseal_result_mismatches": 0,
+    }
+    # The same counters in Envoy's /stats text form carry the wasmcustom. prefix.
+    assert logged.envoy.stats()["wasmcustom.toolseal_calls_denied_policy_denied"] == 1
