@@ -6,8 +6,10 @@
 //! `/inputSchema/properties/region`) with a kind and a class. Sets (`required`, `enum`,
 //! `type`) are compared as sets and numbers by value, so key order, set order and `1` vs
 //! `1.0` never show up as drift. Whatever the walker does not understand is reported as
-//! `schema_changed`/breaking rather than dropped: classification informs a reviewer and
-//! never approves anything by itself.
+//! `schema_changed`/breaking rather than dropped, and a tool whose digest (over every
+//! fingerprintable field) moved without any classified change gets one `schema_changed`
+//! for the whole tool: the diff is empty exactly when the fingerprint holds. Classification
+//! informs a reviewer and never approves anything by itself.
 //!
 //! Classes, from mildest to worst: `additive` (old calls keep their meaning), `breaking`
 //! (old calls now fail: loud), `semantic` (meaning or model-facing text changed: silent),

@@ -671,6 +671,35 @@ fn table() -> Vec<Row> {
             input(json!({"properties": {"a": false}})),
             vec![("/inputSchema/properties/a", ConstraintTightened, Breaking)],
         ),
+        // empty containers appearing: same meaning, fingerprint moves, so reported
+        (
+            input(obj(json!({"a": {"type": ["string"]}}))),
+            input(obj(json!({"a": {"type": "string"}}))),
+            vec![("/inputSchema/properties/a/type", TypeChanged, Additive)],
+        ),
+        (
+            tool(json!({})),
+            tool(json!({"annotations": {}})),
+            vec![("/annotations", AnnotationChanged, Additive)],
+        ),
+        (
+            tool(json!({})),
+            tool(json!({"execution": {}})),
+            vec![("/execution", ExecutionChanged, Additive)],
+        ),
+        (
+            input(json!({"type": "object", "properties": {}, "required": []})),
+            input(json!({"type": "object"})),
+            vec![
+                ("/inputSchema/properties", SchemaChanged, Additive),
+                ("/inputSchema/required", SchemaChanged, Additive),
+            ],
+        ),
+        (
+            input(json!({"$defs": {}})),
+            input(json!({})),
+            vec![("/inputSchema/$defs", SchemaChanged, Additive)],
+        ),
         // outputSchema: polarity flips
         (
             tool(json!({})),
@@ -773,4 +802,140 @@ fn diff_cost() {
     println!("diff of 11 vs 13 tools: {each:?}");
     assert_eq!(changes, 25 * rounds as usize);
     assert!(each.as_millis() < 100);
+}
+
+/// A small deterministic generator for the mutation sweep.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+/// Every container of `value` (by JSON pointer), below the tool level.
+fn containers(value: &Value, path: String, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            out.push(path.clone());
+            for (k, v) in map {
+                let token = k.replace('~', "~0").replace('/', "~1");
+                containers(v, format!("{path}/{token}"), out);
+            }
+        }
+        Value::Array(items) => {
+            out.push(path.clone());
+            for (i, v) in items.iter().enumerate() {
+                containers(v, format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One random edit inside `tool` (never a new unknown field at the tool level).
+fn mutate(tool: &mut Value, rng: &mut Lcg) {
+    let mut spots = Vec::new();
+    containers(tool, String::new(), &mut spots);
+    let spot = spots[rng.next(spots.len())].clone();
+    let target = tool.pointer_mut(&spot).unwrap();
+    match target {
+        Value::Array(items) => match rng.next(3) {
+            0 => items.reverse(),
+            1 => items.push(json!("zz")),
+            _ => {
+                if !items.is_empty() {
+                    items.remove(rng.next(items.len()));
+                }
+            }
+        },
+        Value::Object(map) => {
+            let keys: Vec<String> = map.keys().cloned().collect();
+            let key = keys.get(rng.next(keys.len().max(1))).cloned();
+            match (rng.next(4), key) {
+                (0, _) if !spot.is_empty() => {
+                    map.insert("zz".into(), json!({}));
+                }
+                (1, Some(k)) if k != "name" => {
+                    map.remove(&k);
+                }
+                (2, Some(k)) => {
+                    let v = map.get_mut(&k).unwrap();
+                    let edited = match &*v {
+                        Value::String(s) => json!(format!("{s}!")),
+                        Value::Number(n) if n.is_u64() => json!(n.as_u64().unwrap() as f64),
+                        Value::Number(n) => json!(n.as_f64().unwrap() + 1.0),
+                        Value::Bool(b) => json!(!*b),
+                        other => other.clone(),
+                    };
+                    *v = edited;
+                }
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Drift never passes silently and never invents changes: over thousands of random edits
+/// of the recorded tools, the diff is empty exactly when the fingerprint over every field
+/// is unchanged (set order, key order, `1` vs `1.0` and `_meta` move neither).
+#[test]
+fn diff_is_empty_exactly_when_the_fingerprint_holds() {
+    use toolseal_core::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
+    let fields = FingerprintFields::from_fields(&FingerprintField::ALL);
+    let fingerprint = |tools: &[Value]| {
+        digest_tools(&Value::Array(tools.to_vec()), &fields)
+            .unwrap()
+            .fingerprint()
+    };
+    let mut base = tools("everything-2025.11.25.tools_list.json");
+    base.extend(tools("everything-2026.1.26.tools_list.json"));
+    let fastmcp: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/schema/fastmcp-4.2.3.tools_list.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    base.extend(fastmcp["tools"].as_array().unwrap().iter().cloned());
+    let mut seen = std::collections::BTreeSet::new();
+    base.retain(|t| seen.insert(t["name"].as_str().unwrap().to_owned())); // names must be unique
+    let mut rng = Lcg(3);
+    let base_fingerprint = fingerprint(&base);
+    let (mut same, mut moved, mut unclassified) = (0, 0, 0);
+    for _ in 0..2000 {
+        let mut changed = base.clone();
+        let i = rng.next(changed.len());
+        for _ in 0..1 + rng.next(2) {
+            mutate(&mut changed[i], &mut rng);
+        }
+        let diff = diff_tools(&base, &changed);
+        let fingerprint_moved = base_fingerprint != fingerprint(&changed);
+        let whole =
+            |c: &&toolseal_core::drift::Change| c.path.is_empty() && c.kind == SchemaChanged;
+        unclassified += diff.changes.iter().filter(whole).count();
+        assert_eq!(
+            !diff.is_empty(),
+            fingerprint_moved,
+            "tool {}\nbefore {}\nafter {}\n{}",
+            i,
+            base[i],
+            changed[i],
+            diff.render_text()
+        );
+        if fingerprint_moved {
+            moved += 1;
+        } else {
+            same += 1;
+        }
+    }
+    assert!(same > 300 && moved > 1000, "same {same}, moved {moved}");
+    // Every moved fingerprint was explained by a classified change, not the catch-all.
+    assert_eq!(unclassified, 0);
 }

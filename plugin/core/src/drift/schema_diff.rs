@@ -324,7 +324,14 @@ fn diff_type(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<&Val
     let widened = old.iter().all(|t| covers(&new, t));
     let narrowed = new.iter().all(|t| covers(&old, t));
     match (widened, narrowed) {
-        (true, true) if old == new => {}
+        // Same set: only a spelling that the fingerprint sees (`"string"` vs `["string"]`,
+        // absent vs every type) is reported; a reordering is not.
+        (true, true) if old == new => {
+            let shape = |v: Option<&Value>| v.map(Value::is_string);
+            if shape(b) != shape(a) {
+                rec.push(at, TypeChanged, Additive, b, a);
+            }
+        }
         (true, true) => rec.push(at, TypeChanged, Additive, b, a),
         (true, false) => rec.push(at, TypeWidened, Authority, b, a),
         (false, true) => rec.push(at, TypeNarrowed, Breaking, b, a),
@@ -415,6 +422,9 @@ fn diff_map(
     let (Some(old), Some(new)) = (object_or_empty(b, &empty), object_or_empty(a, &empty)) else {
         return rec.push(at, SchemaChanged, Breaking, b, a);
     };
+    if old.is_empty() && new.is_empty() {
+        return presence_only(rec, at, b, a);
+    }
     let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for key in keys {
         let entry = child(at, key);
@@ -423,6 +433,14 @@ fn diff_map(
             (None, n) => rec.push(&entry, SchemaChanged, added, None, n),
             (o, None) => rec.push(&entry, SchemaChanged, removed, o, None),
         }
+    }
+}
+
+/// An empty map or list appeared or disappeared (`{}`/`[]` vs absent): the meaning is the
+/// same but the fingerprint moves, so it is reported, as additive.
+fn presence_only(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<&Value>) {
+    if b.is_some() != a.is_some() {
+        rec.push(at, SchemaChanged, Additive, b, a);
     }
 }
 
@@ -454,6 +472,12 @@ fn diff_properties(
     let (Some(old_req), Some(new_req)) = (required_names(or), required_names(nr)) else {
         return rec.if_changed(&child(path, "required"), SchemaChanged, Breaking, or, nr);
     };
+    if om.is_empty() && nm.is_empty() {
+        presence_only(rec, &props_at, op, np);
+    }
+    if old_req.is_empty() && new_req.is_empty() {
+        presence_only(rec, &child(path, "required"), or, nr);
+    }
     let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
     for key in keys {
         let at = child(&props_at, key);

@@ -11,6 +11,7 @@
 
 use super::schema_diff::{self, Recorder, child, object_or_empty};
 use super::{Change, ChangeClass, ChangeKind};
+use crate::fingerprint::{FingerprintField, FingerprintFields, tool_digest};
 use crate::schema::json_value::json_eq;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,7 +102,36 @@ fn whole_tool(
     }
 }
 
+/// Field-by-field changes of a tool present in both sets. Should the walk find nothing
+/// while the tool's digest over every fingerprintable field moved (a spelling the walk
+/// considers equivalent but the fingerprint does not), one unclassified `schema_changed`
+/// (breaking) is reported for the whole tool: drift never passes silently.
 fn diff_tool(
+    name: &str,
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    changes: &mut Vec<Change>,
+) {
+    let start = changes.len();
+    diff_fields(name, old, new, changes);
+    if changes.len() > start || same_but_meta(old, new) {
+        return;
+    }
+    let fields = FingerprintFields::from_fields(&FingerprintField::ALL);
+    let (before, after) = (Value::Object(old.clone()), Value::Object(new.clone()));
+    if tool_digest(&before, &fields).ok() != tool_digest(&after, &fields).ok() {
+        changes.push(Change {
+            tool: name.to_owned(),
+            path: String::new(),
+            kind: ChangeKind::SchemaChanged,
+            class: ChangeClass::Breaking,
+            before: Some(visible(old)),
+            after: Some(visible(new)),
+        });
+    }
+}
+
+fn diff_fields(
     name: &str,
     old: &Map<String, Value>,
     new: &Map<String, Value>,
@@ -180,6 +210,14 @@ fn diff_annotations(
         );
         return;
     };
+    // `{}` vs absent: nothing inside changed, but the fingerprint moves.
+    empty_presence(
+        rec,
+        path,
+        ChangeKind::AnnotationChanged,
+        (old, new),
+        (before, after),
+    );
     let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for key in keys {
         let (b, a) = (old.get(key), new.get(key));
@@ -240,6 +278,13 @@ fn diff_execution(
         );
         return;
     };
+    empty_presence(
+        rec,
+        path,
+        ChangeKind::ExecutionChanged,
+        (old, new),
+        (before, after),
+    );
     let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for key in keys {
         let (b, a) = (old.get(key), new.get(key));
@@ -254,6 +299,29 @@ fn diff_execution(
         };
         rec.push(&child(path, key), ChangeKind::ExecutionChanged, class, b, a);
     }
+}
+
+/// Reports (additive) an empty object field that appeared or disappeared.
+fn empty_presence(
+    rec: &mut Recorder<'_>,
+    path: &str,
+    kind: ChangeKind,
+    (old, new): (&Map<String, Value>, &Map<String, Value>),
+    (before, after): (Option<&Value>, Option<&Value>),
+) {
+    if old.is_empty() && new.is_empty() && before.is_some() != after.is_some() {
+        rec.push(path, kind, ChangeClass::Additive, before, after);
+    }
+}
+
+/// Whether two tools are equal once `_meta` is set aside.
+fn same_but_meta(old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
+    let visible = |m: &Map<String, Value>| m.keys().filter(|k| *k != "_meta").count();
+    visible(old) == visible(new)
+        && old
+            .iter()
+            .filter(|(k, _)| *k != "_meta")
+            .all(|(k, v)| new.get(k).is_some_and(|w| json_eq(v, w)))
 }
 
 /// Equality of optional values (`1 == 1.0`).
