@@ -303,9 +303,9 @@ fn urls_in_prose_are_flagged_but_data_values_and_allowed_prefixes_are_not() {
 fn overlong_text_is_flagged_at_the_configured_limit() {
     let at_limit = tool("long_ok", &"a".repeat(2000));
     let over = tool("long_bad", &format!("{}é", "a".repeat(2000)));
-    assert_eq!(lines(&[at_limit.clone()]), Vec::<String>::new());
+    assert_eq!(lines(&[at_limit]), Vec::<String>::new());
     assert_eq!(
-        lines(&[over.clone()]),
+        lines(&[over]),
         vec!["long_bad: overlong_text: description has 2001 characters (limit 2000)"]
     );
     let tight = ScreeningConfig {
