@@ -271,7 +271,11 @@ impl Config {
             }
         }
         if let Some(v) = root.get("policy") {
-            config.policy = Policy::from_json(v).map_err(|m| err("policy", m))?;
+            config.policy = Policy::from_json(v).map_err(|m| match m.split_once(": ") {
+                // The policy parser already names the field (`policy.rules[2].tool: …`).
+                Some((field, message)) if field.starts_with("policy") => err(field, message),
+                _ => err("policy", m),
+            })?;
         }
         if let Some(v) = root.get("limits") {
             config.limits = limits(v)?;
