@@ -50,7 +50,10 @@ impl Engine {
         content_type: Option<&str>,
         content_encoding: Option<&str>,
     ) -> BodyPlan {
-        let must_inspect = !exchange.pending_lists.is_empty();
+        // A tools/list answer must be inspected; so must a result whose contract is enforced.
+        let enforced = self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
+        let must_inspect = !exchange.pending_lists.is_empty()
+            || (enforced && exchange.pending_calls.iter().any(|c| c.check_result));
         let mime = content_type.and_then(|c| c.split(';').next()).map(|m| m.trim().to_ascii_lowercase());
         let encoded = content_encoding.is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"));
         let (state, plan) = match (mime.as_deref(), encoded) {
@@ -241,13 +244,13 @@ impl Engine {
                 None
             }
             Message::Response { id, result } => {
-                let list = exchange.pending_lists.iter().position(|(pending, _)| pending == id);
+                let list = exchange.pending_lists.iter().position(|(pending, _)| same_id(pending, id));
                 if let Some(index) = list {
                     let (_, cursor) = exchange.pending_lists.remove(index);
                     let new = self.list_result(store, out, now_ms, exchange, id, cursor, result)?;
                     return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
                 }
-                if let Some(index) = exchange.pending_calls.iter().position(|c| &c.id == id) {
+                if let Some(index) = exchange.pending_calls.iter().position(|c| same_id(&c.id, id)) {
                     let call = exchange.pending_calls.remove(index);
                     let new = self.call_result(store, out, now_ms, exchange, &call, result)?;
                     return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
@@ -260,8 +263,8 @@ impl Engine {
                 None
             }
             Message::Error { id, .. } => {
-                exchange.pending_lists.retain(|(pending, _)| pending != id);
-                exchange.pending_calls.retain(|c| &c.id != id);
+                exchange.pending_lists.retain(|(pending, _)| !same_id(pending, id));
+                exchange.pending_calls.retain(|c| !same_id(&c.id, id));
                 None
             }
             _ => None,
@@ -294,7 +297,8 @@ impl Engine {
         exchange: &mut Exchange,
         why: &str,
     ) -> Option<Vec<u8>> {
-        if exchange.pending_lists.is_empty() {
+        let enforced = self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
+        if exchange.pending_lists.is_empty() && !(enforced && exchange.pending_calls.iter().any(|c| c.check_result)) {
             return None;
         }
         Some(self.fail_closed(store, out, now_ms, exchange, why).to_string().into_bytes())
@@ -310,7 +314,11 @@ impl Engine {
         why: &str,
     ) -> Value {
         let message = format!("toolseal: {why}; the tool list was withheld (fail closed)");
-        let ids: Vec<Value> = exchange.pending_lists.drain(..).map(|(id, _)| id).collect();
+        let mut ids: Vec<Value> = exchange.pending_lists.drain(..).map(|(id, _)| id).collect();
+        if self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce {
+            ids.extend(exchange.pending_calls.iter().filter(|c| c.check_result).map(|c| c.id.clone()));
+            exchange.pending_calls.retain(|c| !c.check_result);
+        }
         out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
         let event = self.event("list.filtered", exchange, now_ms, None, &message, serde_json::Map::new());
         self.emit(store, out, &event);
@@ -342,5 +350,15 @@ impl Engine {
         let error = self.fail_closed(store, out, now_ms, exchange, why);
         exchange.response = ResponseState::Dropped;
         format!("event: message\ndata: {error}\n\n").into_bytes()
+    }
+}
+
+/// Whether a response id answers a request id the way JSON-RPC clients match them: equal
+/// strings, or numbers of equal value (`7` and `7.0` are the same id to a JavaScript or Python
+/// client, so they must be to the gateway). A string never matches a number.
+fn same_id(request: &Value, response: &Value) -> bool {
+    match (request, response) {
+        (Value::Number(a), Value::Number(b)) => a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y),
+        (a, b) => a == b,
     }
 }
