@@ -484,9 +484,9 @@ fn unsupported_features_fail_to_compile() {
         "/unevaluatedProperties",
     );
     expect_unsupported(
-        json!({"properties": {"a": {"nullable": true}}}),
-        "nullable",
-        "/properties/a/nullable",
+        json!({"properties": {"a": {"x_nullable": true}}}),
+        "x_nullable",
+        "/properties/a/x_nullable",
     );
     expect_unsupported(json!({"$anchor": "x"}), "$anchor", "/$anchor");
     expect_unsupported(json!({"$dynamicRef": "#x"}), "$dynamicRef", "/$dynamicRef");
@@ -1076,4 +1076,19 @@ fn hostile_keys_are_cut_in_messages() {
     let shown = format!("{}…", "k".repeat(128));
     assert_eq!(err[0].instance_path, format!("/{shown}"));
     assert_eq!(err[0].message, format!("property '{shown}' is not allowed"));
+}
+
+/// Vendor hints that can only narrow what passes are accepted: `nullable` is ignored (a null
+/// is refused unless `type` allows it), `discriminator` and `enumNames` change nothing.
+#[test]
+fn vendor_hints_never_widen_what_passes() {
+    let schema = compile(&json!({"type": "object", "properties": {
+        "a": {"type": "string", "nullable": true, "enum": ["x", "y"], "enumNames": ["X", "Y"]},
+        "b": {"oneOf": [{"type": "integer"}, {"type": "string"}], "discriminator": {"propertyName": "kind"}}
+    }}))
+    .unwrap();
+    assert!(schema.is_valid(&json!({"a": "x", "b": 3})));
+    assert!(!schema.is_valid(&json!({"a": null})), "nullable does not admit null");
+    assert!(!schema.is_valid(&json!({"a": "z"})));
+    assert!(!schema.is_valid(&json!({"b": 1.5})));
 }

@@ -22,7 +22,10 @@ pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
 const MAX_NODES: usize = 20_000;
 
 /// Keywords accepted and ignored (annotations). `$id` is accepted at the root only.
-const ANNOTATIONS: [&str; 13] = [
+/// `discriminator` (pydantic/OpenAPI) only hints which `oneOf` branch applies and `enumNames`
+/// only labels enum members: ignoring them never lets an invalid call pass. `nullable`
+/// (OpenAPI 3.0) would *allow* null; ignoring it can only refuse a call, never widen one.
+const ANNOTATIONS: [&str; 16] = [
     "title",
     "description",
     "default",
@@ -36,6 +39,9 @@ const ANNOTATIONS: [&str; 13] = [
     "format",
     "contentMediaType",
     "contentEncoding",
+    "discriminator",
+    "enumNames",
+    "nullable",
 ];
 
 /// Keywords compiled together with a sibling (see `grouped_checks`).
