@@ -1,0 +1,178 @@
+"""toolseal's plugin configuration served to a fleet of Envoys through ECDS.
+
+Envoy's extension config discovery (ECDS) lets the control plane replace one HTTP filter's
+configuration without touching listeners or restarting Envoy. Here the "control plane" is
+the smallest one Envoy has: a watched file (``path_config_source``). Every Envoy of the
+fleet points its toolseal filter at the same resource; writing a new resource there reaches
+all of them. A real xDS server (Istio, Envoy Gateway, go-control-plane) serves the same
+``TypedExtensionConfig`` over gRPC.
+
+Design decision: the resource is always replaced atomically (write a temporary file in the
+same directory, then ``rename`` over the old one). Envoy watches the path for moves, never
+for in-place writes, so a half-written file is never read, and the rename is the one moment
+the whole fleet can pick the update up.
+
+Command line::
+
+    python envoy/ecds/fleet.py resource PLUGIN.json            # print the ECDS resource
+    python envoy/ecds/fleet.py publish PLUGIN.json ECDS.json   # atomic replace
+    python envoy/ecds/fleet.py merge-pin PLUGIN.json PIN.json  # `toolseal pin` output into servers
+    python envoy/ecds/fleet.py render --ecds ECDS.json         # an Envoy config that uses it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ECDS_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(ECDS_DIR.parent))
+
+import envoyctl  # noqa: E402
+
+# The ECDS resource name: the HTTP filter's `config_discovery` subscribes to it.
+FILTER_NAME = "toolseal"
+WASM_TYPE_URL = "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm"
+TYPED_EXTENSION_CONFIG = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+
+
+def wasm_filter_config(plugin_config: dict[str, Any] | str,
+                       wasm_path: str | os.PathLike[str] = envoyctl.DEFAULT_WASM) -> dict[str, Any]:
+    """The ``envoy.filters.http.wasm`` config, as the shipped envoy.yaml has it inline.
+
+    The VM part (``vm_id``, runtime, code) never changes between updates, so Envoy keeps the
+    same VM and its shared data (toolseal's runtime state) across plugin config updates;
+    only ``configuration`` changes.
+    """
+    text = plugin_config if isinstance(plugin_config, str) else json.dumps(plugin_config, sort_keys=True)
+    return {
+        "@type": WASM_TYPE_URL,
+        "config": {
+            "name": "toolseal",
+            "root_id": "toolseal",
+            "failure_policy": "FAIL_CLOSED",
+            "vm_config": {
+                "vm_id": "toolseal",
+                "runtime": "envoy.wasm.runtime.v8",
+                "code": {"local": {"filename": str(wasm_path)}},
+            },
+            "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": text},
+        },
+    }
+
+
+def resource(plugin_config: dict[str, Any] | str, version: str,
+             wasm_path: str | os.PathLike[str] = envoyctl.DEFAULT_WASM) -> dict[str, Any]:
+    """The file-based ECDS document: a DiscoveryResponse holding one TypedExtensionConfig."""
+    return {
+        "version_info": version,
+        "resources": [{
+            "@type": TYPED_EXTENSION_CONFIG,
+            "name": FILTER_NAME,
+            "typed_config": wasm_filter_config(plugin_config, wasm_path),
+        }],
+    }
+
+
+def publish(path: Path, document: dict[str, Any]) -> None:
+    """Atomically replaces the ECDS file at ``path`` (temp file in the same directory + rename)."""
+    path = Path(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2, sort_keys=True)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def merge_pin(plugin_config: dict[str, Any], pin_entry: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``plugin_config`` with ``toolseal pin``'s ``{"ID": {"lock": ...}}`` merged into
+    ``servers``. The lock replaces any previous ``pin``/``lock`` of that server (a server holds at
+    most one); its other settings (posture, quarantine, ...) stay."""
+    merged = json.loads(json.dumps(plugin_config))
+    servers = merged.setdefault("servers", {})
+    for server_id, entry in pin_entry.items():
+        current = {k: v for k, v in servers.get(server_id, {}).items() if k not in ("pin", "lock")}
+        current.update(entry)
+        servers[server_id] = current
+    return merged
+
+
+def http_filter_yaml(ecds_path: Path) -> str:
+    """The toolseal HTTP filter taking its configuration from ECDS (a ``pre_filters`` block for
+    :func:`envoyctl.render`, indented for its http_filters list)."""
+    lines = [
+        f"- name: {FILTER_NAME}",
+        "  config_discovery:",
+        "    config_source:",
+        "      resource_api_version: V3",
+        "      path_config_source:",
+        f'        path: "{Path(ecds_path).resolve()}"',
+        "    # No default: the listener waits for the first resource, so no request is ever",
+        "    # served without toolseal.",
+        "    type_urls:",
+        f"    - {WASM_TYPE_URL}",
+    ]
+    return "".join(" " * 10 + line + "\n" for line in lines)
+
+
+def render(ecds_path: Path, node_id: str = "toolseal-envoy", **render_kwargs: Any) -> str:
+    """An Envoy config like the shipped one, with toolseal's config coming from ECDS.
+
+    Reuses :func:`envoyctl.render`: the inline filter is left out (``with_plugin=False``) and
+    the ECDS filter goes where it stood, before the buffer filter and the router. xDS needs a
+    node identity (``node.id``, ``node.cluster``), which a static config does not."""
+    node = f"node:\n  id: {node_id}\n  cluster: toolseal-fleet\n"
+    return node + envoyctl.render(with_plugin=False, pre_filters=http_filter_yaml(ecds_path), **render_kwargs)
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    res = sub.add_parser("resource", help="print the ECDS resource for a plugin config")
+    pub = sub.add_parser("publish", help="atomically write the ECDS resource")
+    for p in (res, pub):
+        p.add_argument("plugin_config", type=Path)
+        p.add_argument("--version", default=None, help="version_info (default: file mtime)")
+        p.add_argument("--wasm", default=envoyctl.DEFAULT_WASM)
+    pub.add_argument("ecds", type=Path)
+    mer = sub.add_parser("merge-pin", help="merge `toolseal pin` output into a plugin config")
+    mer.add_argument("plugin_config", type=Path)
+    mer.add_argument("pin", type=Path)
+    ren = sub.add_parser("render", help="print an Envoy config whose toolseal filter uses ECDS")
+    ren.add_argument("--ecds", type=Path, required=True)
+    ren.add_argument("--listen-port", type=int, default=10000)
+    ren.add_argument("--admin-port", type=int, default=9901)
+    ren.add_argument("--upstream-port", type=int, default=8000)
+    ren.add_argument("--server-id", default="demo")
+    args = parser.parse_args(argv)
+    if args.command == "merge-pin":
+        merged = merge_pin(json.loads(args.plugin_config.read_text()), json.loads(args.pin.read_text()))
+        print(json.dumps(merged, indent=2, sort_keys=True))
+        return 0
+    if args.command == "render":
+        sys.stdout.write(render(args.ecds, listen_port=args.listen_port, admin_port=args.admin_port,
+                                routes=[envoyctl.McpRoute(args.server_id, args.upstream_port)]))
+        return 0
+    config = json.loads(args.plugin_config.read_text())
+    version = args.version or str(int(args.plugin_config.stat().st_mtime))
+    document = resource(config, version, args.wasm)
+    if args.command == "resource":
+        print(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        publish(args.ecds, document)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_cli(sys.argv[1:]))
