@@ -28,7 +28,7 @@ use std::fmt;
 /// Most findings kept for one tool set (the last one says how many more there were).
 pub const MAX_FINDINGS: usize = 50;
 /// Characters examined over a whole tool set before screening gives up (and flags it).
-pub const MAX_SCAN_CHARS: usize = 4 << 20;
+pub const MAX_SCAN_CHARS: usize = 1 << 20;
 /// Deepest schema nesting walked.
 const MAX_SCHEMA_DEPTH: usize = 64;
 /// Findings collected before sorting, so that a hostile set cannot make the list grow.
@@ -359,14 +359,20 @@ impl Screen<'_> {
         }
         let plain = cues::fold(examined, limit);
         let folded = plain.to_ascii_lowercase();
-        for cue in cues::find_cues(&folded) {
+        // A single token (`string`, `additionalProperties`) can hold no phrase: every cue,
+        // secret request and redirect has a space or a bracket in it.
+        let phrases = folded.contains([' ', '<', '[']);
+        if !phrases && role != Role::Prose {
+            return;
+        }
+        for cue in cues::find_cues(&folded).filter(|_| phrases) {
             self.push(
                 label,
                 Kind::InstructionCue,
                 format!("\"{}\" in {at}", cue.phrase),
             );
         }
-        if let Some((verb, secret)) = cues::find_secret_request(&folded) {
+        if phrases && let Some((verb, secret)) = cues::find_secret_request(&folded) {
             self.push(
                 label,
                 Kind::InstructionCue,
@@ -376,7 +382,9 @@ impl Screen<'_> {
         if role != Role::Prose {
             return;
         }
-        if let Some(reference) = references::find_reference(&plain, &folded, self.names, own) {
+        if phrases
+            && let Some(reference) = references::find_reference(&plain, &folded, self.names, own)
+        {
             self.push(
                 label,
                 Kind::ToolReference,

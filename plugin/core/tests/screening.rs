@@ -430,14 +430,14 @@ fn hostile_sets_give_at_most_fifty_findings_and_flag_what_was_not_screened() {
     );
 
     // Past the character budget the rest of the set is not examined, and that is a finding.
-    let big: Vec<Value> = (0..2300)
+    let big: Vec<Value> = (0..600)
         .map(|i| tool(&format!("t{i:04}"), &"a".repeat(1999)))
         .collect();
     let found = lines(&big);
     assert_eq!(
         found,
         vec![
-            "*: incomplete: the set exceeds the screening budget of 4194304 characters; review it by hand"
+            "*: incomplete: the set exceeds the screening budget of 1048576 characters; review it by hand"
         ]
     );
 

@@ -208,24 +208,36 @@ fn clauses(folded: &str) -> impl Iterator<Item = &str> {
 /// A secret named in a clause that starts with an access verb: `(verb, secret)`.
 pub fn find_secret_request(folded: &str) -> Option<(&'static str, &'static str)> {
     for clause in clauses(folded) {
-        let Some(secret) = SECRETS.iter().find(|s| contains_word(clause, s)) else {
+        // The verb test is cheap and rarely true: do it before looking for secrets.
+        let Some(verb) = clause_verb(clause) else {
             continue;
         };
-        let mut words = clause.split(' ').skip_while(|w| CLAUSE_LEADS.contains(w));
-        let first = words.next().unwrap_or("");
-        if let Some(verb) = ACCESS_VERBS.iter().find(|v| **v == first) {
+        if let Some(secret) = SECRETS.iter().find(|s| contains_word(clause, s)) {
             return Some((verb, secret));
         }
-        // "… and send it": an imperative verb right after "and" / "then" inside the clause.
-        let mut previous = "";
-        for word in clause.split(' ') {
-            if matches!(previous, "and" | "then")
-                && let Some(verb) = ACCESS_VERBS.iter().find(|v| **v == word)
-            {
-                return Some((verb, secret));
-            }
-            previous = word;
+    }
+    None
+}
+
+/// The access verb that starts `clause` (after leads such as `please`), or that follows
+/// `and` / `then` inside it ("… and send it").
+fn clause_verb(clause: &str) -> Option<&'static str> {
+    let verb = |word: &str| ACCESS_VERBS.iter().find(|v| **v == word).copied();
+    let first = clause
+        .split(' ')
+        .find(|w| !CLAUSE_LEADS.contains(w))
+        .unwrap_or("");
+    if let Some(v) = verb(first) {
+        return Some(v);
+    }
+    let mut previous = "";
+    for word in clause.split(' ') {
+        if matches!(previous, "and" | "then")
+            && let Some(v) = verb(word)
+        {
+            return Some(v);
         }
+        previous = word;
     }
     None
 }
@@ -233,7 +245,11 @@ pub fn find_secret_request(folded: &str) -> Option<(&'static str, &'static str)>
 /// URL schemes that are flagged in prose: a link to follow or data to decode.
 pub fn find_url(folded: &str, allowed_prefixes: &[String]) -> Option<String> {
     let bytes = folded.as_bytes();
-    for (start, _) in folded.char_indices() {
+    for (start, b) in bytes.iter().enumerate() {
+        // Every flagged scheme starts with `h`, `f` or `d`.
+        if !matches!(b, b'h' | b'f' | b'd') {
+            continue;
+        }
         let rest = folded.get(start..).unwrap_or("");
         let is_url = rest.starts_with("http://")
             || rest.starts_with("https://")

@@ -74,7 +74,7 @@ fn in_ranges(c: u32, ranges: &[(u32, u32)]) -> bool {
 pub fn classify(c: char, previous: Option<char>) -> Option<HiddenClass> {
     let u = u32::from(c);
     let class = match u {
-        0x0A | 0x09 => return None,
+        0x0A | 0x09 | 0x20..=0x7E => return None,
         0x00..=0x1F | 0x7F..=0x9F => HiddenClass::Control,
         0xE0000..=0xE007F => HiddenClass::Tag,
         0x200B..=0x200D | 0x2060 | 0xFEFF => HiddenClass::ZeroWidth,
@@ -131,5 +131,8 @@ pub fn scan(text: &str) -> Option<HiddenScan> {
 /// Whether `c` is dropped when folding text for phrase matching (hidden characters would
 /// otherwise split a phrase: `ig\u{200B}nore previous instructions`).
 pub fn is_invisible(c: char) -> bool {
-    c != '\n' && c != '\t' && classify(c, None).is_some()
+    if c.is_ascii() {
+        return c.is_ascii_control() && c != '\n' && c != '\t';
+    }
+    classify(c, None).is_some()
 }

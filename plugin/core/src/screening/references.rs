@@ -39,6 +39,10 @@ const BEFORE: &[&str] = &[
     "don't use",
 ];
 
+/// The first letters of the [`BEFORE`] phrases (`instead`, `rather`, `when`, `before`,
+/// `after`, `also`, `never`, `do`, `don't`): where a phrase can begin.
+const BEFORE_FIRST_WORDS: &[char] = &['i', 'r', 'w', 'b', 'a', 'n', 'd'];
+
 /// Phrases after a tool name that instruct about that tool.
 const AFTER: &[&str] = &[" must", " should", " tool must", " tool should"];
 
@@ -81,22 +85,24 @@ pub fn find_reference(
     names: &BTreeSet<&str>,
     own: &str,
 ) -> Option<String> {
-    for phrase in BEFORE {
-        let mut from = 0;
-        while let Some(pos) = folded.get(from..).and_then(|r| r.find(phrase)) {
-            let start = from.saturating_add(pos);
+    // One pass over word starts; a phrase is only tried where its first word begins.
+    let bytes = folded.as_bytes();
+    for (start, _) in folded.match_indices(BEFORE_FIRST_WORDS) {
+        let word_start = start == 0
+            || !bytes
+                .get(start.saturating_sub(1))
+                .is_some_and(|b| b.is_ascii_alphanumeric());
+        if !word_start {
+            continue;
+        }
+        let rest = folded.get(start..).unwrap_or("");
+        for phrase in BEFORE.iter().filter(|p| rest.starts_with(*p)) {
             let end = start.saturating_add(phrase.len());
-            let word_start = start == 0
-                || !folded
-                    .as_bytes()
-                    .get(start.saturating_sub(1))
-                    .is_some_and(|b| b.is_ascii_alphanumeric());
             let word = next_word(text.get(end..).unwrap_or(""));
             let named = names.contains(word) && word != own;
-            if word_start && !word.is_empty() && (named || (looks_like_tool(word) && word != own)) {
+            if !word.is_empty() && (named || (looks_like_tool(word) && word != own)) {
                 return Some(format!("{phrase} {word}"));
             }
-            from = end;
         }
     }
     for after in AFTER {
