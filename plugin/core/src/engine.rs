@@ -227,6 +227,10 @@ impl Engine {
         if let Err(reason) = check_mcp_headers(info, &payload) {
             return self.refuse(store, out, now_ms, exchange, 400, jsonrpc::INVALID_REQUEST, &reason);
         }
+        if payload.messages().iter().any(|m| matches!(m, Message::Notification { method, .. } if method == "tools/call")) {
+            let reason = "a tools/call must carry an id: a call sent as a notification cannot be checked and answered";
+            return self.refuse(store, out, now_ms, exchange, 400, jsonrpc::INVALID_REQUEST, reason);
+        }
         let mut answers: Vec<Option<Value>> = Vec::new();
         let mut denied = false;
         for message in payload.messages() {
