@@ -63,12 +63,15 @@ impl Engine {
             (Some("text/event-stream"), false) => {
                 (ResponseState::Sse(Box::new(SseParser::new(self.config.limits.max_response_bytes))), BodyPlan::Stream)
             }
+            (Some("application/json"), true) => {
+                (ResponseState::Unreadable("the JSON response is compressed".into()), BodyPlan::Buffer)
+            }
             (Some("text/event-stream"), true) => {
                 (ResponseState::Unreadable("the event stream is compressed".into()), BodyPlan::Buffer)
             }
-            (Some("application/json"), false) if must_inspect || exchange.pending_calls.iter().any(|c| c.check_result) => {
-                (ResponseState::Json, BodyPlan::Buffer)
-            }
+            // Every JSON answer is read: a server can answer a tools/list id on another
+            // exchange (clients route responses by id, not by stream).
+            (Some("application/json"), false) => (ResponseState::Json, BodyPlan::Buffer),
             (_, _) if must_inspect => (
                 ResponseState::Unreadable(format!(
                     "the tools/list response has content type {:?}",
@@ -92,6 +95,9 @@ impl Engine {
         body: &[u8],
     ) -> Option<Vec<u8>> {
         if let ResponseState::Unreadable(why) = &exchange.response {
+            if body.is_empty() && exchange.pending_lists.is_empty() {
+                return None;
+            }
             let why = why.clone();
             return Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string().into_bytes());
         }
@@ -100,11 +106,13 @@ impl Engine {
         }
         if body.len() > self.config.limits.max_response_bytes {
             let why = format!("the response is over limits.max_response_bytes ({})", self.config.limits.max_response_bytes);
-            return self.fail_if_needed(store, out, now_ms, exchange, &why);
+            return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
-            Err(e) => return self.fail_if_needed(store, out, now_ms, exchange, &format!("unreadable response: {e}")),
+            Err(e) => {
+                return self.fail_if_needed(store, out, now_ms, exchange, &format!("unreadable response: {e}"), body);
+            }
         };
         let replaced = self.server_payload(store, out, now_ms, exchange, &payload)?;
         Some(replaced.to_string().into_bytes())
@@ -185,13 +193,13 @@ impl Engine {
         let relevant = !exchange.pending_lists.is_empty()
             || !exchange.pending_calls.is_empty()
             || data.contains("list_changed")
-            || data.contains("\"tools\"");
+            || may_hold_tools(data.as_bytes());
         if !relevant {
             return None;
         }
         match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
             Ok(payload) => self.server_payload(store, out, now_ms, exchange, &payload).map(|v| v.to_string()),
-            Err(e) if !exchange.pending_lists.is_empty() || data.contains("\"tools\"") => {
+            Err(e) if !exchange.pending_lists.is_empty() || may_hold_tools(data.as_bytes()) => {
                 let why = format!("unreadable event data: {e}");
                 Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string())
             }
@@ -296,7 +304,11 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         why: &str,
+        body: &[u8],
     ) -> Option<Vec<u8>> {
+        if may_hold_tools(body) {
+            return Some(self.fail_closed(store, out, now_ms, exchange, why).to_string().into_bytes());
+        }
         let enforced = self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
         if exchange.pending_lists.is_empty() && !(enforced && exchange.pending_calls.iter().any(|c| c.check_result)) {
             return None;
@@ -361,4 +373,11 @@ fn same_id(request: &Value, response: &Value) -> bool {
         (Value::Number(a), Value::Number(b)) => a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y),
         (a, b) => a == b,
     }
+}
+
+/// Whether bytes the gateway could not read might hold a tool list (or `list_changed`) that a
+/// lenient client would read: the word `tools`, or a `\u` escape that can spell it. Such a
+/// body never passes unread, whatever request it answers.
+fn may_hold_tools(bytes: &[u8]) -> bool {
+    bytes.windows(5).any(|w| w == b"tools") || bytes.windows(2).any(|w| w == b"\\u")
 }
