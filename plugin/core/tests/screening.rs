@@ -864,3 +864,47 @@ fn the_four_recorded_transcripts_verify_with_screening_on() {
         );
     }
 }
+
+#[test]
+fn the_docs_list_every_cue_secret_and_verb() {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/screening.md"),
+    )
+    .unwrap();
+    use toolseal_core::screening::cues::{ACCESS_VERBS, CUES, SECRETS};
+    for cue in CUES {
+        assert!(
+            doc.contains(&format!("`{}`", cue.phrase)),
+            "docs/screening.md misses cue {:?}",
+            cue.phrase
+        );
+        assert!(
+            doc.contains(cue.reason),
+            "docs/screening.md misses reason {:?}",
+            cue.reason
+        );
+    }
+    for word in SECRETS.iter().chain(ACCESS_VERBS) {
+        assert!(
+            doc.contains(&format!("`{word}`")),
+            "docs/screening.md misses {word:?}"
+        );
+    }
+    for kind in Kind::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` |", kind.as_str())),
+            "docs/screening.md misses kind {kind:?}"
+        );
+    }
+}
+
+#[test]
+fn names_that_differ_only_by_case_look_alike() {
+    assert_eq!(
+        lines(&[tool("Add", "Adds."), tool("add", "Adds.")]),
+        vec![
+            "Add: confusable_name: looks like tool \"add\"",
+            "add: confusable_name: looks like tool \"Add\""
+        ]
+    );
+}
