@@ -365,12 +365,13 @@ impl Screen<'_> {
         if !phrases && role != Role::Prose {
             return;
         }
-        for cue in cues::find_cues(&folded).filter(|_| phrases) {
-            self.push(
-                label,
-                Kind::InstructionCue,
-                format!("\"{}\" in {at}", cue.phrase),
-            );
+        for (cue, pos) in cues::find_cues(&folded).filter(|_| phrases) {
+            // Quote the phrase as the server wrote it (case kept, spacing folded).
+            let written = plain
+                .get(pos..pos.saturating_add(cue.phrase.len()))
+                .unwrap_or(cue.phrase);
+            let detail = format!("\"{}\" in {at}", shown(written, MAX_QUOTED));
+            self.push(label, Kind::InstructionCue, detail);
         }
         if phrases && let Some((verb, secret)) = cues::find_secret_request(&folded) {
             self.push(

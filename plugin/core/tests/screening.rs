@@ -168,10 +168,10 @@ fn instruction_cues_match_across_case_line_breaks_and_hidden_characters() {
     assert_eq!(
         lines(&[poisoned]),
         vec![
-            "add: instruction_cue: \"</important>\" in description",
-            "add: instruction_cue: \"<important>\" in description",
-            "add: instruction_cue: \"before using this tool\" in description",
-            "add: instruction_cue: \"do not mention\" in description",
+            "add: instruction_cue: \"</IMPORTANT>\" in description",
+            "add: instruction_cue: \"<IMPORTANT>\" in description",
+            "add: instruction_cue: \"Before using this tool\" in description",
+            "add: instruction_cue: \"Do not mention\" in description",
             "add: instruction_cue: asks to read \"mcp.json\" in description",
         ]
     );
@@ -183,7 +183,7 @@ fn instruction_cues_match_across_case_line_breaks_and_hidden_characters() {
         lines(&[split]),
         vec![
             "echo: hidden_unicode: 1 hidden character(s) in description, first U+200B (zero-width character)",
-            "echo: instruction_cue: \"ignore previous instructions\" in description",
+            "echo: instruction_cue: \"IGNORE previous Instructions\" in description",
         ]
     );
     let in_enum = json!({"name": "pick", "description": "Pick a mode.",
@@ -191,7 +191,7 @@ fn instruction_cues_match_across_case_line_breaks_and_hidden_characters() {
     assert_eq!(
         lines(&[in_enum]),
         vec![
-            "pick: instruction_cue: \"you must\" in inputSchema/properties/mode/enum/1",
+            "pick: instruction_cue: \"You must\" in inputSchema/properties/mode/enum/1",
             "pick: instruction_cue: asks to send \"password\" in inputSchema/properties/mode/enum/1",
         ]
     );
@@ -422,7 +422,7 @@ fn hostile_sets_give_at_most_fifty_findings_and_flag_what_was_not_screened() {
     assert_eq!(found.len(), MAX_FINDINGS);
     assert_eq!(
         found[0].to_string(),
-        "t000: instruction_cue: \"</important>\" in description"
+        "t000: instruction_cue: \"</IMPORTANT>\" in description"
     );
     assert_eq!(
         found[49].to_string(),
@@ -669,9 +669,9 @@ fn poisoned() -> Value {
 
 fn poisoned_findings() -> Vec<&'static str> {
     vec![
-        "get_forecast: instruction_cue: \"</important>\" in description",
-        "get_forecast: instruction_cue: \"<important>\" in description",
-        "get_forecast: instruction_cue: \"do not tell the user\" in description",
+        "get_forecast: instruction_cue: \"</IMPORTANT>\" in description",
+        "get_forecast: instruction_cue: \"<IMPORTANT>\" in description",
+        "get_forecast: instruction_cue: \"Do not tell the user\" in description",
     ]
 }
 

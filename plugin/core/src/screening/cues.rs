@@ -161,9 +161,11 @@ pub fn fold(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// The listed cues found in folded text, in list order.
-pub fn find_cues(folded: &str) -> impl Iterator<Item = &'static Cue> + '_ {
-    CUES.iter().filter(move |c| folded.contains(c.phrase))
+/// The listed cues found in lower-cased folded text, in list order, with the byte offset of
+/// the first occurrence (the same offset in the case-kept folded text shows it as written).
+pub fn find_cues(folded: &str) -> impl Iterator<Item = (&'static Cue, usize)> + '_ {
+    CUES.iter()
+        .filter_map(move |c| folded.find(c.phrase).map(|at| (c, at)))
 }
 
 fn is_word_byte(b: u8) -> bool {
