@@ -97,6 +97,39 @@ impl Engine {
         }
     }
 
+    /// The admin view for a trusted in-process host (the WIT component, which has no HTTP
+    /// listener and no token): every server (`{"servers": [...]}`, as `GET {prefix}servers`),
+    /// or one server with its full diff (as `GET {prefix}servers/{id}`); `None` for an unknown
+    /// server.
+    pub fn admin_view(&mut self, store: &dyn StateStore, server: Option<&str>) -> Option<Value> {
+        match server {
+            Some(id) => self.server_view(store, id, true),
+            None => {
+                let servers: Vec<Value> =
+                    state::server_ids(store).iter().filter_map(|id| self.server_view(store, id, false)).collect();
+                Some(json!({"servers": servers}))
+            }
+        }
+    }
+
+    /// An admin lifecycle event (approve, quarantine, release) for a trusted in-process host:
+    /// the same transition and audit as the admin API's POST. Returns the server's view after
+    /// it; `Ok(None)` for an unknown server (nothing changed).
+    pub fn admin_event(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        server: &str,
+        event: &Event,
+    ) -> Result<Option<Value>, StateError> {
+        if state::load_record(store, server)?.is_none() {
+            return Ok(None);
+        }
+        self.transition(store, out, server, None, event, now_ms)?;
+        Ok(self.server_view(store, server, true))
+    }
+
     /// The admin view of one server (with the full classified diff when `full`).
     fn server_view(&mut self, store: &dyn StateStore, id: &str, full: bool) -> Option<Value> {
         let (record, _) = state::load_record(store, id).ok().flatten()?;

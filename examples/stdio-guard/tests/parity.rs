@@ -1,0 +1,134 @@
+//! Parity: the four shared real transcripts, replayed through the component (HTTP transport,
+//! one `client-message` per request body, one `server-message` per response body), give the
+//! very decision records the native engine gives (the golden files of toolseal-core, which
+//! the proxy-wasm module is held to as well).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use toolseal_core::store::MemoryStore;
+use toolseal_core::transcript::{HttpExchange, parse_transcript};
+use toolseal_stdio::audit_sink::SharedCollected;
+use toolseal_stdio::host_state::HostState;
+use toolseal_stdio::policy::{Policy, Runtime};
+use toolseal_stdio::{MessageContext, Transport, Verdict};
+
+fn core_data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../plugin/core/tests/data")
+        .join(name)
+}
+
+fn transcript(name: &str) -> Vec<HttpExchange> {
+    parse_transcript(&std::fs::read(core_data(&format!("transcripts/{name}.json"))).unwrap())
+        .unwrap()
+}
+
+struct Replay {
+    policy: Policy,
+    sink: SharedCollected,
+}
+
+impl Replay {
+    fn new(runtime: &Runtime) -> Self {
+        let sink = SharedCollected::default();
+        let mut policy = runtime
+            .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
+            .unwrap();
+        policy.configure("").unwrap().unwrap();
+        Replay { policy, sink }
+    }
+
+    /// One exchange; returns the decision records it produced.
+    fn exchange(&mut self, server: &str, ex: &HttpExchange) -> Vec<Value> {
+        let before = self.sink.0.lock().unwrap().decisions.len();
+        let session = ex.request_header("mcp-session-id").map(str::to_string);
+        let mut headers = ex.request_headers.clone();
+        headers.push((":method".into(), ex.http_method.clone()));
+        let request = MessageContext {
+            server_id: server.into(),
+            session_id: session.clone(),
+            transport: Transport::Http,
+            headers,
+        };
+        let answered_locally = !ex.request_body.is_empty()
+            && matches!(
+                self.policy
+                    .client_message(&request, &ex.request_body)
+                    .unwrap(),
+                Verdict::Reply(_)
+            );
+        if !answered_locally {
+            let response = MessageContext {
+                server_id: server.into(),
+                session_id: session,
+                transport: Transport::Http,
+                headers: ex.response_headers.clone(),
+            };
+            self.policy
+                .server_message(&response, &ex.response_body)
+                .unwrap();
+        }
+        let collected = self.sink.0.lock().unwrap();
+        collected.decisions[before..]
+            .iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+/// Decision lines in the golden files' form.
+fn replay(runtime: &Runtime, server: &str, names: &[&str]) -> Vec<String> {
+    let mut replay = Replay::new(runtime);
+    let mut lines = Vec::new();
+    for name in names {
+        for ex in transcript(name) {
+            for mut decision in replay.exchange(server, &ex) {
+                let obj = decision.as_object_mut().unwrap();
+                obj.insert("transcript".into(), json!(name));
+                obj.insert("seq".into(), json!(ex.seq));
+                obj.remove("session");
+                lines.push(decision.to_string());
+            }
+        }
+    }
+    lines
+}
+
+fn golden(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(core_data(&format!("golden/{name}.jsonl"))).unwrap();
+    text.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn each_transcript_alone_matches_the_native_golden_decisions() {
+    let runtime = Runtime::new().unwrap();
+    for name in [
+        "everything-2025.11.25",
+        "everything-2026.1.26",
+        "fastmcp-4.2.3-json",
+        "fastmcp-4.2.3-paginated",
+    ] {
+        let lines = replay(&runtime, name, &[name]);
+        assert!(!lines.is_empty(), "{name}: no decisions");
+        assert_eq!(lines, golden(name), "{name}");
+    }
+}
+
+#[test]
+fn release_a_then_b_drift_matches_the_native_golden_decisions() {
+    let runtime = Runtime::new().unwrap();
+    let lines = replay(
+        &runtime,
+        "everything",
+        &["everything-2025.11.25", "everything-2026.1.26"],
+    );
+    assert_eq!(lines, golden("everything-a-then-b"));
+    let last = serde_json::from_str::<Value>(lines.last().unwrap()).unwrap();
+    assert_eq!(last["error_code"], "SCHEMA_CHANGED");
+}

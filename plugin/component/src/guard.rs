@@ -1,0 +1,157 @@
+//! The world's exports: configuration, the two message directions and the admin actions.
+//!
+//! Main design decision: the engine lives in one per-instance slot, empty until `configure`
+//! succeeds; until then every message is refused (fail closed), never passed unchecked. Admin
+//! actions go through the core's trusted entry points ([`Engine::admin_event`]), so approving
+//! from a host command runs the same lifecycle transition and audit as Envoy's admin API.
+
+use crate::bindings::{AdminError, Guest, LocalReply, MessageContext, Verdict};
+use crate::exchanges::Exchanges;
+use crate::host::{self, HostOutputs, HostStore};
+use crate::message;
+use std::cell::RefCell;
+use toolseal_core::config::Config;
+use toolseal_core::engine::Engine;
+use toolseal_core::jsonrpc;
+use toolseal_core::state::StateError;
+use toolseal_core::status::{Actor, Event};
+
+struct Loaded {
+    engine: Engine,
+    exchanges: Exchanges,
+}
+
+thread_local! {
+    /// The configured engine of this instance (a component instance is single-threaded).
+    static LOADED: RefCell<Option<Loaded>> = const { RefCell::new(None) };
+}
+
+/// The component.
+pub struct Guard;
+
+crate::bindings::export!(Guard with_types_in crate::bindings);
+
+const NOT_CONFIGURED: &str =
+    "toolseal: no valid configuration is loaded; the message was not forwarded";
+
+fn not_configured() -> Verdict {
+    let body = jsonrpc::error_response(
+        &serde_json::Value::Null,
+        jsonrpc::INTERNAL_ERROR,
+        NOT_CONFIGURED,
+    );
+    Verdict::Reply(LocalReply {
+        status: 503,
+        body: body.to_string().into_bytes(),
+    })
+}
+
+fn with_engine<R>(f: impl FnOnce(&mut Loaded) -> R, otherwise: impl FnOnce() -> R) -> R {
+    LOADED.with_borrow_mut(|slot| match slot {
+        Some(loaded) => f(loaded),
+        None => otherwise(),
+    })
+}
+
+fn admin(server: &str, event: &Event) -> Result<String, AdminError> {
+    with_engine(
+        |loaded| match loaded.engine.admin_event(
+            &mut HostStore,
+            &mut HostOutputs,
+            host::now_ms(),
+            server,
+            event,
+        ) {
+            Ok(Some(view)) => Ok(view.to_string()),
+            Ok(None) => Err(AdminError::UnknownServer(format!(
+                "unknown server {server:?}"
+            ))),
+            Err(StateError::Refused(refusal)) => Err(AdminError::Conflict(refusal.to_string())),
+            Err(e) => Err(AdminError::Failed(e.to_string())),
+        },
+        || Err(AdminError::Failed(NOT_CONFIGURED.to_string())),
+    )
+}
+
+impl Guest for Guard {
+    fn configure(config_json: String) -> Result<(), String> {
+        let config = Config::parse(config_json.as_bytes()).map_err(|e| e.to_string())?;
+        let mut engine = Engine::new(config);
+        engine.configure(&mut HostStore, &mut HostOutputs, host::now_ms());
+        LOADED.with_borrow_mut(|slot| {
+            *slot = Some(Loaded {
+                engine,
+                exchanges: Exchanges::default(),
+            })
+        });
+        Ok(())
+    }
+
+    fn client_message(ctx: MessageContext, body: Vec<u8>) -> Verdict {
+        with_engine(
+            |loaded| {
+                message::client(
+                    &mut loaded.engine,
+                    &mut loaded.exchanges,
+                    &ctx,
+                    &body,
+                    host::now_ms(),
+                )
+            },
+            not_configured,
+        )
+    }
+
+    fn server_message(ctx: MessageContext, body: Vec<u8>) -> Verdict {
+        with_engine(
+            |loaded| {
+                message::server(
+                    &mut loaded.engine,
+                    &mut loaded.exchanges,
+                    &ctx,
+                    &body,
+                    host::now_ms(),
+                )
+            },
+            || {
+                let body = jsonrpc::error_response(
+                    &serde_json::Value::Null,
+                    jsonrpc::INTERNAL_ERROR,
+                    NOT_CONFIGURED,
+                );
+                Verdict::Rewrite(body.to_string().into_bytes())
+            },
+        )
+    }
+
+    fn admin_status(server: Option<String>) -> Result<String, AdminError> {
+        with_engine(
+            |loaded| match loaded.engine.admin_view(&HostStore, server.as_deref()) {
+                Some(view) => Ok(view.to_string()),
+                None => Err(AdminError::UnknownServer(format!(
+                    "unknown server {:?}",
+                    server.unwrap_or_default()
+                ))),
+            },
+            || Err(AdminError::Failed(NOT_CONFIGURED.to_string())),
+        )
+    }
+
+    fn approve(server: String, fingerprint: String) -> Result<String, AdminError> {
+        admin(&server, &Event::Approve { fingerprint })
+    }
+
+    fn quarantine(server: String, reason: String) -> Result<String, AdminError> {
+        admin(
+            &server,
+            &Event::Quarantine {
+                reason,
+                by: Actor::Admin,
+            },
+        )
+    }
+
+    fn release(server: String) -> Result<String, AdminError> {
+        admin(&server, &Event::Release { by: Actor::Admin })
+    }
+}
