@@ -9,6 +9,7 @@
 //! the exchange) and reads the plugin's decision records from its log.
 
 pub mod abi;
+pub mod bench;
 pub mod cli;
 pub mod input_error;
 pub mod replay;

@@ -24,6 +24,7 @@ usage:
   toolseal fingerprint FILE      server fingerprint, then `name digest` per tool
   toolseal diff OLD NEW          classified drift; exit 0 same, 1 additive, 2 breaking
   toolseal pin FILE [--server ID]  a `servers` config entry with a full lock
+  toolseal bench [--help]        per-message cost, native vs .wasm (see `toolseal bench --help`)
 FILE: a tools/list result ({\"tools\": [...]}), a bare array of tools, or a transcript.
 exit status: 0 ok, 1 replay/expectation/diff finding, 2 unusable input.";
 
@@ -38,6 +39,7 @@ pub fn run(args: &[String]) -> i32 {
         "fingerprint" => tools_cmd::fingerprint(rest),
         "diff" => tools_cmd::diff(rest),
         "pin" => tools_cmd::pin(rest),
+        "bench" => crate::bench::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(0)

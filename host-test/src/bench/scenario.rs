@@ -1,0 +1,167 @@
+//! The benchmark scenarios: which exchanges bring a gateway into the state under test, which
+//! exchange is then measured over and over, and what its outcome must be.
+//!
+//! Main design decision: a scenario is data (setup exchanges, one measured exchange, the
+//! expected outcome), so the native engine and the `.wasm` run exactly the same traffic and
+//! every measured message is checked for the outcome it is supposed to have: a benchmark
+//! that silently measured a refusal instead of a verified list would be worthless.
+
+use super::workload::{self, Framing};
+use toolseal_core::transcript::HttpExchange;
+
+/// What is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `tools/call` with a `content` argument of this many bytes.
+    Call(usize),
+    /// `tools/list` with this many tools.
+    List(usize),
+}
+
+/// Which path through the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// The server serves its approved baseline: lists pass, calls are allowed.
+    Verified,
+    /// The server drifted (`changed`): lists are filtered, calls refused locally.
+    Filtered,
+}
+
+/// What the measured exchange must produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Forwarded upstream, the response reaches the client unchanged.
+    PassedUnchanged,
+    /// Forwarded upstream, the response rewritten (tools removed).
+    Rewritten,
+    /// Answered locally (the upstream never sees the request).
+    LocalReply,
+}
+
+/// One benchmark scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Row label.
+    pub name: String,
+    /// What is measured.
+    pub kind: Kind,
+    /// Verified or filtered.
+    pub path: Path,
+    /// Response framing.
+    pub framing: Framing,
+    /// Tools the server lists.
+    pub tool_count: usize,
+}
+
+/// Argument sizes of the `tools/call` rows (bytes of the `content` argument).
+pub const SMALL_ARGS: usize = 64;
+/// The large `tools/call` argument (a 64 KiB document body).
+pub const LARGE_ARGS: usize = 64 * 1024;
+/// Tools listed by the server in the `tools/call` rows.
+pub const CALL_TOOLS: usize = 100;
+
+impl Scenario {
+    /// A scenario row.
+    pub fn new(kind: Kind, path: Path, framing: Framing) -> Self {
+        let (what, tool_count) = match kind {
+            Kind::Call(SMALL_ARGS) => ("call small".to_string(), CALL_TOOLS),
+            Kind::Call(n) => (format!("call {}K", n / 1024), CALL_TOOLS),
+            Kind::List(n) => (format!("list {n}"), n),
+        };
+        let path_name = match path {
+            Path::Verified => "verified",
+            Path::Filtered => "filtered",
+        };
+        Scenario {
+            name: format!("{what} {path_name} {}", framing.name()),
+            kind,
+            path,
+            framing,
+            tool_count,
+        }
+    }
+
+    /// Every scenario of the default run.
+    pub fn all() -> Vec<Scenario> {
+        let mut all = Vec::new();
+        for framing in [Framing::Json, Framing::Sse] {
+            for path in [Path::Verified, Path::Filtered] {
+                all.push(Scenario::new(Kind::Call(SMALL_ARGS), path, framing));
+                all.push(Scenario::new(Kind::Call(LARGE_ARGS), path, framing));
+                for n in [10, 100, 1000] {
+                    all.push(Scenario::new(Kind::List(n), path, framing));
+                }
+            }
+        }
+        all
+    }
+
+    /// Exchanges that bring a fresh gateway into the scenario's state: a first `tools/list`
+    /// (trust on first use makes it the baseline), then for the filtered path a drifted one.
+    pub fn setup(&self) -> Vec<HttpExchange> {
+        let mut setup = vec![workload::list_exchange(
+            1,
+            &workload::tools(self.tool_count, false),
+            self.framing,
+        )];
+        if self.path == Path::Filtered {
+            setup.push(workload::list_exchange(
+                2,
+                &workload::tools(self.tool_count, true),
+                self.framing,
+            ));
+        }
+        setup
+    }
+
+    /// The exchange measured over and over.
+    pub fn measured(&self) -> HttpExchange {
+        let drifted = self.path == Path::Filtered;
+        match self.kind {
+            Kind::Call(bytes) => workload::call_exchange(3, bytes, self.framing),
+            Kind::List(n) => workload::list_exchange(3, &workload::tools(n, drifted), self.framing),
+        }
+    }
+
+    /// The outcome every measured exchange must have.
+    pub fn expect(&self) -> Expect {
+        match (self.kind, self.path) {
+            (Kind::Call(_), Path::Verified) | (Kind::List(_), Path::Verified) => {
+                Expect::PassedUnchanged
+            }
+            (Kind::Call(_), Path::Filtered) => Expect::LocalReply,
+            (Kind::List(_), Path::Filtered) => Expect::Rewritten,
+        }
+    }
+
+    /// Whether `filter` (a substring of the row name; empty = all) selects this row.
+    pub fn selected(&self, filter: &str) -> bool {
+        filter.is_empty() || self.name.contains(filter)
+    }
+}
+
+/// Checks an outcome: `local` is whether the plugin answered locally, `body` what the client
+/// received as the response body.
+pub fn check(
+    scenario: &Scenario,
+    exchange: &HttpExchange,
+    local: bool,
+    body: &[u8],
+) -> Result<(), String> {
+    let unchanged = !local && body == exchange.response_body.as_slice();
+    let ok = match scenario.expect() {
+        Expect::PassedUnchanged => unchanged,
+        Expect::Rewritten => !local && !unchanged && !body.is_empty(),
+        Expect::LocalReply => local,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: expected {:?}, got local reply {local}, body {} bytes ({}unchanged)",
+        scenario.name,
+        scenario.expect(),
+        body.len(),
+        if unchanged { "" } else { "not " }
+    ))
+}
