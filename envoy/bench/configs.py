@@ -1,0 +1,153 @@
+"""Envoy configurations compared by the benchmark, and the canned upstream.
+
+Design decision: the four front configurations differ only in their HTTP filter chain, and
+all but the native peer come from the same renderer as the shipped ``envoy.yaml``
+(``envoyctl.render``), so (d) is toolseal exactly as shipped:
+
+- ``router``: router only (the limit);
+- ``buffer``: the buffer filter, then the router;
+- ``mcp_rbac``: Envoy's native ``envoy.filters.http.mcp`` (pass-through) and an RBAC tool
+  allowlist over its dynamic metadata (FIELD-NOTES, "The native peer");
+- ``toolseal``: toolseal (wasm, V8) -> buffer -> router, as shipped.
+
+The upstream is another Envoy answering every path with a canned body (``direct_response``),
+so the upstream costs next to nothing and is never the bottleneck.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import envoyctl
+from envoyctl import McpRoute
+
+CONFIGS = ("router", "buffer", "mcp_rbac", "toolseal")
+SERVER_ID = "bench"
+# Tool-set sizes served on their own routes besides the 100-tool server.
+SIZED_LISTS = (10, 1000)
+
+
+def _without_buffer(text: str) -> str:
+    """The rendered config with the buffer filter removed (its block is 4 lines)."""
+    lines = text.splitlines(keepends=True)
+    out, skip = [], 0
+    for line in lines:
+        if skip:
+            skip -= 1
+            continue
+        if line.strip() == "- name: envoy.filters.http.buffer":
+            skip = 3
+            continue
+        out.append(line)
+    rendered = "".join(out)
+    if "envoy.filters.http.buffer" in rendered:
+        raise ValueError("the buffer filter block changed shape; update _without_buffer")
+    return rendered
+
+
+def _sourced(path: list[str], exact: str) -> dict:
+    return {
+        "sourced_metadata": {
+            "metadata_source": "DYNAMIC",
+            "metadata_matcher": {
+                "filter": "envoy.filters.http.mcp",
+                "path": [{"key": key} for key in path],
+                "value": {"string_match": {"exact": exact}},
+            },
+        }
+    }
+
+
+def native_peer_filters(allowed_tools: list[str]) -> str:
+    """YAML (JSON flow style) for the native MCP filter and an RBAC tool allowlist: any
+    method other than ``tools/call`` passes; a call passes only for a listed tool."""
+    is_call = _sourced(["method"], "tools/call")
+    allowlist = {"or_rules": {"rules": [_sourced(["params", "name"], name) for name in allowed_tools]}}
+    mcp = {
+        "name": "envoy.filters.http.mcp",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.mcp.v3.Mcp",
+            "traffic_mode": "PASS_THROUGH",
+        },
+    }
+    rbac = {
+        "name": "envoy.filters.http.rbac",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC",
+            "rules": {
+                "action": "ALLOW",
+                "policies": {
+                    "mcp-tool-allowlist": {
+                        "permissions": [
+                            {"not_rule": is_call},
+                            {"and_rules": {"rules": [is_call, allowlist]}},
+                        ],
+                        "principals": [{"any": True}],
+                    }
+                },
+            },
+        },
+    }
+    return "".join(f"          - {json.dumps(f)}\n" for f in (mcp, rbac))
+
+
+def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
+          wasm: Path, allowed_tools: list[str]) -> str:
+    """The front Envoy's config for configuration ``name``."""
+    # One server id per tool-set size (a server serves one set); the last route catches the
+    # rest (/list/, /call/: the 100-tool server).
+    routes = [McpRoute(f"{SERVER_ID}{n}", upstream_port, match_prefix=f"/list{n}/") for n in SIZED_LISTS]
+    routes.append(McpRoute(SERVER_ID, upstream_port, match_prefix="/"))
+    common = dict(listen_port=listen_port, admin_port=admin_port, routes=routes, wasm_path=wasm)
+    if name == "toolseal":
+        return envoyctl.render(**common)
+    if name == "buffer":
+        return envoyctl.render(**common, with_plugin=False)
+    if name == "router":
+        return _without_buffer(envoyctl.render(**common, with_plugin=False))
+    if name == "mcp_rbac":
+        return _without_buffer(envoyctl.render(
+            **common, with_plugin=False, pre_filters=native_peer_filters(allowed_tools)))
+    raise ValueError(f"unknown configuration {name!r}; known: {', '.join(CONFIGS)}")
+
+
+def upstream(*, listen_port: int, admin_port: int, bodies: dict[str, tuple[str, Path]]) -> str:
+    """An Envoy that answers ``POST <path>`` with a canned body: ``bodies`` maps a path to
+    (content type, body file)."""
+    routes = []
+    for path, (content_type, body_file) in bodies.items():
+        routes.append({
+            "match": {"path": path},
+            "direct_response": {"status": 200, "body": {"filename": str(body_file)}},
+            "response_headers_to_add": [
+                {"header": {"key": "content-type", "value": content_type}},
+                {"header": {"key": "mcp-session-id", "value": "bench-session-0001"}},
+            ],
+        })
+    routes.append({"match": {"prefix": "/"}, "direct_response": {"status": 404}})
+    hcm = {
+        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "upstream",
+        "route_config": {
+            "name": "canned",
+            # Room for a 1000-tool list.
+            "max_direct_response_body_size_bytes": 4 * 1024 * 1024,
+            "virtual_hosts": [{"name": "canned", "domains": ["*"], "routes": routes}],
+        },
+        "http_filters": [{
+            "name": "envoy.filters.http.router",
+            "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
+        }],
+    }
+    config = {
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin_port}}},
+        "static_resources": {"listeners": [{
+            "name": "canned",
+            "address": {"socket_address": {"address": "127.0.0.1", "port_value": listen_port}},
+            "filter_chains": [{"filters": [{
+                "name": "envoy.filters.network.http_connection_manager", "typed_config": hcm,
+            }]}],
+        }]},
+    }
+    return json.dumps(config, indent=1)

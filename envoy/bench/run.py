@@ -1,0 +1,266 @@
+"""The Envoy benchmark: toolseal side by side with no filter, the buffer filter alone and
+Envoy's native MCP filter + RBAC, in one run, on loopback.
+
+Usage (from the repository root, after scripts/setup-python.sh and scripts/setup-bench.sh):
+    .venv/bin/python envoy/bench/run.py [--duration 5] [--repeat 3] [--connections 4]
+        [--only call_json,list100_sse] [--json target/bench/envoy.json]
+
+Design decision: the four front Envoys (``--concurrency 2`` each) and one canned upstream
+Envoy run at the same time and the wrk runs are interleaved (repetition, then workload, then
+configuration), so a burst of load from elsewhere on the machine hits every configuration
+alike; each figure is the median over repetitions, and every ratio is to the router-only
+configuration of the same run. Envoy CPU per request is the front Envoy's utime+stime delta
+(/proc/PID/stat) divided by the requests it completed, which on a shared machine is far
+steadier than throughput. Every run is checked: all answers 2xx, and toolseal's own counters
+show the path under test (lists verified, calls allowed), so a benchmark cannot silently
+measure refusals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR.parent))
+
+import envoyctl  # noqa: E402
+from envoyctl import EnvoyError, free_port  # noqa: E402
+
+import configs  # noqa: E402
+import workload  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+LIST_TOOLS = 100
+# workload name -> (upstream path, request body, response content type, response body)
+WORKLOADS = {
+    "call_json": ("/call/json", workload.call_request(), "application/json", workload.call_response()),
+    "call_sse": ("/call/sse", workload.call_request(), "text/event-stream", workload.sse(workload.call_response())),
+    "list100_json": ("/list/json", workload.list_request(), "application/json", workload.list_response(LIST_TOOLS)),
+    "list100_sse": ("/list/sse", workload.list_request(), "text/event-stream",
+                    workload.sse(workload.list_response(LIST_TOOLS))),
+}
+# The cost curve over the number of tools. A server serves one tool set, so each size has its
+# own route, i.e. its own toolseal server id (configs.front: /list<N>/ is server "bench<N>").
+for n in (10, 1000):
+    WORKLOADS[f"list{n}_json"] = (f"/list{n}/json", workload.list_request(), "application/json",
+                                  workload.list_response(n))
+# toolseal counter that must grow by one per request of a workload (wasmcustom.* in /stats).
+EXPECTED_COUNTER = {"call": "wasmcustom.toolseal_calls_allowed", "list": "wasmcustom.toolseal_lists_verified"}
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of a process (all threads), in clock ticks."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(") ", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def wrk(url: str, body_file: Path, duration: float, connections: int) -> dict[str, int]:
+    """One bounded wrk run; the parsed summary line of post.lua."""
+    env = dict(os.environ, BENCH_BODY=str(body_file))
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(duration))}s", "--timeout", "5s",
+               "-s", str(BENCH_DIR / "post.lua"), url]
+    result = subprocess.run(command, capture_output=True, text=True, env=env,
+                            timeout=duration + 30, check=False)
+    for line in result.stdout.splitlines():
+        if line.startswith("BENCH "):
+            return {k: int(v) for k, v in (item.split("=") for item in line.split()[1:])}
+    raise EnvoyError(f"wrk printed no summary: {result.stdout[-500:]} {result.stderr[-500:]}")
+
+
+def check_toolseal_counters(name: str, before: dict[str, int], after: dict[str, int],
+                            completed: int, connections: int) -> None:
+    """The run measured the path it claims: no refusal or filtering at all, and the
+    expected counter grew once per request (up to the requests still in flight when the
+    statistics were read)."""
+    grown = {k: after.get(k, 0) - before.get(k, 0) for k in after if k.startswith("wasmcustom.toolseal_")}
+    wrong = {k: v for k, v in grown.items() if v and k not in EXPECTED_COUNTER.values()}
+    if wrong:
+        raise EnvoyError(f"toolseal {name}: unexpected counters moved: {wrong}")
+    counter = EXPECTED_COUNTER[name.split("_")[0].rstrip("0123456789")]
+    if abs(grown.get(counter, 0) - completed) > connections:
+        raise EnvoyError(f"toolseal {name}: {counter} grew by {grown.get(counter, 0)} for {completed} requests")
+
+
+def post(url: str, body: str) -> tuple[int, str]:
+    """One POST with curl-like headers (setup and checks)."""
+    import urllib.request
+    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": workload.SESSION})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+class Bench:
+    """The running Envoys of one benchmark run; stops every one of them on exit."""
+
+    def __init__(self, workdir: Path, names: list[str], wasm: Path) -> None:
+        self.workdir = workdir
+        self.names = names
+        self.wasm = wasm
+        self.fronts: dict[str, envoyctl.EnvoyProcess] = {}
+        self.upstream: envoyctl.EnvoyProcess | None = None
+
+    def __enter__(self) -> "Bench":
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stops every Envoy this run started, by PID."""
+        for process in [*self.fronts.values(), self.upstream]:
+            if process is not None:
+                process.stop()
+
+    def _start(self) -> None:
+        bodies = {}
+        for name, (path, request, content_type, response) in WORKLOADS.items():
+            (self.workdir / f"{name}.request").write_text(request)
+            response_file = self.workdir / f"{name}.response"
+            response_file.write_text(response)
+            bodies[path] = (content_type, response_file)
+        up_port, up_admin = free_port(), free_port()
+        self.upstream = envoyctl.start(
+            configs.upstream(listen_port=up_port, admin_port=up_admin, bodies=bodies),
+            self.workdir / "upstream", admin_port=up_admin, listen_port=up_port, concurrency=1)
+        allowed = [tool["name"] for tool in workload.tools(LIST_TOOLS)]
+        for name in self.names:
+            port, admin = free_port(), free_port()
+            text = configs.front(name, listen_port=port, admin_port=admin, upstream_port=up_port,
+                                 wasm=self.wasm, allowed_tools=allowed)
+            self.fronts[name] = envoyctl.start(text, self.workdir / name, admin_port=admin,
+                                               listen_port=port, concurrency=2)
+        for name, front in self.fronts.items():
+            # toolseal trusts the first list (discovery posture): establish the baseline so
+            # that calls are checked against it, and check every path answers.
+            lists_first = sorted(WORKLOADS.values(), key=lambda w: not w[0].startswith("/list"))
+            for path, request, _, response in lists_first:
+                status, body = post(front.url + path, request)
+                if status != 200 or body != response:
+                    raise EnvoyError(f"{name}: {path} answered {status} with an unexpected body")
+
+    def run(self, config: str, name: str, duration: float, connections: int) -> dict[str, float]:
+        """One measured run of workload ``name`` against configuration ``config``."""
+        front = self.fronts[config]
+        path = WORKLOADS[name][0]
+        stats_before = front.stats()
+        cpu_before = cpu_ticks(front.pid)
+        summary = wrk(front.url + path, self.workdir / f"{name}.request", duration, connections)
+        cpu_after = cpu_ticks(front.pid)
+        stats_after = front.stats()
+        completed = stats_after.get("http.mcp.downstream_rq_2xx", 0) - stats_before.get("http.mcp.downstream_rq_2xx", 0)
+        if summary["errors"] or summary["non2xx"] or completed <= 0:
+            raise EnvoyError(f"{config} {name}: {summary['errors']} errors, {summary['non2xx']} non-2xx, "
+                             f"{completed} 2xx")
+        if config == "toolseal":
+            check_toolseal_counters(name, stats_before, stats_after, completed, connections)
+        cpu_seconds = (cpu_after - cpu_before) / CLK_TCK
+        return {
+            "requests": completed,
+            "rps": completed / (summary["duration_us"] / 1e6),
+            "cpu_us_per_request": cpu_seconds * 1e6 / completed,
+            "p50_us": summary["p50_us"],
+            "p99_us": summary["p99_us"],
+        }
+
+
+def startup_times(wasm: Path, workdir: Path, repeat: int) -> dict[str, float]:
+    """Median seconds from start to admin /ready, with and without the plugin."""
+    times: dict[str, list[float]] = {"without_plugin": [], "with_plugin": []}
+    for i in range(repeat):
+        for key, with_plugin in (("without_plugin", False), ("with_plugin", True)):
+            port, admin = free_port(), free_port()
+            text = envoyctl.render(listen_port=port, admin_port=admin, wasm_path=wasm,
+                                   routes=[envoyctl.McpRoute(configs.SERVER_ID, free_port())],
+                                   with_plugin=with_plugin)
+            process = envoyctl.start(text, workdir / f"startup-{key}-{i}", admin_port=admin,
+                                     listen_port=port, concurrency=2)
+            process.stop()
+            times[key].append(process.startup_seconds)
+    return {key: statistics.median(values) for key, values in times.items()}
+
+
+def median_runs(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per-key median over repetitions."""
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str]) -> None:
+    """One block per workload; ratios to the router-only configuration."""
+    print(f"{'workload':<14} {'config':<10} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
+          f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}")
+    for name, per_config in results.items():
+        base = per_config.get("router")
+        for config in names:
+            m = per_config[config]
+            cpu_x = m["cpu_us_per_request"] / base["cpu_us_per_request"] if base else float("nan")
+            p50_x = m["p50_us"] / base["p50_us"] if base else float("nan")
+            p99_x = m["p99_us"] / base["p99_us"] if base else float("nan")
+            print(f"{name:<14} {config:<10} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
+                  f"{m['p50_us']:>8.0f} {p50_x:>6.2f}x {m['p99_us']:>8.0f} {p99_x:>6.2f}x")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per point (median)")
+    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--only", default="", help="comma-separated workloads (default: all)")
+    parser.add_argument("--configs", default=",".join(configs.CONFIGS))
+    parser.add_argument("--json", type=Path, default=envoyctl.REPO / "target" / "bench" / "envoy.json")
+    parser.add_argument("--no-startup", action="store_true", help="skip the startup-time runs")
+    args = parser.parse_args(argv)
+    names = [c for c in args.configs.split(",") if c]
+    if "router" not in names:
+        names.insert(0, "router")
+    selected = [w for w in args.only.split(",") if w] or list(WORKLOADS)
+    wasm = envoyctl.wasm_file().resolve()
+    results: dict[str, dict[str, list[dict[str, float]]]] = {w: {c: [] for c in names} for w in selected}
+    with tempfile.TemporaryDirectory(prefix="toolseal-bench-") as tmp:
+        workdir = Path(tmp)
+        with Bench(workdir, names, wasm) as bench:
+            for rep in range(args.repeat):
+                for name in selected:
+                    for config in names:
+                        results[name][config].append(bench.run(config, name, args.duration, args.connections))
+                print(f"repetition {rep + 1}/{args.repeat} done", file=sys.stderr)
+        startup = {} if args.no_startup else startup_times(wasm, workdir, max(args.repeat, 3))
+    medians = {name: {config: median_runs(runs) for config, runs in per.items()} for name, per in results.items()}
+    print(f"Envoy {args.duration:g} s per run, {args.repeat} runs per point (median), "
+          f"{args.connections} connections, front --concurrency 2, upstream: canned Envoy")
+    print_table(medians, names)
+    wasm_bytes = wasm.stat().st_size
+    print(f".wasm: {wasm_bytes} bytes")
+    if startup:
+        print(f"startup to /ready: {startup['without_plugin'] * 1000:.0f} ms without the plugin, "
+              f"{startup['with_plugin'] * 1000:.0f} ms with it")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({
+        "duration_s": args.duration, "repeat": args.repeat, "connections": args.connections,
+        "results": medians, "runs": results, "startup_s": startup, "wasm_bytes": wasm_bytes,
+    }, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except EnvoyError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)

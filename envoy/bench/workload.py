@@ -1,0 +1,99 @@
+"""MCP request and response bodies for the Envoy benchmark.
+
+Design decision: the tools are generated the way ``toolseal bench`` generates them
+(host-test/src/bench/workload.rs: same names, shapes and sizes), so the per-message figures
+of the wasmtime benchmark and the Envoy figures describe the same traffic. Everything is
+deterministic: no randomness, no recorded files.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SESSION = "bench-session-0001"
+CALLED_TOOL = "create_document_0000"
+VERBS = ["create", "search", "update", "delete", "list", "fetch", "summarize", "export"]
+NOUNS = ["document", "issue", "ticket", "invoice", "user", "file", "event", "report"]
+
+
+def tool(index: int) -> dict[str, Any]:
+    """One generated tool definition (``index`` picks name, shape and size)."""
+    verb = VERBS[index % len(VERBS)]
+    noun = NOUNS[(index // len(VERBS)) % len(NOUNS)]
+    properties: dict[str, Any] = {
+        "content": {"type": "string", "description": f"Body of the {noun}, plain text or Markdown"},
+        "title": {"type": "string", "description": f"Title of the {noun}", "maxLength": 200},
+    }
+    extra = index % 5
+    if extra >= 1:
+        properties["limit"] = {"type": "integer", "minimum": 1, "maximum": 500, "default": 20,
+                               "description": "Maximum number of results"}
+    if extra >= 2:
+        properties["status"] = {"type": "string", "enum": ["open", "closed", "draft", "archived"],
+                                "description": "Lifecycle state filter"}
+    if extra >= 3:
+        properties["tags"] = {"type": "array", "items": {"type": "string", "maxLength": 64},
+                              "maxItems": 50, "description": "Labels to attach"}
+    if extra >= 4:
+        properties["notify"] = {"type": "boolean", "description": "Send a notification to watchers"}
+    definition: dict[str, Any] = {
+        "name": f"{verb}_{noun}_{index:04d}",
+        "description": (
+            f"{verb.capitalize()} a {noun} in the workspace. Use it when the user asks to {verb} "
+            f"{noun}s; returns the {noun} id and a short summary. Tool number {index}."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": properties,
+            "required": ["title"],
+            "additionalProperties": False,
+            "$schema": "http://json-schema.org/draft-07/schema#",
+        },
+    }
+    if index % 3 == 0:
+        definition["annotations"] = {"readOnlyHint": verb in ("search", "list"), "openWorldHint": False}
+    return definition
+
+
+def tools(count: int) -> list[dict[str, Any]]:
+    """``count`` generated tools."""
+    return [tool(i) for i in range(count)]
+
+
+def compact(value: Any) -> str:
+    """JSON without spaces, as servers send it."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def list_request(request_id: int = 3) -> str:
+    """A ``tools/list`` request body."""
+    return compact({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}})
+
+
+def list_response(count: int, request_id: int = 3) -> str:
+    """The ``tools/list`` result with ``count`` tools."""
+    return compact({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools(count)}})
+
+
+def call_request(content_bytes: int = 64, request_id: int = 3) -> str:
+    """A ``tools/call`` of :data:`CALLED_TOOL` with a ``content`` argument of that size."""
+    text = ("lorem ipsum dolor sit amet " * (content_bytes // 27 + 1))[:content_bytes]
+    return compact({
+        "jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+        "params": {"name": CALLED_TOOL, "arguments": {"title": "Quarterly report", "content": text}},
+    })
+
+
+def call_response(request_id: int = 3) -> str:
+    """The result of the call."""
+    return compact({
+        "jsonrpc": "2.0", "id": request_id,
+        "result": {"content": [{"type": "text", "text": "Created document 4711: Quarterly report"}],
+                   "isError": False},
+    })
+
+
+def sse(message: str) -> str:
+    """One SSE event carrying ``message``."""
+    return f"event: message\ndata: {message}\n\n"
