@@ -86,7 +86,18 @@ impl Kind {
 
     /// The kind spelled `name`.
     pub fn from_name(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == name)
+        let kind = match name {
+            "invalid_name" => Kind::InvalidName,
+            "confusable_name" => Kind::ConfusableName,
+            "hidden_unicode" => Kind::HiddenUnicode,
+            "instruction_cue" => Kind::InstructionCue,
+            "tool_reference" => Kind::ToolReference,
+            "url" => Kind::Url,
+            "overlong_text" => Kind::OverlongText,
+            "incomplete" => Kind::Incomplete,
+            _ => return None,
+        };
+        Some(kind)
     }
 }
 
@@ -181,7 +192,8 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
 
 fn finish(mut raw: Vec<Finding>, ignore: &[Kind]) -> Vec<Finding> {
     raw.retain(|f| !ignore.contains(&f.kind));
-    raw.sort();
+    // Unstable is enough: equal findings are identical, and it is smaller in the `.wasm`.
+    raw.sort_unstable();
     raw.dedup();
     if raw.len() > MAX_FINDINGS {
         let more = raw.len().saturating_sub(MAX_FINDINGS.saturating_sub(1));

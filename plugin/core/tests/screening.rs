@@ -908,3 +908,11 @@ fn names_that_differ_only_by_case_look_alike() {
         ]
     );
 }
+
+#[test]
+fn every_kind_round_trips_through_its_name() {
+    for kind in Kind::ALL {
+        assert_eq!(Kind::from_name(kind.as_str()), Some(kind));
+    }
+    assert_eq!(Kind::from_name("URL"), None);
+}

@@ -193,14 +193,15 @@ fn script(c: char) -> Option<Script> {
     }
 }
 
-/// The scripts of the letters in `name`, when there are more than one.
+/// The scripts of the letters in `name`, in [`Script`] order, when there are more than one.
 pub fn mixed_scripts(name: &str) -> Option<Vec<Script>> {
-    let mut seen: Vec<Script> = Vec::new();
-    for s in name.chars().filter_map(script) {
-        if !seen.contains(&s) {
-            seen.push(s);
-        }
-    }
-    seen.sort();
+    const ORDER: [Script; 4] = [
+        Script::Latin,
+        Script::Cyrillic,
+        Script::Greek,
+        Script::Other,
+    ];
+    let present: Vec<Script> = name.chars().filter_map(script).collect();
+    let seen: Vec<Script> = ORDER.into_iter().filter(|s| present.contains(s)).collect();
     (seen.len() > 1).then_some(seen)
 }
