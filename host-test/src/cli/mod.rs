@@ -5,7 +5,9 @@
 //! refused plugin configuration exit 2, a plugin fault or a broken expectation exit 1.
 
 pub mod args;
+pub mod check_config;
 pub mod replay_cmd;
+pub mod report_html;
 pub mod tool_source;
 pub mod tools_cmd;
 
@@ -24,6 +26,8 @@ usage:
   toolseal fingerprint FILE      server fingerprint, then `name digest` per tool
   toolseal diff OLD NEW          classified drift; exit 0 same, 1 additive, 2 breaking
   toolseal pin FILE [--server ID]  a `servers` config entry with a full lock
+  toolseal report OLD NEW        the classified drift as a self-contained HTML page
+  toolseal check-config FILE     validate a plugin configuration (the plugin's own parser)
   toolseal bench [--help]        per-message cost, native vs .wasm (see `toolseal bench --help`)
 FILE: a tools/list result ({\"tools\": [...]}), a bare array of tools, or a transcript.
 exit status: 0 ok, 1 replay/expectation/diff finding, 2 unusable input.";
@@ -39,6 +43,8 @@ pub fn run(args: &[String]) -> i32 {
         "fingerprint" => tools_cmd::fingerprint(rest),
         "diff" => tools_cmd::diff(rest),
         "pin" => tools_cmd::pin(rest),
+        "report" => report_html::run(rest),
+        "check-config" => check_config::run(rest),
         "bench" => crate::bench::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
