@@ -75,14 +75,16 @@ class Fleet:
         """toolseal's admin API on each Envoy."""
         return [Admin(e.url, envoyctl.DEMO_ADMIN_TOKEN) for e in self.envoys]
 
-    def publish(self, plugin_config: dict[str, Any] | str) -> None:
+    def publish(self, plugin_config: dict[str, Any] | str, wasm: Path | None = None) -> None:
         """Atomically replace the ECDS resource (what the control plane does)."""
         self.version += 1
-        ecds.publish(self.ecds_path, ecds.resource(plugin_config, str(self.version), envoyctl.wasm_file()))
+        ecds.publish(self.ecds_path, ecds.resource(plugin_config, str(self.version),
+                                                   wasm or envoyctl.wasm_file()))
 
-    def reloads(self) -> list[int]:
-        """ECDS updates applied per Envoy."""
-        return [e.stats().get(RELOADS, 0) for e in self.envoys]
+    def reloads(self) -> list[int | None]:
+        """ECDS updates applied per Envoy (None while an Envoy's admin is busy: its main
+        thread also compiles a new module)."""
+        return [_stat(e, RELOADS) for e in self.envoys]
 
     def views(self) -> list[dict[str, Any]]:
         """``GET servers/demo`` on each Envoy."""
@@ -115,6 +117,14 @@ def fleet(wasm: Path, tmp_path: Path) -> Iterator[Fleet]:
         for envoy in reversed(started.envoys):
             envoy.stop()
         upstream.stop()
+
+
+def _stat(envoy: EnvoyProcess, name: str) -> int | None:
+    status, body = envoyctl.http_get(f"{envoy.admin_url}/stats?filter=^{name}$", timeout=10)
+    if status != 200:
+        return None
+    values = [line.partition(": ")[2] for line in body.splitlines() if line.startswith(f"{name}: ")]
+    return int(values[0]) if values else 0
 
 
 async def _names(envoy: EnvoyProcess) -> list[str]:
@@ -232,7 +242,7 @@ async def test_invalid_config_is_refused_and_the_last_good_one_keeps_serving(fle
     assert [(status_of(v), baseline_of(v)) for v in fleet.views()] == [("verified", FP1)] * 2
 
 
-async def test_runtime_state_is_per_instance_and_survives_config_updates(fleet: Fleet) -> None:
+async def test_runtime_state_is_per_instance_and_survives_config_updates(fleet: Fleet, tmp_path: Path) -> None:
     discovery = envoyctl.default_plugin_config()
     fleet.publish(discovery)
     await _wait_until(lambda: fleet.reloads() == [2, 2], "the discovery config")
@@ -251,6 +261,18 @@ async def test_runtime_state_is_per_instance_and_survives_config_updates(fleet: 
     assert [(status_of(v), baseline_of(v)) for v in views] == [("quarantined", FP1), ("verified", FP1)]
     assert views[0]["quarantine"]["reason"] == "checking a report"
     assert [e.stats()["wasm.envoy.wasm.runtime.v8.active"] for e in fleet.envoys] == vms_before
+    assert await _names(a) == []
+
+    # New plugin code (the same module plus a custom section: other bytes, other hash) under
+    # the same vm_id: Envoy builds new VMs, and shared data, keyed by vm_id, is still there.
+    upgraded = tmp_path / "toolseal-upgraded.wasm"
+    section = b"\x04note" + b"upgrade"
+    upgraded.write_bytes(envoyctl.wasm_file().read_bytes() + b"\x00" + bytes([len(section)]) + section)
+    created = [e.stats()["wasm.envoy.wasm.runtime.v8.created"] for e in fleet.envoys]
+    fleet.publish({**discovery, "audit": {"call_allowed": True}}, wasm=upgraded)
+    await _wait_until(lambda: fleet.reloads() == [4, 4], "the code update", timeout=60)
+    assert all(e.stats()["wasm.envoy.wasm.runtime.v8.created"] > c for e, c in zip(fleet.envoys, created))
+    assert [(status_of(v), baseline_of(v)) for v in fleet.views()] == [("quarantined", FP1), ("verified", FP1)]
     assert await _names(a) == []
     assert fleet.admins[0].release("demo").status_code == 200
     assert await _names(a) == REV1_TOOLS
