@@ -34,7 +34,12 @@ const MAX_VALUE_BYTES: usize = 128;
 #[allow(clashing_extern_declarations)]
 unsafe extern "C" {
     /// `proxy_set_property` (proxy-wasm ABI 0.2.1); returns a proxy-wasm status code.
-    fn proxy_set_property(path_data: *const u8, path_size: usize, value_data: *const u8, value_size: usize) -> u32;
+    fn proxy_set_property(
+        path_data: *const u8,
+        path_size: usize,
+        value_data: *const u8,
+        value_size: usize,
+    ) -> u32;
 }
 
 /// How much a decision says about the request: a denial must not be hidden by a later
@@ -86,5 +91,6 @@ pub fn publish(decision: &Decision) {
 fn set(name: &str, value: &str) {
     // SAFETY: both pointers come from live slices whose lengths are passed with them; the
     // host only reads them during the call.
-    let _status = unsafe { proxy_set_property(name.as_ptr(), name.len(), value.as_ptr(), value.len()) };
+    let _status =
+        unsafe { proxy_set_property(name.as_ptr(), name.len(), value.as_ptr(), value.len()) };
 }
