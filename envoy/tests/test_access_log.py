@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+import httpx
 import pytest
 
 import envoyctl
@@ -147,3 +148,23 @@ async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> 
     }
     # The same counters in Envoy's /stats text form carry the wasmcustom. prefix.
     assert logged.envoy.stats()["wasmcustom.toolseal_calls_denied_policy_denied"] == 1
+
+
+async def test_a_batch_logs_its_most_severe_decision(logged: Logged) -> None:
+    # MCP 2025-03-26 batches: the denied call comes first, the allowed one after it; the line
+    # keeps the denial (the plugin reads back what it recorded for the stream).
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "deploy_preview", "arguments": {"branch": "fix-login"}}},
+    ]
+    async with mcp_client(logged.mcp_url) as client:
+        await client.list_tools()
+    response = httpx.post(logged.mcp_url, json=batch, timeout=5, headers={
+        "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-03-26"})
+    assert response.status_code == 200, response.text
+    assert [item["id"] for item in response.json()] == [1, 2]
+    assert logged.decisions(2)[1:] == [
+        ("tools/call", "add", "demo", "verified", "deny", "POLICY_DENIED", 200)]
+    assert logged.upstream.calls() == []

@@ -78,10 +78,10 @@ fn bounded(text: &str) -> &str {
 /// is already recorded there. Failures are ignored: telemetry never changes a verdict.
 pub fn publish(decision: &Decision) {
     let recorded = hostcalls::get_property(vec![DECISION_KEY]).ok().flatten();
-    if let Some(bytes) = recorded {
-        if severity(&String::from_utf8_lossy(&bytes)) > severity(decision.decision) {
-            return;
-        }
+    if recorded.is_some_and(|bytes| {
+        severity(&String::from_utf8_lossy(&bytes)) > severity(decision.decision)
+    }) {
+        return;
     }
     for (name, value) in FIELDS.iter().zip(values(decision)) {
         set(name, bounded(value));
