@@ -217,20 +217,19 @@ impl Engine {
         exchange: &mut Exchange,
         payload: &Payload,
     ) -> Option<Value> {
-        let mut changed = false;
-        let mut values = Vec::new();
+        let mut replaced = Vec::with_capacity(payload.messages().len());
         for message in payload.messages() {
-            match self.server_message(store, out, now_ms, exchange, message) {
-                Some(v) => {
-                    changed = true;
-                    values.push(v);
-                }
-                None => values.push(message.to_value()),
-            }
+            replaced.push(self.server_message(store, out, now_ms, exchange, message));
         }
-        if !changed {
+        if replaced.iter().all(Option::is_none) {
             return None;
         }
+        // Unchanged messages are copied only when something changed (a list result is large).
+        let values: Vec<Value> = replaced
+            .into_iter()
+            .zip(payload.messages())
+            .map(|(new, message)| new.unwrap_or_else(|| message.to_value()))
+            .collect();
         match payload {
             Payload::Single(_) => values.into_iter().next(),
             Payload::Batch(_) => Some(Value::Array(values)),
