@@ -34,6 +34,11 @@ impl SharedData {
         Ok(())
     }
 
+    /// Every stored `(value, cas)`, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &(Vec<u8>, u32)> {
+        self.entries.values()
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.entries.len()

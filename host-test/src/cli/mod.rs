@@ -8,6 +8,7 @@ pub mod args;
 pub mod check_config;
 pub mod replay_cmd;
 pub mod report_html;
+pub mod stdout;
 pub mod tool_source;
 pub mod tools_cmd;
 
@@ -46,10 +47,7 @@ pub fn run(args: &[String]) -> i32 {
         "report" => report_html::run(rest),
         "check-config" => check_config::run(rest),
         "bench" => crate::bench::run(rest),
-        "help" | "--help" | "-h" => {
-            println!("{USAGE}");
-            Ok(0)
-        }
+        "help" | "--help" | "-h" => stdout::print_lines(&[USAGE]).map(|()| 0),
         other => Err(InputError(format!("unknown command `{other}`\n{USAGE}")).into()),
     };
     match result {

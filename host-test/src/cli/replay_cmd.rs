@@ -3,6 +3,7 @@
 //! go to stderr); `--expect FILE` checks the lines exactly (`BLESS=1` rewrites FILE).
 
 use super::args::Args;
+use super::stdout::print_lines;
 use crate::abi::types::LogLevel;
 use crate::input_error::{InputError, input_error};
 use crate::replay::exchange::Stop;
@@ -75,9 +76,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
             );
         }
     }
-    for line in &lines {
-        println!("{line}");
-    }
+    print_lines(&lines)?;
     let Some(expect_path) = args.value("expect") else {
         return Ok(0);
     };

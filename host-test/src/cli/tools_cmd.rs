@@ -2,6 +2,7 @@
 //! answers are by construction the ones the plugin computes.
 
 use super::args::Args;
+use super::stdout::{print, print_lines};
 use super::tool_source::load_tools;
 use crate::input_error::{InputError, input_error};
 use anyhow::Result;
@@ -32,10 +33,13 @@ pub fn fingerprint(rest: &[String]) -> Result<i32> {
     let (_, file) = one_file(rest, &[], "toolseal fingerprint FILE")?;
     let tools = load_tools(Path::new(&file))?;
     let set = digests(&tools, &file)?;
-    println!("{}", set.fingerprint());
-    for (name, digest) in &set.entries {
-        println!("{name} {digest}");
-    }
+    let mut lines = vec![set.fingerprint()];
+    lines.extend(
+        set.entries
+            .iter()
+            .map(|(name, digest)| format!("{name} {digest}")),
+    );
+    print_lines(&lines)?;
     Ok(0)
 }
 
@@ -49,9 +53,9 @@ pub fn diff(rest: &[String]) -> Result<i32> {
     let new_tools = load_tools(Path::new(new))?;
     let drift = diff_tools(&old_tools, &new_tools);
     if args.has("json") {
-        println!("{}", drift.to_json());
+        print_lines(&[drift.to_json().to_string()])?;
     } else {
-        print!("{}", drift.render_text());
+        print(&drift.render_text())?;
     }
     Ok(drift.exit_code())
 }
@@ -71,6 +75,6 @@ pub fn pin(rest: &[String]) -> Result<i32> {
         json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}}),
     );
     let text = serde_json::to_string_pretty(&Value::Object(entry)).map_err(anyhow::Error::from)?;
-    println!("{text}");
+    print_lines(&[text])?;
     Ok(0)
 }

@@ -1,0 +1,217 @@
+//! The `toolseal` binary: replay with an expectation file, exit statuses, and the native
+//! fingerprint / pin / diff cross-checked against what the `.wasm` computes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn toolseal(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolseal"))
+        .args(args)
+        .env_remove("BLESS")
+        .env(
+            "TOOLSEAL_CACHE_DIR",
+            common::workspace().join("target/toolseal-cache"),
+        )
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path_str(path: &Path) -> String {
+    path.to_str().unwrap().to_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolseal-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// `replay --server everything` over the two releases, with `extra` arguments.
+fn replay_drift(extra: &[&str]) -> Output {
+    let wasm = path_str(&common::plugin_wasm());
+    let old = path_str(&common::transcript("everything-2025.11.25"));
+    let new = path_str(&common::transcript("everything-2026.1.26"));
+    let mut args = vec!["replay", "--wasm", &wasm, "--server", "everything"];
+    args.extend_from_slice(extra);
+    args.extend([old.as_str(), new.as_str()]);
+    toolseal(&args)
+}
+
+#[test]
+fn replay_output_matches_its_expectation_file() {
+    let expected =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/everything-drift.expected.jsonl");
+    let out = replay_drift(&["--expect", expected.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        std::fs::read_to_string(&expected).unwrap()
+    );
+}
+
+#[test]
+fn a_broken_expectation_exits_1_with_a_line_diff() {
+    let expected =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/everything-drift.expected.jsonl");
+    let golden = std::fs::read_to_string(expected).unwrap();
+    let altered = golden.replacen("\"decision\":\"deny\"", "\"decision\":\"allow\"", 1);
+    assert_ne!(altered, golden, "the expectation file holds a denial");
+    let file = scratch("altered.jsonl");
+    std::fs::write(&file, &altered).unwrap();
+    let out = replay_drift(&["--expect", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let removed = altered
+        .lines()
+        .find(|l| l.contains("\"decision\":\"allow\",\"error_code\":\"SCHEMA_CHANGED\""))
+        .unwrap();
+    assert!(stderr.contains(&format!("\n-{removed}\n")), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "\n+{}\n",
+            removed.replace("\"allow\"", "\"deny\"")
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unusable_input_exits_2() {
+    let transcript = path_str(&common::transcript("fastmcp-4.2.3-json"));
+    let missing = toolseal(&["replay", "/nonexistent/transcript.json"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("cannot read transcript /nonexistent/transcript.json"));
+    let bad_flag = toolseal(&["replay", "--chunky", "3", &transcript]);
+    assert_eq!(bad_flag.status.code(), Some(2));
+    assert!(text(&bad_flag.stderr).contains("unknown option --chunky"));
+    let not_json = scratch("not-json.json");
+    std::fs::write(&not_json, "{\"posture\": ").unwrap();
+    let out = toolseal(&[
+        "replay",
+        "--config",
+        not_json.to_str().unwrap(),
+        &transcript,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("is not valid JSON"));
+    let refused = scratch("refused.json");
+    std::fs::write(&refused, "{\"posture\": \"bogus\"}").unwrap();
+    let wasm = path_str(&common::plugin_wasm());
+    let out = toolseal(&[
+        "replay",
+        "--wasm",
+        &wasm,
+        "--config",
+        refused.to_str().unwrap(),
+        &transcript,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("the plugin refused its configuration"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("posture"),
+        "the plugin's own message names the field: {stderr}"
+    );
+}
+
+#[test]
+fn native_fingerprint_equals_the_baseline_the_wasm_records() {
+    let transcript = common::transcript("fastmcp-4.2.3-paginated");
+    let out = toolseal(&["fingerprint", transcript.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    let mut lines = stdout.lines();
+    let fingerprint = lines.next().unwrap();
+    assert_eq!(lines.count(), 4, "one line per tool across both pages");
+    let wasm = path_str(&common::plugin_wasm());
+    let replay = toolseal(&[
+        "replay",
+        "--wasm",
+        &wasm,
+        "--audit",
+        transcript.to_str().unwrap(),
+    ]);
+    let baselined: Vec<Value> = text(&replay.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.pointer("/audit/event") == Some(&Value::from("schema.baselined")))
+        .collect();
+    assert_eq!(baselined.len(), 1);
+    assert_eq!(
+        baselined[0]
+            .pointer("/audit/baseline")
+            .and_then(Value::as_str),
+        Some(fingerprint)
+    );
+}
+
+#[test]
+fn a_pinned_lock_admits_its_release_and_refuses_the_next() {
+    let old = path_str(&common::transcript("everything-2025.11.25"));
+    let new = path_str(&common::transcript("everything-2026.1.26"));
+    let pin = toolseal(&["pin", &old, "--server", "everything"]);
+    assert_eq!(pin.status.code(), Some(0), "{}", text(&pin.stderr));
+    let servers: Value = serde_json::from_slice(&pin.stdout).unwrap();
+    let config = serde_json::json!({"posture": "strict", "servers": servers});
+    let config_file = scratch("strict-lock.json");
+    std::fs::write(&config_file, config.to_string()).unwrap();
+    let wasm = path_str(&common::plugin_wasm());
+    let run = |transcript: &str| -> Vec<Value> {
+        let out = toolseal(&[
+            "replay",
+            "--wasm",
+            &wasm,
+            "--server",
+            "everything",
+            "--config",
+            config_file.to_str().unwrap(),
+            transcript,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let calls = |records: &[Value]| -> Vec<(Value, Value)> {
+        records
+            .iter()
+            .filter(|r| r["method"] == "tools/call")
+            .map(|r| (r["decision"].clone(), r["error_code"].clone()))
+            .collect()
+    };
+    let admitted = run(&old);
+    assert_eq!(calls(&admitted), vec![(Value::from("allow"), Value::Null)]);
+    let refused = run(&new);
+    assert_eq!(
+        calls(&refused),
+        vec![(Value::from("deny"), Value::from("SCHEMA_CHANGED"))]
+    );
+}
+
+#[test]
+fn diff_exit_status_is_a_release_gate() {
+    let old = path_str(&common::transcript("everything-2025.11.25"));
+    let new = path_str(&common::transcript("everything-2026.1.26"));
+    let same = toolseal(&["diff", &old, &old]);
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
+    let drift = toolseal(&["diff", &old, &new]);
+    assert_eq!(drift.status.code(), Some(2), "tools were removed: breaking");
+    assert!(text(&drift.stdout).contains("tool_removed"));
+}

@@ -1,0 +1,62 @@
+//! Shared by the replay tests: the plugin `.wasm` (built if needed) and the transcripts.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A transcript shipped in `examples/transcripts/`.
+pub fn transcript(name: &str) -> PathBuf {
+    workspace()
+        .join("examples/transcripts")
+        .join(format!("{name}.json"))
+}
+
+/// The four recorded sessions.
+pub const TRANSCRIPTS: [&str; 4] = [
+    "everything-2025.11.25",
+    "everything-2026.1.26",
+    "fastmcp-4.2.3-json",
+    "fastmcp-4.2.3-paginated",
+];
+
+/// The plugin `.wasm` Envoy loads: `$TOOLSEAL_WASM`, else built once per test run in the
+/// workspace's default target directory (so these tests and the Envoy tests load the same
+/// file; a no-op when it is up to date).
+pub fn plugin_wasm() -> PathBuf {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        if let Some(path) = std::env::var_os("TOOLSEAL_WASM").filter(|p| !p.is_empty()) {
+            return PathBuf::from(path);
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = std::process::Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "toolseal-plugin",
+                "--target",
+                "wasm32-wasip1",
+                "--profile",
+                "wasm",
+            ])
+            .current_dir(workspace())
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("running cargo to build the plugin");
+        assert!(
+            output.status.success(),
+            "building the plugin failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        workspace().join("target/wasm32-wasip1/wasm/toolseal_plugin.wasm")
+    })
+    .clone()
+}
