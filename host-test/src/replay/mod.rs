@@ -45,8 +45,27 @@ pub struct ReplayOptions {
     pub log_level: LogLevel,
     /// Dynamic metadata offered on every exchange (namespace → struct).
     pub dynamic_metadata: Map<String, Value>,
-    /// Precompiled-module cache directory (`None` = compile every time).
+    /// Precompiled-module cache directory (`None` = compile on every start: seconds of
+    /// CPU in a debug build).
     pub cache_dir: Option<PathBuf>,
+}
+
+impl ReplayOptions {
+    /// The `toolseal replay` defaults for `wasm_path`: plugin defaults (no configuration),
+    /// each transcript its own server, the default awkward chunking, debug level (decision
+    /// records on) and the user's module cache, so that a test replaying many cases
+    /// compiles the plugin once, not once per case.
+    pub fn new(wasm_path: PathBuf) -> Self {
+        ReplayOptions {
+            wasm_path,
+            plugin_configuration: Vec::new(),
+            server: None,
+            chunk: chunks::DEFAULT_CHUNK,
+            log_level: LogLevel::Debug,
+            dynamic_metadata: Map::new(),
+            cache_dir: module_cache::default_cache_dir(),
+        }
+    }
 }
 
 /// A transcript ready to replay.
