@@ -292,9 +292,9 @@ fn duplicate_keys_inside_arguments_are_refused_before_the_server() {
     );
 }
 
-// Known gaps in enforce mode, found while writing these tests (response.rs matches results
-// to calls by exact JSON id, and lets a compressed result through unread). They assert the
-// behaviour the SPEC asks for; run them with `cargo test -- --ignored` once fixed.
+// Enforce-mode bypasses found while writing these tests: a result under a numerically equal
+// id (JS and Python clients read 7.0 as 7), a compressed result, and a result whose duplicate
+// keys a lenient client would read differently (still open for SSE: ignored test below).
 
 #[test]
 fn enforce_mode_is_not_bypassed_by_a_numerically_equal_id() {
@@ -313,4 +313,27 @@ fn enforce_mode_does_not_pass_a_compressed_result_unread() {
         .push(("content-encoding".into(), "gzip".into()));
     let out = gw.exchange("weather", &ex, 5);
     assert!(!String::from_utf8_lossy(&out.response_body).contains("warm"));
+}
+
+/// A result whose `structuredContent` has `temperature` twice: strict parsing refuses it;
+/// a last-wins client would read "warm".
+fn smuggled() -> String {
+    answer(r#"{"temperature": 1, "conditions": "sunny", "temperature": "warm"}"#)
+}
+
+#[test]
+fn enforce_mode_does_not_pass_a_json_result_with_duplicate_keys_unread() {
+    let mut gw = gateway("enforce");
+    let out = call(&mut gw, "application/json", smuggled().as_bytes());
+    let text = String::from_utf8_lossy(&out.response_body).to_string();
+    assert!(!text.contains("warm"), "{text}");
+}
+
+#[test]
+#[ignore = "known gap: response.rs server_data passes an unparsable SSE event unread even when an enforced call awaits its result"]
+fn enforce_mode_does_not_pass_an_sse_result_with_duplicate_keys_unread() {
+    let mut gw = gateway("enforce");
+    let out = call(&mut gw, "text/event-stream", &sse(&smuggled()));
+    let text = String::from_utf8_lossy(&out.response_body).to_string();
+    assert!(!text.contains("warm"), "{text}");
 }
