@@ -82,8 +82,12 @@ def resource(plugin_config: dict[str, Any] | str, version: str,
 def publish(path: Path, document: dict[str, Any]) -> None:
     """Atomically replaces the ECDS file at ``path`` (temp file in the same directory + rename)."""
     path = Path(path)
+    # mkstemp creates 0600: keep the mode of the file being replaced (Envoy may run as
+    # another user), 0644 for a new one.
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(document, out, indent=2, sort_keys=True)
             out.write("\n")

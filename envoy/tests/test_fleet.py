@@ -145,7 +145,10 @@ async def _wait_until(check: Any, what: str, timeout: float = 15) -> None:
         await anyio.sleep(0.05)
 
 
-async def test_pin_through_ecds_rebaselines_both_envoys_without_restart(fleet: Fleet, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pin_kind", ["lock", "fingerprint"])
+async def test_pin_through_ecds_rebaselines_both_envoys_without_restart(
+    fleet: Fleet, tmp_path: Path, pin_kind: str
+) -> None:
     for envoy in fleet.envoys:
         assert await _names(envoy) == REV1_TOOLS
     assert [(status_of(v), baseline_of(v)) for v in fleet.views()] == [("verified", FP1)] * 2
@@ -163,8 +166,12 @@ async def test_pin_through_ecds_rebaselines_both_envoys_without_restart(fleet: F
         ("changed", FP1, FP2)] * 2
     assert fleet.upstream.calls() == []
 
-    # The operator reviewed the drift, ran `toolseal pin` on the reviewed set, and pushed.
-    fleet.publish(plugin_config(**toolseal_pin(surface(2), "demo", tmp_path)))
+    # The operator reviewed the drift, ran `toolseal pin` on the reviewed set (or copied the
+    # reviewed fingerprint), and pushed.
+    lock = toolseal_pin(surface(2), "demo", tmp_path)
+    assert lock["demo"]["lock"]["fingerprint"] == FP2
+    pin = lock if pin_kind == "lock" else {"demo": {"pin": FP2}}
+    fleet.publish(plugin_config(**pin))
     pending = {0, 1}
     observed: list[tuple[int, list[str], str]] = []  # (instance, names served, status after)
     while pending:
