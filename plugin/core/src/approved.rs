@@ -4,7 +4,7 @@
 //! parsed form, its digests and the compiled input schemas can be cached without
 //! invalidation; the cache is bounded and evicts whole entries.
 
-use crate::fingerprint::{FingerprintFields, digest_tools};
+use crate::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
 use crate::schema::{CompiledSchema, SchemaError, compile};
 use crate::state;
 use crate::store::StateStore;
@@ -83,6 +83,32 @@ impl Approved {
         self.tools.get(name).map(|t| t.digest.as_str())
     }
 
+    /// Whether `tools` (a `tools` array) holds exactly this set's definitions, in any
+    /// order, each name once. Equal definitions have equal digests, so the set's digests and
+    /// fingerprint are then those of `tools`, known without canonicalizing or hashing.
+    pub fn has_exactly(&self, tools: &Value) -> bool {
+        let Some(list) = tools.as_array() else { return false };
+        if list.len() != self.tools.len() {
+            return false;
+        }
+        let mut names = Vec::with_capacity(list.len());
+        for tool in list {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else { return false };
+            match self.tools.get(name) {
+                Some(approved) if approved.definition == *tool => names.push(name),
+                _ => return false,
+            }
+        }
+        names.sort_unstable();
+        names.windows(2).all(|pair| pair.first() != pair.get(1))
+    }
+
+    /// The set's digests, as [`digest_tools`] computes them from its definitions.
+    pub fn digests(&self) -> Option<ToolDigests> {
+        let entries = self.tools.iter().map(|(name, tool)| (name.clone(), tool.digest.clone())).collect();
+        ToolDigests::from_entries(entries).ok()
+    }
+
     /// Every definition, in name order.
     pub fn definitions(&self) -> Vec<Value> {
         self.tools.values().map(|t| t.definition.clone()).collect()
@@ -108,6 +134,24 @@ impl ApprovedCache {
         }
         self.entries.insert(fingerprint.to_string(), Rc::clone(&approved));
         Some(approved)
+    }
+
+    /// Whether the set stored under `fingerprint` is cached (then it is in the store too:
+    /// entries come from the store or are added after a successful store write).
+    pub fn contains(&self, fingerprint: &str) -> bool {
+        self.entries.contains_key(fingerprint)
+    }
+
+    /// The digests of `tools` when it holds exactly one of the cached sets named by
+    /// `fingerprints` (e.g. a server's baseline and live candidate): a list served again
+    /// unchanged is recognized by comparison, without canonicalizing or hashing it.
+    pub fn known_digests<'a>(&self, tools: &Value, fingerprints: impl IntoIterator<Item = Option<&'a str>>) -> Option<ToolDigests> {
+        fingerprints
+            .into_iter()
+            .flatten()
+            .filter_map(|fingerprint| self.entries.get(fingerprint))
+            .find(|set| set.has_exactly(tools))
+            .and_then(|set| set.digests())
     }
 
     /// Adds a set just built from a live list (avoids a store round trip).

@@ -94,7 +94,11 @@ impl Engine {
     ) -> Result<ServerRecord, String> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
-        let live = match digest_tools(tools, &self.config.fingerprint) {
+        // A list served again unchanged equals a cached set: its digests are known.
+        let known = state::load_record(store, &server).ok().flatten().and_then(|(r, _)| {
+            self.cache.known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
+        });
+        let live = match known.map_or_else(|| digest_tools(tools, &self.config.fingerprint), Ok) {
             Err(e) => LiveSet::Invalid { reason: format!("INVALID_TOOL_SET: {e}") },
             Ok(digests) => {
                 let fingerprint = digests.fingerprint();
@@ -109,7 +113,8 @@ impl Engine {
                 };
                 // A drifted candidate is stored for review; a matching set is stored when its
                 // definitions are not known yet (a baseline pinned by fingerprint only).
-                if !matches || self.approved(store, &fingerprint).is_none() {
+                // A cached set is stored already (a drifted list served again skips the store).
+                if (!matches && !self.cache.contains(&fingerprint)) || self.approved(store, &fingerprint).is_none() {
                     let definitions = tools.as_array().cloned().unwrap_or_default();
                     state::put_tool_set(store, &fingerprint, &definitions).map_err(|e| e.to_string())?;
                     if let Some(approved) =
