@@ -199,12 +199,20 @@ impl Engine {
         }
         match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
             Ok(payload) => self.server_payload(store, out, now_ms, exchange, &payload).map(|v| v.to_string()),
-            Err(e) if !exchange.pending_lists.is_empty() || may_hold_tools(data.as_bytes()) => {
+            Err(e) if self.must_read(exchange) || may_hold_tools(data.as_bytes()) => {
                 let why = format!("unreadable event data: {e}");
                 Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string())
             }
             Err(_) => None,
         }
+    }
+
+    /// Whether the exchange awaits an answer that must be checked: a tool list, or a result
+    /// whose contract is enforced. Such an answer is never passed unread.
+    fn must_read(&self, exchange: &Exchange) -> bool {
+        !exchange.pending_lists.is_empty()
+            || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
+                && exchange.pending_calls.iter().any(|c| c.check_result))
     }
 
     /// The messages of a response payload; returns the payload to forward instead, if any
