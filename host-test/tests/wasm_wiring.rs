@@ -225,6 +225,34 @@ fn a_local_reply_stops_the_exchange_before_the_upstream() {
 }
 
 #[test]
+fn a_paused_headers_callback_stalls_the_exchange() {
+    let engine = engine();
+    let pausing = PLUGIN_WAT.replace(
+        "(call $say (i32.const 32) (i32.const 11))\n    (i32.const 0))",
+        "(call $say (i32.const 32) (i32.const 11))\n    (i32.const 1))",
+    );
+    assert_ne!(pausing, PLUGIN_WAT);
+    let mut vm = PluginVm::start(&engine, &module(&engine, &pausing), settings(b"")).unwrap();
+    vm.host_mut().vm.logs.clear();
+    let outcome = exchange::run(
+        &mut vm,
+        &exchange("body", "never seen"),
+        &ExchangeSetup::default(),
+    )
+    .unwrap();
+    assert!(
+        matches!(outcome.stop, Some(Stop::Stalled(_))),
+        "{:?}",
+        outcome.stop
+    );
+    assert!(!outcome.upstream_contacted);
+    assert_eq!(
+        messages(&outcome.logs),
+        ["context", "req_headers", "log", "done", "delete"]
+    );
+}
+
+#[test]
 fn a_trap_reports_the_callback_and_the_plugin_stderr() {
     let engine = engine();
     let mut vm = PluginVm::start(&engine, &module(&engine, PLUGIN_WAT), settings(b"")).unwrap();

@@ -175,7 +175,13 @@ fn headers(vm: &mut PluginVm, ctx: u32, phase: Phase, end_of_stream: bool) -> Re
         u32::try_from(count).unwrap_or(u32::MAX),
         end_of_stream,
     )?;
-    Ok(after_callback(vm, phase, action).err())
+    // Envoy turns a paused headers callback into stop-all: no body callback follows and the
+    // stream hangs unless the plugin resumed it.
+    Ok(match after_callback(vm, phase, action) {
+        Ok(true) => None,
+        Ok(false) => Some(Stop::Stalled("the plugin paused in a headers callback and never resumed")),
+        Err(stop) => Some(stop),
+    })
 }
 
 /// Runs the body callbacks over `chunks`; returns the bytes forwarded and why the exchange
