@@ -175,6 +175,11 @@ impl Engine {
             }
             return Verdict { record: after.ok().or(record), serve: false, reason };
         }
+        // A baseline pinned by fingerprint only has no definitions to check a page against:
+        // pages wait until a complete list has verified (and stored them).
+        let unchecked = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
+            until a complete list has verified; list again from the start";
+        let unknown = record.as_ref().and_then(|r| r.baseline.clone()).is_some_and(|b| self.approved(store, &b).is_none());
         if next_cursor {
             let Some(acc) = acc else {
                 return Verdict { record, serve: false, reason: "page seen without its first page; list again from the start".into() };
@@ -191,6 +196,7 @@ impl Engine {
                 return Verdict { record, serve, reason };
             }
             return match record {
+                Some(r) if unknown => Verdict { record: Some(r), serve: false, reason: unchecked.into() },
                 Some(r) => serve_if_open(r),
                 None => Verdict { record: None, serve: false, reason: "strict posture: awaiting admin approval".into() },
             };
@@ -205,7 +211,7 @@ impl Engine {
                 }
             }
             None => match record {
-                Some(r) if r.status == SchemaStatus::Verified => serve_if_open(r),
+                Some(r) if r.status == SchemaStatus::Verified && !unknown => serve_if_open(r),
                 other => Verdict { record: other, serve: false, reason: "last page seen without the first; list again from the start".into() },
             },
         }
