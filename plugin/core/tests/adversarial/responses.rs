@@ -234,3 +234,35 @@ fn confusable_tool_names_are_drift_and_never_callable() {
         assert_eq!(error_code(&call(&mut gw, "s1", name)), "TOOL_NOT_APPROVED", "{name}");
     }
 }
+
+/// Found by the engine fuzz target: with a baseline pinned by fingerprint only (no
+/// definitions), the pages of a paginated list before the last one were served unchecked.
+#[test]
+fn paginated_list_under_a_fingerprint_pin_is_not_served_unchecked() {
+    let page = |id: u64, cursor: Option<&str>, tools: &[Value], next: Option<&str>| {
+        let params = cursor.map_or(json!({}), |c| json!({"cursor": c}));
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}).to_string();
+        let mut result = json!({"tools": tools});
+        if let Some(n) = next {
+            result["nextCursor"] = json!(n);
+        }
+        exchange("s1", request.as_bytes(), "application/json", json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string().as_bytes())
+    };
+    let pin = fp(&[echo(), read_file()]);
+    let mut gw = gateway(json!({"posture": "strict", "servers": {SERVER: {"pin": pin}}}));
+    // A drifted first page must not reach the client while the definitions are unknown.
+    let out = gw.exchange(SERVER, &page(1, None, &[evil()], Some("p2")), 7);
+    assert!(served_tools("application/json", &out.response_body).is_empty());
+    let out = gw.exchange(SERVER, &page(2, Some("p2"), &[read_file()], None), 7);
+    assert!(served_tools("application/json", &out.response_body).is_empty());
+    assert_eq!(status(&mut gw), "changed");
+    // The pinned set, paginated: the first listing completes the check, later ones pass page by page.
+    let mut gw = gateway(json!({"posture": "strict", "servers": {SERVER: {"pin": fp(&[echo(), read_file()])}}}));
+    let out = gw.exchange(SERVER, &page(1, None, &[echo()], Some("p2")), 7);
+    assert!(served_tools("application/json", &out.response_body).is_empty(), "unverifiable page withheld");
+    let out = gw.exchange(SERVER, &page(2, Some("p2"), &[read_file()], None), 7);
+    assert_eq!(served_tools("application/json", &out.response_body).len(), 1);
+    assert_eq!(status(&mut gw), "verified");
+    let out = gw.exchange(SERVER, &page(3, None, &[echo()], Some("p2")), 7);
+    assert_eq!(served_tools("application/json", &out.response_body).len(), 1, "definitions now known");
+}
