@@ -196,6 +196,10 @@ async def test_pin_through_ecds_rebaselines_both_envoys_without_restart(
     assert [e.pid for e in fleet.envoys] == pids
     assert all(e.popen is not None and e.popen.poll() is None for e in fleet.envoys)
     assert fleet.reloads() == [2, 2]
+    # Envoy's counters are not reset by a config update: each instance still counts the one
+    # call it refused before the pin arrived, and the call it allowed after.
+    assert [(_stat(e, "wasmcustom.toolseal_calls_denied_schema_changed"),
+             _stat(e, "wasmcustom.toolseal_calls_allowed")) for e in fleet.envoys] == [(1, 1)] * 2
     for envoy in fleet.envoys:
         approved = [e for e in envoy.audit_events() if e.get("event") == "schema.approved"]
         # The first config's lock, then the pushed one: each applied once per Envoy (the
