@@ -218,3 +218,38 @@ fn the_next_release_of_one_server_is_caught_as_drift() {
         Some(&Value::Bool(false))
     );
 }
+
+#[test]
+fn a_metadata_principal_is_read_from_envoy_dynamic_metadata() {
+    let config = serde_json::json!({"policy": {"default": "allow", "rules": [
+        {"action": "allow", "tool": "echo", "principal": {"metadata": "envoy.filters.http.jwt_authn/payload/groups", "in": ["ops"]}},
+        {"action": "deny", "tool": "echo"}
+    ]}});
+    let call_verdict = |groups: Value| {
+        let mut options = options(None, config.to_string().as_bytes(), 61);
+        let payload = serde_json::json!({"payload": {"sub": "agent-7", "groups": groups}});
+        options
+            .dynamic_metadata
+            .insert("envoy.filters.http.jwt_authn".into(), payload);
+        let reports = replay(options, &["everything-2025.11.25"]);
+        reports
+            .iter()
+            .flat_map(|r| decisions(r).into_iter().map(|d| d.clone()))
+            .find(|d| field(d, "method") == "tools/call")
+            .map(|d| {
+                (
+                    field(&d, "decision").clone(),
+                    field(&d, "error_code").clone(),
+                )
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        call_verdict(serde_json::json!(["dev", "ops"])),
+        (Value::from("allow"), Value::Null)
+    );
+    assert_eq!(
+        call_verdict(serde_json::json!(["dev"])),
+        (Value::from("deny"), Value::from("POLICY_DENIED"))
+    );
+}
