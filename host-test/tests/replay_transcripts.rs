@@ -234,7 +234,7 @@ fn a_metadata_principal_is_read_from_envoy_dynamic_metadata() {
         let reports = replay(options, &["everything-2025.11.25"]);
         reports
             .iter()
-            .flat_map(|r| decisions(r).into_iter().map(|d| d.clone()))
+            .flat_map(|r| decisions(r).into_iter().cloned())
             .find(|d| field(d, "method") == "tools/call")
             .map(|d| {
                 (
