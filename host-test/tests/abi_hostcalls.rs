@@ -600,3 +600,95 @@ fn wasi_stubs_capture_output_and_stay_deterministic() {
     );
     assert_eq!((g.u32_at(PTR), g.u32_at(SIZE)), (0, 0));
 }
+
+/// Deterministic argument soup: edge values and random words for every hostcall. No call
+/// may panic, and each answers a status the ABI defines (or a WASI errno).
+#[test]
+fn arbitrary_arguments_never_panic() {
+    const EDGES: [u32; 9] = [0, 1, 2, 7, 100, 65535, 65536, u32::MAX - 3, u32::MAX];
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let z = (seed ^ (seed >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let z = z ^ (z >> 29);
+        if z.is_multiple_of(3) {
+            EDGES[(z >> 8) as usize % EDGES.len()]
+        } else {
+            (z >> 16) as u32 % 70000
+        }
+    };
+    let known = [0, 1, 2, 3, 4, 6, 7, 8, 10, 12];
+    for round in 0..2000 {
+        let mut g = if round % 2 == 0 {
+            FakeGuest::new().with_stream()
+        } else {
+            FakeGuest::new()
+        };
+        g.host.vm.config_phase = if round % 3 == 0 {
+            ConfigPhase::Configure
+        } else {
+            ConfigPhase::None
+        };
+        if let Some(stream) = g.host.stream.as_mut() {
+            stream.request_body = Some(vec![b'x'; 10]);
+        }
+        let a: Vec<u32> = (0..8).map(|_| next()).collect();
+        let results = [
+            maps::get_header_map_pairs(&mut g, a[0] % 5, a[1], a[2]),
+            maps::set_header_map_pairs(&mut g, a[0] % 5, a[1], a[2] % 200),
+            maps::get_header_map_value(&mut g, a[0] % 5, a[1], a[2], a[3], a[4]),
+            maps::replace_header_map_value(&mut g, a[0], a[1], a[2], a[3], a[4]),
+            maps::add_header_map_value(&mut g, a[0] % 5, a[1], a[2], a[3], a[4]),
+            maps::remove_header_map_value(&mut g, a[0] % 5, a[1], a[2]),
+            buffers::get_buffer_bytes(&mut g, a[0] % 8, a[1], a[2], a[3], a[4]),
+            buffers::set_buffer_bytes(&mut g, a[0] % 8, a[1], a[2], a[3], a[4]),
+            properties::get_property(&mut g, a[0], a[1] % 64, a[2], a[3]),
+            properties::set_property(&mut g, a[0], a[1], a[2], a[3]),
+            shared::get_shared_data(&mut g, a[0], a[1] % 64, a[2], a[3], a[4]),
+            shared::set_shared_data(&mut g, a[0], a[1] % 64, a[2], a[3], a[4]),
+            shared::register_shared_queue(&mut g, a[0], a[1], a[2]),
+            shared::resolve_shared_queue(&mut g, a[0], a[1], a[2], a[3], a[4]),
+            shared::enqueue_shared_queue(&mut g, a[0] % 3, a[1], a[2]),
+            shared::dequeue_shared_queue(&mut g, a[0] % 3, a[1], a[2]),
+            metrics::define_metric(&mut g, a[0] % 4, a[1], a[2], a[3]),
+            metrics::increment_metric(&mut g, a[0] % 3, i64::from(a[1] as i32)),
+            metrics::record_metric(&mut g, a[0] % 3, u64::from(a[1])),
+            metrics::get_metric(&mut g, a[0] % 3, a[1]),
+            control::log(&mut g, a[0] % 8, a[1], a[2]),
+            control::get_log_level(&mut g, a[0]),
+            control::get_current_time_nanoseconds(&mut g, a[0]),
+            control::continue_stream(&mut g, a[0] % 4),
+            control::close_stream(&mut g, a[0] % 4),
+            control::send_local_response(
+                &mut g,
+                a[0],
+                (a[1], a[2]),
+                (a[3], a[4]),
+                (a[5], a[6]),
+                a[7] as i32,
+            ),
+            control::set_effective_context(&mut g, a[0] % 4),
+        ];
+        for (i, result) in results.iter().enumerate() {
+            let code = result
+                .as_ref()
+                .unwrap_or_else(|trap| panic!("round {round} call {i} trapped: {trap}"));
+            assert!(
+                known.contains(code),
+                "round {round} call {i}: unknown status {code}"
+            );
+        }
+        let wasi_results = [
+            wasi::fd_write(&mut g, a[0] % 4, a[1], a[2] % 2000, a[3]),
+            wasi::random_get(&mut g, a[0], a[1] % 10_000),
+            wasi::clock_time_get(&mut g, a[0] % 5, 0, a[1]),
+            wasi::sizes_get_empty(&mut g, a[0], a[1]),
+        ];
+        for result in wasi_results {
+            assert!(
+                matches!(result, Ok(0 | 8 | 21 | 28)),
+                "round {round}: {result:?}"
+            );
+        }
+    }
+}
