@@ -268,6 +268,34 @@ fn a_trap_reports_the_callback_and_the_plugin_stderr() {
 }
 
 #[test]
+fn an_endless_loop_runs_out_of_fuel() {
+    let engine = engine();
+    let looping = PLUGIN_WAT.replace(
+        "(call $say (i32.const 32) (i32.const 11))\n    (i32.const 0))",
+        "(call $say (i32.const 32) (i32.const 11))\n    (loop (br 0))\n    (i32.const 0))",
+    );
+    assert_ne!(looping, PLUGIN_WAT);
+    let mut vm = PluginVm::start(&engine, &module(&engine, &looping), settings(b"")).unwrap();
+    vm.set_fuel_per_call(1_000_000);
+    let err = exchange::run(&mut vm, &exchange("", ""), &ExchangeSetup::default()).unwrap_err();
+    let fault = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<VmFault>())
+        .expect("a VmFault");
+    assert_eq!(fault.during, "proxy_on_request_headers");
+    assert!(fault.trap.contains("fuel"), "{}", fault.trap);
+    // The budget is per call and is the one set: a single unit stops the first callback.
+    let mut vm = PluginVm::start(&engine, &module(&engine, PLUGIN_WAT), settings(b"")).unwrap();
+    vm.set_fuel_per_call(1);
+    let err = exchange::run(&mut vm, &exchange("", ""), &ExchangeSetup::default()).unwrap_err();
+    let fault = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<VmFault>())
+        .unwrap();
+    assert_eq!(fault.during, "proxy_on_context_create");
+}
+
+#[test]
 fn a_refused_configuration_is_exit_status_2() {
     let engine = engine();
     let err = PluginVm::start(&engine, &module(&engine, PLUGIN_WAT), settings(b"refuse"))

@@ -15,9 +15,9 @@ use crate::abi::types::{Action, LogLevel};
 use anyhow::{Context, Result, bail};
 use wasmtime::{Engine, Instance, Module, Store, StoreLimitsBuilder, WasmParams, WasmResults};
 
-/// Fuel given to each guest call: far more than any policy decision needs, far less than
+/// Default fuel given to each guest call: far more than any policy decision needs, far less than
 /// an endless loop.
-const FUEL_PER_CALL: u64 = 20_000_000_000;
+pub const FUEL_PER_CALL: u64 = 5_000_000_000;
 
 /// Largest linear memory a plugin may grow to.
 const MAX_MEMORY_BYTES: usize = 512 << 20;
@@ -108,6 +108,7 @@ pub struct PluginVm {
     instance: Instance,
     root_id: u32,
     next_id: u32,
+    fuel_per_call: u64,
 }
 
 impl PluginVm {
@@ -144,6 +145,7 @@ impl PluginVm {
             instance,
             root_id: 1,
             next_id: 2,
+            fuel_per_call: FUEL_PER_CALL,
         };
         vm.run_start_sequence()?;
         Ok(vm)
@@ -204,6 +206,11 @@ impl PluginVm {
     /// The host state, mutable (the runner sets up streams, clock and metadata here).
     pub fn host_mut(&mut self) -> &mut HostState {
         &mut self.store.data_mut().host
+    }
+
+    /// Sets the fuel each later guest call gets (about one unit per wasm instruction).
+    pub fn set_fuel_per_call(&mut self, fuel: u64) {
+        self.fuel_per_call = fuel;
     }
 
     /// The root context id.
@@ -278,7 +285,7 @@ impl PluginVm {
                 format!("the plugin does not export `{name}` with the proxy-wasm 0.2.1 signature")
             })?;
         self.store
-            .set_fuel(FUEL_PER_CALL)
+            .set_fuel(self.fuel_per_call)
             .map_err(anyhow::Error::from)?;
         func.call(&mut self.store, params)
             .map_err(|trap| self.fault(name, &trap).into())
