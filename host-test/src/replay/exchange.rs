@@ -102,6 +102,7 @@ pub fn run(
         outcome.stop = stop;
         vm.finish_http_context(context_id)
     });
+    outcome.local_response = first_local_response(vm);
     outcome.logs = std::mem::take(&mut vm.host_mut().vm.logs);
     vm.host_mut().stream = None;
     finished?;
@@ -118,13 +119,11 @@ fn run_phases(
 ) -> Result<Option<Stop>> {
     let request_chunks = chunks::split(&exchange.request_body, chunk);
     if let Some(stop) = headers(vm, ctx, Phase::Request, request_chunks.is_empty())? {
-        outcome.local_response = first_local_response(vm);
         return Ok(Some(stop));
     }
     let (forwarded, stop) = body(vm, ctx, Phase::Request, &request_chunks)?;
     outcome.forwarded_request_body = forwarded;
     if stop.is_some() {
-        outcome.local_response = first_local_response(vm);
         return Ok(stop);
     }
     outcome.upstream_contacted = true;
@@ -137,12 +136,10 @@ fn run_phases(
         .as_ref()
         .and_then(|s| s.response_headers.clone());
     if stop.is_some() {
-        outcome.local_response = first_local_response(vm);
         return Ok(stop);
     }
     let (delivered, stop) = body(vm, ctx, Phase::Response, &response_chunks)?;
     outcome.response_body = delivered;
-    outcome.local_response = first_local_response(vm);
     // Response headers have left: a local reply can only reset the stream now.
     Ok(stop.map(|stop| {
         if stop == Stop::LocalResponse {
@@ -179,7 +176,9 @@ fn headers(vm: &mut PluginVm, ctx: u32, phase: Phase, end_of_stream: bool) -> Re
     // stream hangs unless the plugin resumed it.
     Ok(match after_callback(vm, phase, action) {
         Ok(true) => None,
-        Ok(false) => Some(Stop::Stalled("the plugin paused in a headers callback and never resumed")),
+        Ok(false) => Some(Stop::Stalled(
+            "the plugin paused in a headers callback and never resumed",
+        )),
         Err(stop) => Some(stop),
     })
 }
