@@ -94,7 +94,10 @@ fn compile(engine: &Engine, wasm: &[u8]) -> Result<Module> {
 /// Writes `artifact` to `path` atomically (temporary file + rename).
 fn store(dir: &Path, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // Unique per process and thread: two replays may miss the cache at the same moment.
+    let thread = format!("{:?}", std::thread::current().id());
+    let thread: String = thread.chars().filter(char::is_ascii_digit).collect();
+    let tmp = path.with_extension(format!("tmp{}-{thread}", std::process::id()));
     std::fs::write(&tmp, artifact)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
