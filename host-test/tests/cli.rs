@@ -215,3 +215,45 @@ fn diff_exit_status_is_a_release_gate() {
     assert_eq!(drift.status.code(), Some(2), "tools were removed: breaking");
     assert!(text(&drift.stdout).contains("tool_removed"));
 }
+
+#[test]
+fn http_lines_tell_what_the_client_got() {
+    let out = replay_drift(&["--http"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let http: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("http").is_some())
+        .collect();
+    assert_eq!(http.len(), 12, "one line per exchange");
+    let at = |transcript: &str, seq: u64| {
+        http.iter()
+            .find(|v| v["transcript"] == transcript && v["seq"] == seq)
+            .map(|v| v["http"].clone())
+            .unwrap()
+    };
+    let recorded = |name: &str, seq: usize| {
+        let transcript = toolseal::replay::load_transcript(&common::transcript(name)).unwrap();
+        toolseal_core::fingerprint::sha256_hex(&transcript.exchanges[seq].response_body)
+    };
+    let served = at("everything-2025.11.25", 3);
+    assert_eq!(
+        served["body_sha256"],
+        recorded("everything-2025.11.25", 3),
+        "unchanged list"
+    );
+    assert_eq!(
+        (served["upstream"].clone(), served["stop"].clone()),
+        (Value::Bool(true), Value::Null)
+    );
+    let rewritten = at("everything-2026.1.26", 3);
+    assert_ne!(
+        rewritten["body_sha256"],
+        recorded("everything-2026.1.26", 3),
+        "filtered list"
+    );
+    let refused = at("everything-2026.1.26", 4);
+    assert_eq!(refused["upstream"], false);
+    assert_eq!(refused["stop"], "local_reply");
+    assert_eq!(refused["status"], 200);
+}

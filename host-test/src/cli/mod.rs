@@ -19,7 +19,8 @@ use crate::wasm::plugin_vm::ConfigRefused;
 pub const USAGE: &str = "\
 usage:
   toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--expect FILE]
-                  [--chunk N] [--audit] [--log-level LEVEL] [--metadata FILE] [--no-cache]
+                  [--chunk N] [--audit] [--http] [--log-level LEVEL] [--metadata FILE]
+                  [--no-cache]
                   TRANSCRIPT...
       Replays recorded MCP traffic through the built proxy-wasm plugin on wasmtime,
       keeping plugin state across transcripts; prints one JSON line per MCP message.

@@ -1,6 +1,7 @@
 //! `toolseal replay`: transcripts in order through one plugin VM; one JSON line per
 //! decision record on stdout (and, with `--audit`, per audit event; otherwise audit events
-//! go to stderr); `--expect FILE` checks the lines exactly (`BLESS=1` rewrites FILE).
+//! go to stderr; with `--http`, one line per exchange with its HTTP outcome); `--expect
+//! FILE` checks the lines exactly (`BLESS=1` rewrites FILE).
 
 use super::args::Args;
 use super::stdout::print_lines;
@@ -8,7 +9,7 @@ use crate::abi::types::LogLevel;
 use crate::input_error::{InputError, input_error};
 use crate::replay::exchange::Stop;
 use crate::replay::expect::{self, ExpectOutcome};
-use crate::replay::records::{PluginRecord, audit_line, decision_line};
+use crate::replay::records::{PluginRecord, audit_line, decision_line, http_line};
 use crate::replay::{ExchangeReport, Replay, ReplayOptions, chunks, load_transcript};
 use crate::wasm::module_cache::default_cache_dir;
 use anyhow::Result;
@@ -25,7 +26,7 @@ const WITH_VALUE: [&str; 7] = [
     "log-level",
     "metadata",
 ];
-const SWITCHES: [&str; 2] = ["audit", "no-cache"];
+const SWITCHES: [&str; 3] = ["audit", "http", "no-cache"];
 
 /// The plugin module `cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm`
 /// writes, relative to the workspace this command was built in.
@@ -74,6 +75,9 @@ pub fn run(rest: &[String]) -> Result<i32> {
                 &report.records,
                 audit_to_stdout,
             );
+            if args.has("http") {
+                lines.push(http_line(&report.transcript, &report.seq, &report.outcome));
+            }
         }
     }
     print_lines(&lines)?;

@@ -7,9 +7,11 @@
 //! through a map type, so expectation files diff line by line and stay stable whatever
 //! serde_json's map ordering.
 
+use super::exchange::{ExchangeOutcome, Stop};
 use crate::abi::state::LogEntry;
 use serde_json::{Map, Value};
 use toolseal_core::audit::{AUDIT_LOG_PREFIX, DECISION_LOG_PREFIX};
+use toolseal_core::fingerprint::sha256_hex;
 
 /// The fields of a decision record, in output order (after `transcript` and `seq`).
 pub const DECISION_KEYS: [&str; 10] = [
@@ -126,4 +128,41 @@ fn write_object(fields: &[(&str, &Value)]) -> String {
     }
     out.push('}');
     out
+}
+
+/// One output line for the HTTP outcome of an exchange (`--http`): whether the upstream
+/// was contacted, the status and the SHA-256 of the body the client got, and how the
+/// exchange stopped early (`local_reply`, `reset`, `stalled`), if it did.
+pub fn http_line(transcript: &str, seq: &Value, outcome: &ExchangeOutcome) -> String {
+    let (status, body) = match (&outcome.local_response, &outcome.stop) {
+        (Some(reply), Some(Stop::LocalResponse)) => {
+            (Value::from(reply.status), reply.body.as_slice())
+        }
+        _ => {
+            let status = outcome
+                .response_headers
+                .as_ref()
+                .and_then(|h| h.get(b":status"))
+                .and_then(|s| std::str::from_utf8(s).ok())
+                .and_then(|s| s.parse::<u32>().ok());
+            (
+                status.map_or(Value::Null, Value::from),
+                outcome.response_body.as_slice(),
+            )
+        }
+    };
+    let stop = match &outcome.stop {
+        None => Value::Null,
+        Some(Stop::LocalResponse) => Value::from("local_reply"),
+        Some(Stop::Reset) => Value::from("reset"),
+        Some(Stop::Stalled(_)) => Value::from("stalled"),
+    };
+    let http = serde_json::json!({
+        "upstream": outcome.upstream_contacted,
+        "status": status,
+        "stop": stop,
+        "body_sha256": sha256_hex(body),
+    });
+    let transcript = Value::String(transcript.to_owned());
+    write_object(&[("transcript", &transcript), ("seq", seq), ("http", &http)])
 }
