@@ -4,9 +4,8 @@
 //! for the clock to be precise, and the whole loop is bounded both in time and in
 //! iterations, so a benchmark ends by itself on a slow or busy machine and one scheduling
 //! hiccup (two cores shared by several processes) moves one batch, not the result. The clock
-//! is the thread's own CPU time (`/proc/thread-self/schedstat`, nanoseconds on the CPU) where
-//! Linux offers it, so time spent waiting for a core on a loaded machine is not counted;
-//! wall time otherwise.
+//! is the thread's own CPU time (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), so time spent
+//! waiting for a core on a loaded machine is not counted; wall time where it is unavailable.
 
 use std::time::{Duration, Instant};
 
@@ -53,10 +52,10 @@ pub fn measure<E>(budget: Budget, mut step: impl FnMut() -> Result<(), E>) -> Re
     }
     let mut iterations = budget.warmup;
     // Size a batch from one timed call, then keep every batch the same size.
-    let probe = Instant::now();
+    let probe = Clock::start();
     step()?;
     iterations += 1;
-    let one = probe.elapsed().max(Duration::from_nanos(50));
+    let one = Duration::from_nanos(probe.elapsed_ns() as u64).max(Duration::from_nanos(50));
     let per_batch = usize::try_from(budget.batch_time.as_nanos() / one.as_nanos())
         .unwrap_or(usize::MAX)
         .clamp(1, budget.max_batch_iterations.max(1));
@@ -101,10 +100,20 @@ impl Clock {
     }
 }
 
-/// Nanoseconds this thread has run on a CPU (first field of `/proc/thread-self/schedstat`).
+/// Nanoseconds of CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`).
 pub fn thread_cpu_ns() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec; the call only writes to it.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if status != 0 {
+        return None;
+    }
+    let secs = u64::try_from(now.tv_sec).ok()?;
+    let nanos = u64::try_from(now.tv_nsec).ok()?;
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
 }
 
 /// Whether [`measure`] reports CPU time (else wall time).
