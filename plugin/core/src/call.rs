@@ -33,13 +33,15 @@ impl Engine {
         exchange: &Exchange,
         info: &RequestInfo<'_>,
         call: &Call<'_>,
-    ) -> Result<(String, bool), Denial> {
+    ) -> Result<(String, bool), Box<Denial>> {
         let (tool, arguments) = match crate::jsonrpc::tool_call(call.params) {
             Ok(tc) => (tc.name.to_string(), tc.arguments.cloned()),
             Err(e) => {
                 let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, "tools/call", None, &e.to_string());
                 denial.required_action = "fix_arguments";
-                return self.finish_call(store, out, now_ms, exchange, call, "", None, None, Err(denial)).map(|t| (t, false));
+                return self
+                    .finish_call(store, out, now_ms, exchange, call, "", None, None, Err(denial.into()))
+                    .map(|t| (t, false));
             }
         };
         let record = state::load_record(store, &exchange.server);
@@ -59,24 +61,26 @@ impl Engine {
         record: &Result<Option<(crate::status::ServerRecord, u32)>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
-    ) -> Result<bool, Denial> {
+    ) -> Result<bool, Box<Denial>> {
         let record = match record {
             Ok(Some((record, _))) => record.clone(),
-            Ok(None) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, "no tools/list seen yet")),
-            Err(e) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, &e.to_string())),
+            Ok(None) => {
+                return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, "no tools/list seen yet").into());
+            }
+            Err(e) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, &e.to_string()).into()),
         };
         let r = Some(&record);
         if let Some(code) = ErrorCode::for_closed(record.status) {
-            return Err(self.denial(code, exchange, tool, r, ""));
+            return Err(self.denial(code, exchange, tool, r, "").into());
         }
         if record.awaiting_verification() {
-            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "list tools to verify them"));
+            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "list tools to verify them").into());
         }
         let Some(baseline_fp) = record.baseline.clone() else {
-            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "no approved baseline"));
+            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "no approved baseline").into());
         };
         let Some(baseline) = self.approved(store, &baseline_fp) else {
-            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "approved definitions unavailable"));
+            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "approved definitions unavailable").into());
         };
         let Some(approved) = baseline.tools.get(tool) else {
             let dropped = record
@@ -85,16 +89,15 @@ impl Engine {
                 .and_then(|p| self.approved(store, &p))
                 .is_some_and(|prev| prev.tools.contains_key(tool));
             let detail = if dropped { "the previous baseline had it; the current one dropped it" } else { "" };
-            return Err(self.denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail));
+            return Err(self.denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail).into());
         };
-        if let Some(session) = exchange.session.as_deref() {
-            if let Some(seen) = state::get_snapshot(store, &exchange.server, session, self.config.limits.session_slots) {
-                if seen != baseline_fp {
-                    let stale = self.approved(store, &seen).and_then(|s| s.digest(tool).map(str::to_string));
-                    if stale.is_some_and(|d| d != approved.digest) {
-                        return Err(self.denial(ErrorCode::StaleToolSchema, exchange, tool, r, ""));
-                    }
-                }
+        if let Some(session) = exchange.session.as_deref()
+            && let Some(seen) = state::get_snapshot(store, &exchange.server, session, self.config.limits.session_slots)
+            && seen != baseline_fp
+        {
+            let stale = self.approved(store, &seen).and_then(|s| s.digest(tool).map(str::to_string));
+            if stale.is_some_and(|d| d != approved.digest) {
+                return Err(self.denial(ErrorCode::StaleToolSchema, exchange, tool, r, "").into());
             }
         }
         let empty = json!({});
@@ -103,7 +106,7 @@ impl Engine {
             Err(e) => {
                 let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, tool, r, &format!("toolseal cannot check this tool's input schema: {e}"));
                 denial.required_action = "admin_review";
-                return Err(denial);
+                return Err(denial.into());
             }
             Ok(schema) => {
                 if let Err(violations) = schema.validate(args) {
@@ -113,7 +116,7 @@ impl Engine {
                         "violations".into(),
                         json!(violations.iter().map(|v| json!({"path": v.instance_path, "message": v.message})).collect::<Vec<_>>()),
                     );
-                    return Err(denial);
+                    return Err(denial.into());
                 }
             }
         }
@@ -128,7 +131,7 @@ impl Engine {
             let mut denial = self.denial(ErrorCode::PolicyDenied, exchange, tool, r, &decision.reason);
             denial.extra.insert("rule".into(), json!(decision.rule_index));
             denial.extra.insert("reason".into(), json!(decision.reason));
-            return Err(denial);
+            return Err(denial.into());
         }
         Ok(approved.output_schema().is_some())
     }
@@ -145,8 +148,8 @@ impl Engine {
         tool: &str,
         arguments: Option<&Value>,
         record: Option<&crate::status::ServerRecord>,
-        verdict: Result<(), Denial>,
-    ) -> Result<String, Denial> {
+        verdict: Result<(), Box<Denial>>,
+    ) -> Result<String, Box<Denial>> {
         let status = record.map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "request", "tools/call", Some(call.id), status);
         decision.tool = Some(tool.to_string());

@@ -469,10 +469,10 @@ fn check_mcp_headers(info: &RequestInfo<'_>, payload: &Payload) -> Result<(), St
     let Payload::Single(message) = payload else {
         return Err("Mcp-Method/Mcp-Name headers cannot describe a batch".into());
     };
-    if let Some(header) = info.mcp_method {
-        if message.method() != Some(header) {
-            return Err(format!("Mcp-Method header {header:?} does not match the body's method"));
-        }
+    if let Some(header) = info.mcp_method
+        && message.method() != Some(header)
+    {
+        return Err(format!("Mcp-Method header {header:?} does not match the body's method"));
     }
     if let Some(header) = info.mcp_name {
         let params = match message {

@@ -26,6 +26,7 @@ struct Verdict {
 
 impl Engine {
     /// Checks one `tools/list` result; returns the result to forward instead, if it changes.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_result(
         &mut self,
         store: &mut dyn StateStore,
@@ -168,10 +169,8 @@ impl Engine {
         if let Some(reason) = self.page_drift(store, record.as_ref(), tools.unwrap_or(&Value::Null)) {
             let live = LiveSet::Invalid { reason: reason.clone() };
             let after = self.transition(store, out, &server, exchange.session.as_deref(), &Event::Live(live), now_ms);
-            if next_cursor {
-                if let Some(acc) = &acc {
-                    state::put_pages(store, &server, &session, slots, Some(acc));
-                }
+            if next_cursor && let Some(acc) = &acc {
+                state::put_pages(store, &server, &session, slots, Some(acc));
             }
             return Verdict { record: after.ok().or(record), serve: false, reason };
         }

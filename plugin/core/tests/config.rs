@@ -1,6 +1,6 @@
 //! Config parse → validate (SPEC section 7): good configs normalize as expected, and every
 //! bad one is refused with a message that names the field to fix.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::{Config, ListChanged, Pin, Posture, ResultsMode, ServerIdSource};

@@ -2,7 +2,7 @@
 //! lifecycle stories of SPEC sections 2 to 4 told with real recorded traffic.
 //!
 //! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -66,7 +66,7 @@ fn golden(name: &str, lines: &[String]) {
     }
 }
 
-fn field<'a>(line: &'a str) -> Value {
+fn field(line: &str) -> Value {
     serde_json::from_str(line).unwrap()
 }
 

@@ -1,6 +1,6 @@
 //! The schema_status lifecycle, exhaustively: every state × every event × both postures,
 //! with the next status, what is audited, and which events are refused.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
+#![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
 
 use toolseal_core::config::Posture::{self, Discovery, Strict};
 use toolseal_core::status::{Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply};
