@@ -41,7 +41,13 @@ impl Engine {
         }
         let rest = path.strip_prefix(&self.config.admin.prefix).unwrap_or("");
         let rest = rest.split('?').next().unwrap_or("");
-        let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+        // Segments are percent-decoded, so a server id holding '/' (an Envoy Gateway cluster
+        // name, say) is addressed as `servers/httproute%2Fns%2Fname`.
+        let Some(decoded) = rest.split('/').filter(|p| !p.is_empty()).map(percent_decode).collect::<Option<Vec<String>>>()
+        else {
+            return reply(400, json!({"error": "malformed percent-encoding in the admin path"}));
+        };
+        let parts: Vec<&str> = decoded.iter().map(String::as_str).collect();
         match (method, parts.as_slice()) {
             ("GET", ["servers"]) => {
                 let servers: Vec<Value> = state::server_ids(store)
@@ -172,4 +178,22 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
         diff |= x ^ y;
     }
     diff == 0
+}
+
+/// Decodes `%XX` escapes of a path segment; `None` when an escape or the result is malformed.
+fn percent_decode(segment: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }

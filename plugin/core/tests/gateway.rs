@@ -321,3 +321,19 @@ fn a_string_id_does_not_match_a_numeric_list_request() {
     let text = String::from_utf8(out.response_body).unwrap();
     assert!(text.contains("\"tools\":[]"), "a tool list under any id is checked: {text}");
 }
+
+#[test]
+fn admin_addresses_a_server_id_holding_a_slash_percent_encoded() {
+    let mut gw = gateway(json!({}));
+    let ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [weather()]}})),
+    );
+    gw.exchange("httproute/ns/name/rule/0", &ex, 64);
+    let (c, view) = admin(&mut gw, "GET", "servers/httproute%2Fns%2Fname%2Frule%2F0", Some(TOKEN), Value::Null);
+    assert_eq!(c, 200, "{view}");
+    assert_eq!(view["server"], "httproute/ns/name/rule/0");
+    let (c, _) = admin(&mut gw, "GET", "servers/bad%zz", Some(TOKEN), Value::Null);
+    assert_eq!(c, 400);
+}
