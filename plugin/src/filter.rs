@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
-use toolseal_core::response::BodyPlan;
+use toolseal_core::response::{BodyPlan, ResponseState};
 
 struct Shared {
     engine: Engine,
@@ -194,6 +194,12 @@ impl HttpContext for Http {
         self.plan = shared.engine.response_headers(&mut self.exchange, content_type.as_deref(), encoding.as_deref());
         if self.plan != BodyPlan::Pass {
             let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length");
+        }
+        if matches!(self.exchange.response, ResponseState::Unreadable(_)) {
+            // The body will be replaced by a plain JSON-RPC error (fail closed): say so in the
+            // headers, or a client inflating "gzip" or reading SSE cannot read the error.
+            let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-encoding");
+            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-type", Some("application/json"));
         }
         Action::Continue
     }
