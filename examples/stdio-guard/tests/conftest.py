@@ -2,7 +2,8 @@
 servers, and a helper that runs one MCP client session through the guard.
 
 The guard binary is TOOLSEAL_STDIO_BIN when set, else built here with
-`cargo build --release -p toolseal-stdio` (a no-op when up to date). The servers come from
+`cargo build -p toolseal-stdio` (the dev profile `cargo test` already built, so usually a
+no-op; TOOLSEAL_STDIO_RELEASE=1 builds and uses the release binary). The servers come from
 scripts/setup-stdio-servers.sh (npm packages under tests/node, mcp-server-time in the venv).
 """
 
@@ -32,10 +33,12 @@ def guard_bin() -> Path:
     given = os.environ.get("TOOLSEAL_STDIO_BIN")
     if given:
         return Path(given)
+    release = os.environ.get("TOOLSEAL_STDIO_RELEASE") == "1"
     subprocess.run(
-        ["cargo", "build", "--quiet", "--release", "-p", "toolseal-stdio"], cwd=REPO, check=True
+        ["cargo", "build", "--quiet", *(["--release"] if release else []), "-p", "toolseal-stdio"],
+        cwd=REPO, check=True,
     )
-    path = _target_dir() / "release" / "toolseal-stdio"
+    path = _target_dir() / ("release" if release else "debug") / "toolseal-stdio"
     assert path.is_file(), f"cargo did not produce {path}"
     return path
 

@@ -108,3 +108,36 @@ def test_quarantine_and_release_from_the_command_line(guard_bin, servers, tmp_pa
     again = admin(guard_bin, "release", "--state", str(state), "--server", "everything")
     assert again.returncode == 1
     assert "not quarantined" in again.stderr
+
+
+def test_strict_posture_serves_nothing_until_approved(guard_bin, servers, tmp_path):
+    from conftest import node_server as node
+
+    config = tmp_path / "config.json"
+    config.write_text('{"posture": "strict"}')
+    state, log = tmp_path / "state.json", tmp_path / "memory-stdin.jsonl"
+
+    def session():
+        cmd = tapped(log, node("@modelcontextprotocol/server-memory"))
+        params = guard_args(guard_bin, cmd, state=state, server_id="memory", config=config)
+        params.env["MEMORY_FILE_PATH"] = str(tmp_path / "memory.jsonl")
+
+        async def body(s):
+            return await s.list_tools(), await s.call_tool("read_graph", {})
+
+        return run_session(params, body)
+
+    tools, call = session()
+    assert tools.tools == []
+    assert denial(call)["error_code"] == "SCHEMA_PENDING"
+    assert _forwarded_calls(log) == []
+    status = admin(guard_bin, "status", "--state", str(state), "--server", "memory", "--config", str(config))
+    view = json.loads(status.stdout)
+    assert view["schema_status"] == "pending" and view["posture"] == "strict"
+    approved = admin(guard_bin, "approve", "--state", str(state), "--server", "memory",
+                     "--config", str(config), "--fingerprint", view["candidate_fingerprint"])
+    assert approved.returncode == 0, approved.stderr
+    tools, call = session()
+    assert len(tools.tools) == 9
+    assert call.isError is not True
+    assert _forwarded_calls(log) == ["read_graph"]

@@ -46,3 +46,16 @@ def test_missing_state_file_starts_empty_and_is_created(guard_bin, servers, tmp_
     status = admin(guard_bin, "status", "--state", str(state))
     assert status.returncode == 0, status.stderr
     assert status.stdout.strip() == '{"servers":[]}'
+
+
+def test_invalid_config_is_refused_naming_the_field(guard_bin, servers, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text('{"postur": "strict"}')
+    state = tmp_path / "state.json"
+    command = [str(guard_bin), "--config", str(config), "--state", str(state), "--",
+               *node_server("@modelcontextprotocol/server-memory")]
+    done = subprocess.run(command, input="", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "the config is invalid" in done.stderr
+    assert "postur" in done.stderr
+    assert not state.exists(), "nothing is written under a config that did not load"
