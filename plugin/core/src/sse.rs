@@ -74,8 +74,8 @@ impl SseEvent {
     ///
     /// Every other line (`id`, `event`, `retry`, comments, unknown fields) is kept in place
     /// with its own line ending; the new `data:` lines take the position of the first old
-    /// `data` line (or go just before the blank line when there was none) and use the
-    /// event's line-ending style. Data holding line breaks (CRLF, LF or CR) becomes several
+    /// `data` line (or go just before the blank line when there was none) and end like the
+    /// line they stand in for (so mixed CR / LF endings never merge into one CRLF). Data holding line breaks (CRLF, LF or CR) becomes several
     /// `data:` lines, so a client reads it back with `\n` separators. A leading BOM in `raw`
     /// is treated as the stream's BOM and kept.
     pub fn with_data(&self, data: &str) -> Vec<u8> {
@@ -94,21 +94,24 @@ impl SseEvent {
         let mut rest = body;
         loop {
             let (line, term, next) = split_line(rest);
+            // New lines end like the line they stand in for: a CR-ended line followed by the
+            // blank line's LF would read as one CRLF and the event would never end.
+            let term = if term.is_empty() { eol } else { term };
             if line.is_empty() {
                 if !data_written {
-                    write_data_lines(&mut out, data, eol);
+                    write_data_lines(&mut out, data, term);
                 }
-                out.extend_from_slice(if term.is_empty() { eol } else { term }.as_bytes());
+                out.extend_from_slice(term.as_bytes());
                 return out;
             }
             if field_name(line) == Some("data") {
                 if !data_written {
-                    write_data_lines(&mut out, data, eol);
+                    write_data_lines(&mut out, data, term);
                     data_written = true;
                 }
             } else {
                 out.extend_from_slice(line.as_bytes());
-                out.extend_from_slice(if term.is_empty() { eol } else { term }.as_bytes());
+                out.extend_from_slice(term.as_bytes());
             }
             rest = next;
         }
