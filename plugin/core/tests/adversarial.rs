@@ -4,7 +4,13 @@
 //! never an unchecked tool delivered, never a panic. The same cases run through the built
 //! `.wasm` in host-test/tests/adversarial_wasm.rs and, where Envoy matters, in
 //! envoy/tests/test_adversarial.py (docs/robustness.md lists them all).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs
+)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
@@ -44,7 +50,9 @@ fn evil() -> Value {
 }
 
 fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default()).unwrap().fingerprint()
+    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
+        .unwrap()
+        .fingerprint()
 }
 
 fn exchange(session: &str, request: &[u8], ctype: &str, response: &[u8]) -> HttpExchange {
@@ -68,7 +76,9 @@ fn sse(message: &Value) -> Vec<u8> {
 }
 
 fn list_request(id: Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string().into_bytes()
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
+        .to_string()
+        .into_bytes()
 }
 
 fn list_response(id: Value, tools: &[Value]) -> Value {
@@ -87,7 +97,12 @@ fn delivered(ctype: &str, body: &[u8]) -> Vec<Value> {
         let mut parser = SseParser::new(usize::MAX);
         let mut events = parser.push(body).unwrap();
         events.extend(parser.close().unwrap());
-        events.into_iter().filter_map(|e| e.data).filter(|d| !d.is_empty()).map(String::into_bytes).collect()
+        events
+            .into_iter()
+            .filter_map(|e| e.data)
+            .filter(|d| !d.is_empty())
+            .map(String::into_bytes)
+            .collect()
     } else {
         vec![body.to_vec()]
     };
@@ -113,7 +128,16 @@ fn served_tools(ctype: &str, body: &[u8]) -> Vec<Value> {
 /// Lists `tools` as a JSON response; returns the tools the client received.
 fn list(gw: &mut NativeReplay, session: &str, tools: &[Value]) -> Vec<Value> {
     let response = list_response(json!(1), tools).to_string();
-    let out = gw.exchange(SERVER, &exchange(session, &list_request(json!(1)), "application/json", response.as_bytes()), 7);
+    let out = gw.exchange(
+        SERVER,
+        &exchange(
+            session,
+            &list_request(json!(1)),
+            "application/json",
+            response.as_bytes(),
+        ),
+        7,
+    );
     assert!(out.local_reply.is_none());
     served_tools("application/json", &out.response_body)
 }
@@ -121,8 +145,18 @@ fn list(gw: &mut NativeReplay, session: &str, tools: &[Value]) -> Vec<Value> {
 /// A tools/call; `None` when forwarded, else the local reply's `(status, body)`.
 fn call(gw: &mut NativeReplay, session: &str, tool: &str) -> Option<(u16, Value)> {
     let ok = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}).to_string();
-    let out = gw.exchange(SERVER, &exchange(session, &call_request(7, tool), "application/json", ok.as_bytes()), 7);
-    out.local_reply.map(|r| (r.status, serde_json::from_slice(&r.body).unwrap()))
+    let out = gw.exchange(
+        SERVER,
+        &exchange(
+            session,
+            &call_request(7, tool),
+            "application/json",
+            ok.as_bytes(),
+        ),
+        7,
+    );
+    out.local_reply
+        .map(|r| (r.status, serde_json::from_slice(&r.body).unwrap()))
 }
 
 fn error_code(reply: &Option<(u16, Value)>) -> String {
@@ -145,7 +179,11 @@ fn admin(gw: &mut NativeReplay, path: &str, body: Value) -> (u16, Value) {
             ("content-type".into(), "application/json".into()),
             ("authorization".into(), format!("Bearer {TOKEN}")),
         ],
-        request_body: if body.is_null() { Vec::new() } else { body.to_string().into_bytes() },
+        request_body: if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        },
         status: 200,
         response_headers: vec![],
         response_body: vec![],
@@ -155,14 +193,22 @@ fn admin(gw: &mut NativeReplay, path: &str, body: Value) -> (u16, Value) {
 }
 
 fn status(gw: &mut NativeReplay) -> String {
-    admin(gw, &format!("servers/{SERVER}"), Value::Null).1["schema_status"].as_str().unwrap().to_string()
+    admin(gw, &format!("servers/{SERVER}"), Value::Null).1["schema_status"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// A raw request body; returns the local reply (`None` = forwarded).
 fn raw_request(gw: &mut NativeReplay, body: &[u8]) -> Option<(u16, Value)> {
     let ok = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}).to_string();
-    let out = gw.exchange(SERVER, &exchange("s1", body, "application/json", ok.as_bytes()), 7);
-    out.local_reply.map(|r| (r.status, serde_json::from_slice(&r.body).unwrap()))
+    let out = gw.exchange(
+        SERVER,
+        &exchange("s1", body, "application/json", ok.as_bytes()),
+        7,
+    );
+    out.local_reply
+        .map(|r| (r.status, serde_json::from_slice(&r.body).unwrap()))
 }
 
 fn verified_gateway() -> NativeReplay {
@@ -176,12 +222,18 @@ fn assert_refused_400(reply: Option<(u16, Value)>, code: i64, what: &str) {
     let (status, body) = reply.unwrap_or_else(|| panic!("{what}: forwarded to the server"));
     assert_eq!(status, 400, "{what}: {body}");
     assert_eq!(body["error"]["code"], code, "{what}: {body}");
-    assert!(body["error"]["message"].as_str().unwrap().starts_with("toolseal: "), "{what}: {body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolseal: "),
+        "{what}: {body}"
+    );
 }
 
+#[path = "adversarial/lifecycle.rs"]
+mod lifecycle;
 #[path = "adversarial/requests.rs"]
 mod requests;
 #[path = "adversarial/responses.rs"]
 mod responses;
-#[path = "adversarial/lifecycle.rs"]
-mod lifecycle;

@@ -6,8 +6,17 @@ use super::*;
 /// Sends `response` (raw bytes, `ctype`) as the answer to a tools/list with id 1 from a
 /// gateway whose baseline is [echo, read_file]; returns the tools the client can read and
 /// the forwarded body.
-fn answer_list(gw: &mut NativeReplay, ctype: &str, response: &[u8], chunk: usize) -> (Vec<Value>, Vec<u8>) {
-    let out = gw.exchange(SERVER, &exchange("s1", &list_request(json!(1)), ctype, response), chunk);
+fn answer_list(
+    gw: &mut NativeReplay,
+    ctype: &str,
+    response: &[u8],
+    chunk: usize,
+) -> (Vec<Value>, Vec<u8>) {
+    let out = gw.exchange(
+        SERVER,
+        &exchange("s1", &list_request(json!(1)), ctype, response),
+        chunk,
+    );
     assert!(out.local_reply.is_none());
     (served_tools(ctype, &out.response_body), out.response_body)
 }
@@ -15,11 +24,24 @@ fn answer_list(gw: &mut NativeReplay, ctype: &str, response: &[u8], chunk: usize
 /// The forwarded body is one JSON-RPC error for the list (fail closed).
 fn assert_failed_closed(ctype: &str, body: &[u8], what: &str) {
     let messages = delivered(ctype, body);
-    assert!(!messages.is_empty(), "{what}: nothing readable forwarded: {:?}", String::from_utf8_lossy(body));
+    assert!(
+        !messages.is_empty(),
+        "{what}: nothing readable forwarded: {:?}",
+        String::from_utf8_lossy(body)
+    );
     for m in &messages {
-        assert!(m.get("result").is_none(), "{what}: a result was forwarded: {m}");
+        assert!(
+            m.get("result").is_none(),
+            "{what}: a result was forwarded: {m}"
+        );
         assert_eq!(m["error"]["code"], -32603, "{what}: {m}");
-        assert!(m["error"]["message"].as_str().unwrap().contains("fail closed"), "{what}: {m}");
+        assert!(
+            m["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("fail closed"),
+            "{what}: {m}"
+        );
     }
 }
 
@@ -55,10 +77,20 @@ fn duplicate_tool_names_are_an_invalid_set() {
 
 #[test]
 fn deep_nesting_huge_numbers_and_lone_surrogates_in_a_tools_list_fail_closed() {
-    let deep = format!("{}{}", "{\"not\":".repeat(200), "{}".to_string() + &"}".repeat(200));
-    for schema in [deep.as_str(), r#"{"maximum":1e400}"#, r#"{"description":"\udfff"}"#] {
+    let deep = format!(
+        "{}{}",
+        "{\"not\":".repeat(200),
+        "{}".to_string() + &"}".repeat(200)
+    );
+    for schema in [
+        deep.as_str(),
+        r#"{"maximum":1e400}"#,
+        r#"{"description":"\udfff"}"#,
+    ] {
         let mut gw = verified_gateway();
-        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"echo","inputSchema":{schema}}}]}}}}"#);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"echo","inputSchema":{schema}}}]}}}}"#
+        );
         let (tools, raw) = answer_list(&mut gw, "application/json", body.as_bytes(), 7);
         assert!(tools.is_empty(), "{schema}");
         assert_failed_closed("application/json", &raw, schema);
@@ -87,18 +119,33 @@ fn byte_order_mark_on_an_event_stream_does_not_hide_a_drift() {
 
 #[test]
 fn crlf_sse_split_at_every_byte_boundary_gives_the_same_bytes() {
-    let good = [b": keepalive\r\n\r\nid: 9\r\nretry: 100\r\n".as_slice(), &sse(&list_response(json!(1), &[echo(), read_file()]))].concat();
-    let bad = [b"id: 9\r\n".as_slice(), &sse(&list_response(json!(1), &[evil(), read_file()]))].concat();
+    let good = [
+        b": keepalive\r\n\r\nid: 9\r\nretry: 100\r\n".as_slice(),
+        &sse(&list_response(json!(1), &[echo(), read_file()])),
+    ]
+    .concat();
+    let bad = [
+        b"id: 9\r\n".as_slice(),
+        &sse(&list_response(json!(1), &[evil(), read_file()])),
+    ]
+    .concat();
     let mut reference = None;
     for chunk in 1..=good.len() {
         let mut gw = verified_gateway();
         let (tools, raw) = answer_list(&mut gw, "text/event-stream", &good, chunk);
         assert_eq!(tools.len(), 2, "chunk {chunk}");
-        assert_eq!(raw, good, "an unchanged list is forwarded byte for byte (chunk {chunk})");
+        assert_eq!(
+            raw, good,
+            "an unchanged list is forwarded byte for byte (chunk {chunk})"
+        );
         let mut gw = verified_gateway();
         let (tools, raw) = answer_list(&mut gw, "text/event-stream", &bad, chunk);
         assert!(tools.is_empty(), "chunk {chunk}");
-        assert_eq!(reference.get_or_insert_with(|| raw.clone()), &raw, "rewrite depends on chunking ({chunk})");
+        assert_eq!(
+            reference.get_or_insert_with(|| raw.clone()),
+            &raw,
+            "rewrite depends on chunking ({chunk})"
+        );
     }
 }
 
@@ -110,7 +157,12 @@ fn id_type_confusion_does_not_let_a_drifted_list_through() {
         let body = list_response(id.clone(), &[evil(), read_file()]).to_string();
         let (tools, _) = answer_list(&mut gw, "application/json", body.as_bytes(), 7);
         assert!(tools.is_empty(), "id {id}");
-        let (tools, _) = answer_list(&mut gw, "text/event-stream", &sse(&list_response(id.clone(), &[evil()])), 4);
+        let (tools, _) = answer_list(
+            &mut gw,
+            "text/event-stream",
+            &sse(&list_response(id.clone(), &[evil()])),
+            4,
+        );
         assert!(tools.is_empty(), "id {id}");
     }
 }
@@ -121,13 +173,22 @@ fn tool_list_smuggled_into_another_exchange_is_checked() {
     // (a ping, a call) where the gateway expects no tools.
     let smuggled = list_response(json!(1), &[evil(), read_file()]);
     let escaped = smuggled.to_string().replace("\"tools\"", "\"\\u0074ools\"");
-    let duplicated = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[]}},"result":{}}}"#, json!({"tools": [evil()]}));
+    let duplicated = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[]}},"result":{}}}"#,
+        json!({"tools": [evil()]})
+    );
     let cases: [(&str, Vec<u8>); 5] = [
         ("application/json", smuggled.to_string().into_bytes()),
         ("application/json", escaped.clone().into_bytes()),
         ("application/json", duplicated.clone().into_bytes()),
-        ("text/event-stream", format!("data: {escaped}\n\n").into_bytes()),
-        ("text/event-stream", format!("data: {duplicated}\n\n").into_bytes()),
+        (
+            "text/event-stream",
+            format!("data: {escaped}\n\n").into_bytes(),
+        ),
+        (
+            "text/event-stream",
+            format!("data: {duplicated}\n\n").into_bytes(),
+        ),
     ];
     for (ctype, body) in cases {
         let mut gw = verified_gateway();
@@ -135,7 +196,9 @@ fn tool_list_smuggled_into_another_exchange_is_checked() {
         let out = gw.exchange(SERVER, &exchange("s1", ping, ctype, &body), 5);
         let leaked: Vec<Value> = served_tools(ctype, &out.response_body);
         assert!(
-            leaked.iter().all(|t| t["description"] != evil()["description"]),
+            leaked
+                .iter()
+                .all(|t| t["description"] != evil()["description"]),
             "{ctype}: a drifted tool reached the client: {}",
             String::from_utf8_lossy(&out.response_body)
         );
@@ -161,8 +224,14 @@ fn notification_that_looks_like_a_response_does_not_carry_tools() {
 fn gzip_tools_list_response_fails_closed() {
     for ctype in ["application/json", "text/event-stream"] {
         let mut gw = verified_gateway();
-        let mut ex = exchange("s1", &list_request(json!(1)), ctype, &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0]);
-        ex.response_headers.push(("content-encoding".into(), "gzip".into()));
+        let mut ex = exchange(
+            "s1",
+            &list_request(json!(1)),
+            ctype,
+            &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0],
+        );
+        ex.response_headers
+            .push(("content-encoding".into(), "gzip".into()));
         let out = gw.exchange(SERVER, &ex, 3);
         // The error replaces the body after the headers left: it is plain JSON whatever the
         // announced type (see docs/robustness.md, known limits).
@@ -177,11 +246,20 @@ fn tools_list_response_larger_than_the_limit_fails_closed() {
     for ctype in ["application/json", "text/event-stream"] {
         let mut gw = gateway(json!({"limits": {"max_response_bytes": 4096}}));
         let body = match ctype {
-            "application/json" => list_response(json!(1), &[big.clone()]).to_string().into_bytes(),
+            "application/json" => list_response(json!(1), &[big.clone()])
+                .to_string()
+                .into_bytes(),
             _ => sse(&list_response(json!(1), &[big.clone()])),
         };
-        let out = gw.exchange(SERVER, &exchange("s1", &list_request(json!(1)), ctype, &body), 512);
-        assert!(served_tools(ctype, &out.response_body).is_empty(), "{ctype}");
+        let out = gw.exchange(
+            SERVER,
+            &exchange("s1", &list_request(json!(1)), ctype, &body),
+            512,
+        );
+        assert!(
+            served_tools(ctype, &out.response_body).is_empty(),
+            "{ctype}"
+        );
         assert_failed_closed(ctype, &out.response_body, ctype);
     }
 }
@@ -193,7 +271,8 @@ fn pagination_with_drift_only_on_page_two_is_caught() {
         if let Some(c) = cursor {
             params["cursor"] = json!(c);
         }
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}).to_string();
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+            .to_string();
         let mut result = json!({"tools": tools});
         if let Some(n) = next {
             result["nextCursor"] = json!(n);
@@ -203,35 +282,62 @@ fn pagination_with_drift_only_on_page_two_is_caught() {
     };
     let mut gw = gateway(json!({}));
     let out = gw.exchange(SERVER, &page(1, None, &[echo()], Some("p2")), 9);
-    assert_eq!(served_tools("text/event-stream", &out.response_body).len(), 1);
+    assert_eq!(
+        served_tools("text/event-stream", &out.response_body).len(),
+        1
+    );
     let out = gw.exchange(SERVER, &page(2, Some("p2"), &[read_file()], None), 9);
-    assert_eq!(served_tools("text/event-stream", &out.response_body).len(), 1);
+    assert_eq!(
+        served_tools("text/event-stream", &out.response_body).len(),
+        1
+    );
     assert_eq!(status(&mut gw), "verified");
     assert_eq!(error_code(&call(&mut gw, "s1", "read_file")), "FORWARDED");
     // Release 2: page 1 identical, page 2 drifted.
     let out = gw.exchange(SERVER, &page(3, None, &[echo()], Some("p2")), 9);
-    assert_eq!(served_tools("text/event-stream", &out.response_body).len(), 1);
+    assert_eq!(
+        served_tools("text/event-stream", &out.response_body).len(),
+        1
+    );
     let drifted = json!({"name": "read_file", "description": "Read any file on the host.", "inputSchema": {"type": "object"}});
     let out = gw.exchange(SERVER, &page(4, Some("p2"), &[drifted], None), 9);
     assert!(served_tools("text/event-stream", &out.response_body).is_empty());
     assert_eq!(status(&mut gw), "changed");
-    assert_eq!(error_code(&call(&mut gw, "s1", "read_file")), "SCHEMA_CHANGED");
+    assert_eq!(
+        error_code(&call(&mut gw, "s1", "read_file")),
+        "SCHEMA_CHANGED"
+    );
     assert_eq!(error_code(&call(&mut gw, "s1", "echo")), "SCHEMA_CHANGED");
     let out = gw.exchange(SERVER, &page(5, None, &[echo()], Some("p2")), 9);
-    assert!(served_tools("text/event-stream", &out.response_body).is_empty(), "page 1 of a changed server");
+    assert!(
+        served_tools("text/event-stream", &out.response_body).is_empty(),
+        "page 1 of a changed server"
+    );
 }
 
 #[test]
 fn confusable_tool_names_are_drift_and_never_callable() {
-    for name in ["read_fiIe", "r\u{0435}ad_file", "read_file\u{200b}", "READ_FILE"] {
+    for name in [
+        "read_fiIe",
+        "r\u{0435}ad_file",
+        "read_file\u{200b}",
+        "READ_FILE",
+    ] {
         let mut gw = verified_gateway();
         let mut twin = read_file();
         twin["name"] = json!(name);
-        assert!(list(&mut gw, "s1", &[echo(), read_file(), twin]).is_empty(), "{name}");
+        assert!(
+            list(&mut gw, "s1", &[echo(), read_file(), twin]).is_empty(),
+            "{name}"
+        );
         assert_eq!(status(&mut gw), "changed");
         assert_eq!(error_code(&call(&mut gw, "s1", name)), "SCHEMA_CHANGED");
         let mut gw = verified_gateway();
-        assert_eq!(error_code(&call(&mut gw, "s1", name)), "TOOL_NOT_APPROVED", "{name}");
+        assert_eq!(
+            error_code(&call(&mut gw, "s1", name)),
+            "TOOL_NOT_APPROVED",
+            "{name}"
+        );
     }
 }
 
@@ -241,12 +347,20 @@ fn confusable_tool_names_are_drift_and_never_callable() {
 fn paginated_list_under_a_fingerprint_pin_is_not_served_unchecked() {
     let page = |id: u64, cursor: Option<&str>, tools: &[Value], next: Option<&str>| {
         let params = cursor.map_or(json!({}), |c| json!({"cursor": c}));
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}).to_string();
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+            .to_string();
         let mut result = json!({"tools": tools});
         if let Some(n) = next {
             result["nextCursor"] = json!(n);
         }
-        exchange("s1", request.as_bytes(), "application/json", json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string().as_bytes())
+        exchange(
+            "s1",
+            request.as_bytes(),
+            "application/json",
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+                .to_string()
+                .as_bytes(),
+        )
     };
     let pin = fp(&[echo(), read_file()]);
     let mut gw = gateway(json!({"posture": "strict", "servers": {SERVER: {"pin": pin}}}));
@@ -257,12 +371,51 @@ fn paginated_list_under_a_fingerprint_pin_is_not_served_unchecked() {
     assert!(served_tools("application/json", &out.response_body).is_empty());
     assert_eq!(status(&mut gw), "changed");
     // The pinned set, paginated: the first listing completes the check, later ones pass page by page.
-    let mut gw = gateway(json!({"posture": "strict", "servers": {SERVER: {"pin": fp(&[echo(), read_file()])}}}));
+    let mut gw = gateway(
+        json!({"posture": "strict", "servers": {SERVER: {"pin": fp(&[echo(), read_file()])}}}),
+    );
     let out = gw.exchange(SERVER, &page(1, None, &[echo()], Some("p2")), 7);
-    assert!(served_tools("application/json", &out.response_body).is_empty(), "unverifiable page withheld");
+    assert!(
+        served_tools("application/json", &out.response_body).is_empty(),
+        "unverifiable page withheld"
+    );
     let out = gw.exchange(SERVER, &page(2, Some("p2"), &[read_file()], None), 7);
-    assert_eq!(served_tools("application/json", &out.response_body).len(), 1);
+    assert_eq!(
+        served_tools("application/json", &out.response_body).len(),
+        1
+    );
     assert_eq!(status(&mut gw), "verified");
     let out = gw.exchange(SERVER, &page(3, None, &[echo()], Some("p2")), 7);
-    assert_eq!(served_tools("application/json", &out.response_body).len(), 1, "definitions now known");
+    assert_eq!(
+        served_tools("application/json", &out.response_body).len(),
+        1,
+        "definitions now known"
+    );
+}
+
+/// Found by the sse_chunks fuzz target: an event whose lines mix CR and LF endings
+/// (`event: x\r` then `data: ...\n\n`) was rewritten with CR-ended data lines before the
+/// blank line's LF, which a client reads as one CRLF: the rewritten event never ended and
+/// swallowed the next one.
+#[test]
+fn sse_event_with_mixed_line_endings_stays_one_event_when_rewritten() {
+    for raw in [&b"event: message\rdata: old\n\n"[..], b"event: message\rid: 1\n\n", b"data: a\rdata: b\n\r\n"] {
+        let mut parser = SseParser::new(usize::MAX);
+        let events = parser.push(raw).unwrap();
+        assert_eq!(events.len(), 1);
+        let rewritten = events[0].with_data("{\"x\":1}");
+        let mut again = SseParser::new(usize::MAX);
+        let mut back = again.push(&rewritten).unwrap();
+        back.extend(again.close().unwrap());
+        assert_eq!(again.finish(), None, "rewritten event not terminated: {:?}", String::from_utf8_lossy(&rewritten));
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].data.as_deref(), Some("{\"x\":1}"));
+    }
+    // Through the engine: a drifted list in such an event is filtered and the client can read it.
+    let mut gw = verified_gateway();
+    let body = format!("event: message\rdata: {}\n\n", list_response(json!(1), &[evil()]));
+    let out = gw.exchange(SERVER, &exchange("s1", &list_request(json!(1)), "text/event-stream", body.as_bytes()), 4);
+    let messages = delivered("text/event-stream", &out.response_body);
+    assert_eq!(messages.len(), 1, "{:?}", String::from_utf8_lossy(&out.response_body));
+    assert_eq!(messages[0]["result"]["tools"], json!([]));
 }
