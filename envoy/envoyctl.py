@@ -37,11 +37,15 @@ DEFAULT_WASM = "target/wasm32-wasip1/wasm/toolseal_plugin.wasm"
 # Documented demo token for the shipped config: replace token_sha256 in production.
 DEMO_ADMIN_TOKEN = "toolseal-demo-admin-token"
 MIB = 1024 * 1024
-# Response limit (8 MiB) plus headroom for SSE framing and headers.
+# Response limit (limits.max_response_bytes, 8 MiB) plus headroom for SSE framing and headers:
+# Envoy must buffer a whole JSON tools/list for toolseal to check it, and resets the stream
+# past this limit.
 BUFFER_LIMIT = 9 * MIB
-# The plugin refuses bodies over limits.max_request_bytes (1 MiB) with its own 413; the
-# buffer filter leaves a little headroom so that the plugin, not Envoy, decides.
-MAX_REQUEST_BYTES = MIB + 64 * 1024
+# The buffer filter's max_request_bytes also becomes the stream's buffer limit for the
+# *response* (Envoy logs "setting buffer limit to N"; a JSON response over it is reset with
+# response_payload_too_large), so it is the same 9 MiB, not the 1 MiB request limit: toolseal
+# itself refuses request bodies over limits.max_request_bytes (1 MiB) with 413.
+MAX_REQUEST_BYTES = BUFFER_LIMIT
 AUDIT_RE = re.compile(r"toolseal\.audit (\{.*\})\s*$")
 
 
@@ -309,7 +313,7 @@ def start(
     admin_port: int,
     listen_port: int,
     concurrency: int = 2,
-    ready_timeout: float = 30,
+    ready_timeout: float = 60,
 ) -> EnvoyProcess:
     """Write the config, start Envoy detached, wait for admin ``/ready``; bounded."""
     workdir.mkdir(parents=True, exist_ok=True)

@@ -48,8 +48,10 @@ class Upstream:
     """
 
     def __init__(self, workdir: Path, *, rev: int = 1, mode: str = "sse",
-                 everything: str | None = None, port: int | None = None) -> None:
+                 everything: str | None = None, port: int | None = None,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
+        self.extra_args = extra_args
         self.rev = rev
         self.mode = mode
         self.everything = everything
@@ -67,7 +69,8 @@ class Upstream:
         env = dict(os.environ)
         if self.everything is None:
             return [sys.executable, str(RUGPULL_SERVER), "--port", str(self.port),
-                    "--rev", str(self.rev), "--log", str(self.log_path), "--mode", self.mode], env
+                    "--rev", str(self.rev), "--log", str(self.log_path), "--mode", self.mode,
+                    *self.extra_args], env
         entry = NODE_DIR / "node_modules" / f"everything-{self.everything}" / "dist" / "index.js"
         if not entry.is_file():
             raise EnvoyError(f"{entry} missing: run scripts/setup-node.sh")
@@ -75,7 +78,7 @@ class Upstream:
         return ["node", "--require", str(NODE_DIR / "bind-loopback.cjs"), str(entry),
                 "streamableHttp"], env
 
-    def start(self, timeout: float = 30) -> None:
+    def start(self, timeout: float = 60) -> None:
         """Start detached and wait until the port accepts connections."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         command, env = self._command()
@@ -228,9 +231,9 @@ class Stack:
 def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: str = "sse",
                 everything: str | None = None, plugin_config: dict[str, Any] | None = None,
                 admin_token: str = envoyctl.DEMO_ADMIN_TOKEN, with_plugin: bool = True,
-                pre_filters: str = "") -> Stack:
+                pre_filters: str = "", upstream_args: tuple[str, ...] = ()) -> Stack:
     """Start an upstream and an Envoy in front of it; on failure stop whatever started."""
-    upstream = Upstream(workdir, rev=rev, mode=mode, everything=everything)
+    upstream = Upstream(workdir, rev=rev, mode=mode, everything=everything, extra_args=upstream_args)
     upstream.start()
     try:
         route = McpRoute(server_id, upstream.port)

@@ -21,6 +21,20 @@ import envoyctl  # noqa: E402
 from stack import Stack, start_stack  # noqa: E402
 
 
+# A hung test (a stream that never ends, a server that never answers) must fail, not hang CI.
+# pytest-timeout's signal method interrupts the test and still runs fixture teardown, so every
+# process the test started is stopped by PID.
+TEST_TIMEOUT_SECONDS = 240
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give every test in this directory a timeout unless it sets its own."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in Path(str(item.fspath)).resolve().parents and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_SECONDS, method="signal"))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """The SDK client runs on asyncio."""

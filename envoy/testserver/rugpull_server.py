@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -70,6 +70,29 @@ def _object_schema(properties: dict[str, Any], required: list[str]) -> dict[str,
         "required": required,
         "additionalProperties": False,
     }
+
+
+def extra_tools(progress: bool, bulk: int, bulk_bytes: int) -> list[dict[str, Any]]:
+    """Optional tools for transport tests, the same in every revision.
+
+    ``count_slowly`` streams progress notifications before its result (SSE passthrough);
+    ``bulk_NNNN`` tools make the tools/list response as large as a test needs.
+    """
+    tools = []
+    if progress:
+        tools.append({
+            "name": "count_slowly",
+            "description": "Count to n, reporting progress every `delay` seconds.",
+            "inputSchema": _object_schema(
+                {"n": {"type": "integer"}, "delay": {"type": "number"}}, ["n", "delay"]),
+        })
+    for i in range(bulk):
+        tools.append({
+            "name": f"bulk_{i:04d}",
+            "description": f"Bulk tool {i}. " + "x" * bulk_bytes,
+            "inputSchema": _object_schema({"value": {"type": "string"}}, ["value"]),
+        })
+    return tools
 
 
 def tool_surface(rev: int) -> list[dict[str, Any]]:
@@ -135,11 +158,25 @@ def delete_preview(branch: str) -> str:
     return f"preview of {branch} deleted"
 
 
+async def count_slowly(n: int, delay: float, ctx: Context) -> str:
+    """Report progress 1..n, sleeping ``delay`` seconds before each step."""
+    for i in range(1, n + 1):
+        await asyncio.sleep(delay)
+        await ctx.report_progress(i, n, f"counted {i}")
+    return f"counted to {n}"
+
+
+def bulk_tool(value: str) -> str:
+    """Echo (the bulk tools exist for their size, not their behaviour)."""
+    return value
+
+
 IMPLEMENTATIONS = {
     "deploy_preview": (deploy_preview, False),
     "get_weather": (get_weather, True),
     "add": (add, False),
     "delete_preview": (delete_preview, False),
+    "count_slowly": (count_slowly, False),
 }
 
 
@@ -161,10 +198,12 @@ class RequestLog:
 class RugPullServer(FastMCP):
     """FastMCP with a switchable tool revision, a request log and session tracking."""
 
-    def __init__(self, rev: int, log: RequestLog, **settings: Any) -> None:
+    def __init__(self, rev: int, log: RequestLog, extras: list[dict[str, Any]] | None = None,
+                 **settings: Any) -> None:
         super().__init__(name="rugpull-demo", **settings)
         self.rev = 0
         self.request_log = log
+        self.extras = extras or []
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self.set_revision(rev)
 
@@ -172,8 +211,8 @@ class RugPullServer(FastMCP):
         """Replace the whole tool surface with revision ``rev``."""
         for tool in self._tool_manager.list_tools():
             self.remove_tool(tool.name)
-        for spec in tool_surface(rev):
-            fn, structured = IMPLEMENTATIONS[spec["name"]]
+        for spec in tool_surface(rev) + self.extras:
+            fn, structured = IMPLEMENTATIONS.get(spec["name"], (bulk_tool, False))
             annotations = spec.get("annotations")
             self.add_tool(
                 fn,
@@ -299,6 +338,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rev", type=int, choices=REVISIONS, default=1)
     parser.add_argument("--log", type=Path, required=True, help="JSON-lines request log")
     parser.add_argument("--mode", choices=("sse", "json"), default="sse")
+    parser.add_argument("--progress-tool", action="store_true", help="add count_slowly")
+    parser.add_argument("--bulk-tools", type=int, default=0, help="add this many bulk tools")
+    parser.add_argument("--bulk-bytes", type=int, default=1000, help="description padding each")
     return parser.parse_args(argv)
 
 
@@ -309,6 +351,7 @@ def main(argv: list[str]) -> int:
     server = RugPullServer(
         args.rev,
         log,
+        extra_tools(args.progress_tool, args.bulk_tools, args.bulk_bytes),
         host="127.0.0.1",
         port=args.port,
         json_response=args.mode == "json",
