@@ -127,3 +127,54 @@ async def test_approve_with_bad_token_changes_nothing(wasm: Any, stack: Stack) -
     assert response.status_code == 401
     after = stack.admin.server("demo")
     assert (status_of(after), baseline_of(after)) == ("changed", baseline_of(view))
+
+
+async def _baseline_session(stack: Stack) -> None:
+    async with mcp_client(stack.mcp_url) as client:
+        assert await client.tool_names() == ["deploy_preview", "get_weather", "add"]
+
+
+async def test_accept_encoding_is_removed_before_the_upstream(wasm: Any, stack: Stack) -> None:
+    await _baseline_session(stack)
+    body = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+    response = httpx.post(stack.mcp_url, json=body, timeout=5,
+                          headers={**MCP_HEADERS, "accept-encoding": "gzip, br"})
+    assert response.status_code in (200, 400, 404), response.text  # no session: the server decides
+    pings = [e for e in stack.upstream.events("http") if e["jsonrpc_methods"] == ["ping"]]
+    assert [e["accept_encoding"] for e in pings] == [None]
+
+
+async def test_mcp_name_header_must_match_the_body(wasm: Any, stack: Stack) -> None:
+    await _baseline_session(stack)
+    upstream_before, http_before = stack.upstream_requests(), len(stack.upstream.events("http"))
+    call = {**CALL, "params": {"name": "deploy_preview", "arguments": {"branch": "fix-login"}}}
+    response = httpx.post(stack.mcp_url, json=call, timeout=5, headers={
+        **MCP_HEADERS, "mcp-method": "tools/call", "mcp-name": "add"})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == -32600
+    assert "Mcp-Name" in response.json()["error"]["message"]
+    assert stack.upstream_requests() == upstream_before
+    assert len(stack.upstream.events("http")) == http_before
+    assert stack.upstream.calls() == []
+
+
+async def test_batch_with_a_denied_call_is_answered_locally_as_a_whole(wasm: Any, stack: Stack) -> None:
+    await _baseline_session(stack)
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wipe_disk", "arguments": {}}},
+    ]
+    upstream_before, http_before = stack.upstream_requests(), len(stack.upstream.events("http"))
+    response = httpx.post(stack.mcp_url, json=batch, timeout=5,
+                          headers={**MCP_HEADERS, "mcp-protocol-version": "2025-03-26"})
+    assert response.status_code == 200, response.text
+    answers = {a["id"]: a for a in response.json()}
+    assert sorted(answers) == [1, 2]
+    refusal = answers[2]["result"]["structuredContent"]
+    assert (refusal["error_code"], refusal["tool"], refusal["required_action"]) == (
+        "TOOL_NOT_APPROVED", "wipe_disk", "refresh_tools")
+    # The allowed element is not forwarded either: a JSON-RPC error tells the client to resend it.
+    assert "result" not in answers[1] and answers[1]["error"]["code"] == -32600
+    assert stack.upstream_requests() == upstream_before
+    assert len(stack.upstream.events("http")) == http_before
+    assert stack.upstream.calls() == []

@@ -305,6 +305,7 @@ def logging_middleware(app: Any, log: RequestLog) -> Any:
                 "path": scope["path"],
                 "content_type": headers.get("content-type"),
                 "session": headers.get("mcp-session-id"),
+                "accept_encoding": headers.get("accept-encoding"),
                 "jsonrpc_methods": _jsonrpc_methods(body),
             }
         )
