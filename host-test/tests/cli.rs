@@ -192,7 +192,7 @@ fn a_pinned_lock_admits_its_release_and_refuses_the_next() {
     let calls = |records: &[Value]| -> Vec<(Value, Value)> {
         records
             .iter()
-            .filter(|r| r["method"] == "tools/call")
+            .filter(|r| r["method"] == "tools/call" && r["direction"] == "request")
             .map(|r| (r["decision"].clone(), r["error_code"].clone()))
             .collect()
     };

@@ -109,7 +109,7 @@ fn every_recording_replays_under_discovery_without_false_drift() {
                             );
                             listed += field(d, "tools_in").as_u64().unwrap();
                         }
-                        Some("tools/call") => {
+                        Some("tools/call") if field(d, "direction") == "request" => {
                             assert_eq!(field(d, "decision"), "allow", "{at}");
                             calls += 1;
                         }
@@ -191,12 +191,12 @@ fn the_next_release_of_one_server_is_caught_as_drift() {
         .find(|r| {
             decisions(r)
                 .iter()
-                .any(|d| field(d, "method") == "tools/call")
+                .any(|d| field(d, "method") == "tools/call" && field(d, "direction") == "request")
         })
         .unwrap();
     let denial = decisions(call)
         .into_iter()
-        .find(|d| field(d, "method") == "tools/call")
+        .find(|d| field(d, "method") == "tools/call" && field(d, "direction") == "request")
         .unwrap();
     assert_eq!(field(denial, "decision"), "deny");
     assert_eq!(field(denial, "error_code"), "SCHEMA_CHANGED");
@@ -235,7 +235,7 @@ fn a_metadata_principal_is_read_from_envoy_dynamic_metadata() {
         reports
             .iter()
             .flat_map(|r| decisions(r).into_iter().cloned())
-            .find(|d| field(d, "method") == "tools/call")
+            .find(|d| field(d, "method") == "tools/call" && field(d, "direction") == "request")
             .map(|d| {
                 (
                     field(&d, "decision").clone(),

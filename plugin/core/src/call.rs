@@ -194,7 +194,7 @@ impl Engine {
 
 impl Engine {
     /// Checks a tool result's `structuredContent` against the approved `outputSchema`;
-    /// returns the result to forward instead (enforce mode), if any.
+    /// returns the result to forward instead (enforce mode), if any. Always records a decision.
     pub(crate) fn call_result(
         &mut self,
         store: &mut dyn StateStore,
@@ -204,19 +204,14 @@ impl Engine {
         call: &crate::engine::PendingCall,
         result: &Value,
     ) -> Option<Value> {
-        if !call.check_result || result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let record = state::load_record(store, &exchange.server).ok().flatten().map(|(r, _)| r);
+        let status = record.as_ref().map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
+        let mut decision = self.decision(exchange, "response", "tools/call", Some(&call.id), status);
+        decision.tool = Some(call.tool.clone());
+        let problem = if call.check_result { self.result_problem(store, record.as_ref(), call, result) } else { None };
+        let (Some(problem), Some(record)) = (problem, record) else {
+            out.decision(&decision);
             return None;
-        }
-        let record = state::load_record(store, &exchange.server).ok().flatten().map(|(r, _)| r)?;
-        let baseline = self.approved(store, record.baseline.as_deref()?)?;
-        let tool = baseline.tools.get(&call.tool)?;
-        let problem = match (tool.output_schema()?, result.get("structuredContent")) {
-            (Err(e), _) => format!("toolseal cannot check this tool's output schema: {e}"),
-            (Ok(_), None) => "the result has no structuredContent although the tool declares an outputSchema".to_string(),
-            (Ok(schema), Some(content)) => match schema.validate(content) {
-                Ok(()) => return None,
-                Err(v) => v.iter().map(|v| format!("{}: {}", v.instance_path, v.message)).collect::<Vec<_>>().join("; "),
-            },
         };
         out.count(Counter::ResultMismatches, None);
         let mut detail = Map::new();
@@ -224,8 +219,6 @@ impl Engine {
         detail.insert("problem".into(), json!(problem));
         let event = self.event("result.mismatch", exchange, now_ms, Some(&record), &problem, detail);
         self.emit(store, out, &event);
-        let mut decision = self.decision(exchange, "response", "tools/call", Some(&call.id), record.status);
-        decision.tool = Some(call.tool.clone());
         if self.config.server(&exchange.server).results != crate::config::ResultsMode::Enforce {
             out.decision(&decision);
             return None;
@@ -234,5 +227,28 @@ impl Engine {
         decision.error_code = Some(ErrorCode::ResultContractChanged.as_str());
         out.decision(&decision);
         Some(self.denial(ErrorCode::ResultContractChanged, exchange, &call.tool, Some(&record), &problem).result())
+    }
+
+    /// Why a result breaks the approved output contract, or `None` when it holds (or does not
+    /// apply: a tool error, or no `outputSchema`).
+    fn result_problem(
+        &mut self,
+        store: &dyn StateStore,
+        record: Option<&crate::status::ServerRecord>,
+        call: &crate::engine::PendingCall,
+        result: &Value,
+    ) -> Option<String> {
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            return None;
+        }
+        let baseline = self.approved(store, record?.baseline.as_deref()?)?;
+        let tool = baseline.tools.get(&call.tool)?;
+        match (tool.output_schema()?, result.get("structuredContent")) {
+            (Err(e), _) => Some(format!("toolseal cannot check this tool's output schema: {e}")),
+            (Ok(_), None) => Some("the result has no structuredContent although the tool declares an outputSchema".into()),
+            (Ok(schema), Some(content)) => schema.validate(content).err().map(|v| {
+                v.iter().map(|v| format!("{}: {}", v.instance_path, v.message)).collect::<Vec<_>>().join("; ")
+            }),
+        }
     }
 }

@@ -83,6 +83,8 @@ pub struct Exchange {
     pub pending_lists: Vec<(Value, bool)>,
     /// `tools/call` requests awaiting their result.
     pub pending_calls: Vec<PendingCall>,
+    /// Other requests awaiting an answer (id, method), so each answer's record names its method.
+    pub pending_other: Vec<(Value, String)>,
     /// Response framing state.
     pub response: crate::response::ResponseState,
 }
@@ -291,12 +293,14 @@ impl Engine {
         body: &[u8],
     ) -> Option<Value> {
         let Message::Request { id, method, params } = message else {
+            self.pass_record(store, out, exchange, "request", message, None);
             return None;
         };
         match method.as_str() {
             "tools/list" => {
                 let cursor = params.as_ref().and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null());
                 exchange.pending_lists.push((id.clone(), cursor));
+                self.pass_record(store, out, exchange, "request", message, None);
                 None
             }
             "tools/call" => {
@@ -309,8 +313,33 @@ impl Engine {
                     Err(denial) => Some(denial.response(id)),
                 }
             }
-            _ => None,
+            _ => {
+                if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
+                    exchange.pending_other.push((id.clone(), method.clone()));
+                }
+                self.pass_record(store, out, exchange, "request", message, None);
+                None
+            }
         }
+    }
+
+    /// A `pass` decision record for a message no check applies to (SPEC section 10: one
+    /// record per MCP message). Responses carry the method of their request when known.
+    pub(crate) fn pass_record(
+        &self,
+        store: &dyn StateStore,
+        out: &mut dyn Outputs,
+        exchange: &Exchange,
+        direction: &'static str,
+        message: &Message,
+        answers: Option<&str>,
+    ) {
+        let status = state::load_record(store, &exchange.server)
+            .ok()
+            .flatten()
+            .map_or(SchemaStatus::Unbaselined, |(r, _)| r.status);
+        let method = message.method().or(answers).unwrap_or("response");
+        out.decision(&self.decision(exchange, direction, method, message.id(), status));
     }
 
     /// Loads the approved set of a fingerprint (cached, content-addressed).

@@ -275,14 +275,27 @@ impl Engine {
                     let new = self.list_result(store, out, now_ms, exchange, id, false, result)?;
                     return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
                 }
+                let answers = take_other(exchange, id);
+                self.pass_record(store, out, exchange, "response", message, answers.as_deref());
                 None
             }
             Message::Error { id, .. } => {
+                let answers = exchange
+                    .pending_lists
+                    .iter()
+                    .any(|(pending, _)| same_id(pending, id))
+                    .then(|| "tools/list".to_string())
+                    .or_else(|| exchange.pending_calls.iter().any(|c| same_id(&c.id, id)).then(|| "tools/call".to_string()))
+                    .or_else(|| take_other(exchange, id));
                 exchange.pending_lists.retain(|(pending, _)| !same_id(pending, id));
                 exchange.pending_calls.retain(|c| !same_id(&c.id, id));
+                self.pass_record(store, out, exchange, "response", message, answers.as_deref());
                 None
             }
-            _ => None,
+            _ => {
+                self.pass_record(store, out, exchange, "response", message, None);
+                None
+            }
         }
     }
 
@@ -370,6 +383,12 @@ impl Engine {
         exchange.response = ResponseState::Dropped;
         format!("event: message\ndata: {error}\n\n").into_bytes()
     }
+}
+
+/// The method of the other request `id` answers (removed from the pending list).
+fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
+    let index = exchange.pending_other.iter().position(|(pending, _)| same_id(pending, id))?;
+    Some(exchange.pending_other.remove(index).1)
 }
 
 /// Whether a response id answers a request id the way JSON-RPC clients match them: equal

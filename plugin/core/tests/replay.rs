@@ -99,12 +99,13 @@ fn release_a_then_release_b_drifts_filters_and_refuses() {
     golden("everything-a-then-b", &lines);
     let b: Vec<Value> =
         lines.iter().map(|l| field(l)).filter(|d| d["transcript"] == "everything-2026.1.26").collect();
-    let list = b.iter().find(|d| d["method"] == "tools/list").unwrap();
+    let list = b.iter().find(|d| d["method"] == "tools/list" && d["direction"] == "response").unwrap();
     assert_eq!(list["schema_status"], "changed");
     assert_eq!(list["decision"], "rewrite");
     assert_eq!(list["tools_out"], 0);
     assert!(list["tools_in"].as_u64().unwrap() > 0);
-    let calls: Vec<&Value> = b.iter().filter(|d| d["method"] == "tools/call").collect();
+    let calls: Vec<&Value> =
+        b.iter().filter(|d| d["method"] == "tools/call" && d["direction"] == "request").collect();
     assert!(!calls.is_empty());
     for call in calls {
         assert_eq!(call["decision"], "deny");
