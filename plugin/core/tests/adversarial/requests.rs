@@ -158,7 +158,8 @@ fn batch_mixing_allowed_and_denied_calls_is_answered_locally_as_a_whole() {
 #[test]
 fn mcp_method_header_that_contradicts_the_body_is_refused() {
     let mut gw = verified_gateway();
-    let cases: [(&[(&str, &str)], Vec<u8>); 4] = [
+    type Case = (&'static [(&'static str, &'static str)], Vec<u8>);
+    let cases: [Case; 4] = [
         (&[("mcp-method", "tools/list")], call_request(7, "echo")),
         (
             &[("mcp-method", "tools/call"), ("mcp-name", "echo")],
