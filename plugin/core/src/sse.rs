@@ -274,6 +274,14 @@ impl SseParser {
         let mut ends = Vec::new();
         let mut pos = self.scanned;
         while let Some(&byte) = self.buf.get(pos) {
+            // Fast path: a run of line content (no CR pending, BOM settled) only makes the
+            // line non-empty, so skip to the next CR or LF in one search.
+            if self.pending_cr.is_none() && self.bom_done && byte != LF && byte != CR {
+                let rest = self.buf.get(pos..).unwrap_or_default();
+                pos += rest.iter().position(|&b| b == LF || b == CR).unwrap_or(rest.len());
+                self.line_empty = false;
+                continue;
+            }
             pos += 1;
             if let Some(blank) = self.pending_cr.take() {
                 if byte == LF {
