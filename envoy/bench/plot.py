@@ -18,8 +18,8 @@ import json
 import math
 from pathlib import Path
 
-WIDTH, HEIGHT = 720, 440
-LEFT, RIGHT, TOP, BOTTOM = 80, 200, 40, 60
+WIDTH, HEIGHT = 760, 440
+LEFT, RIGHT, TOP, BOTTOM = 80, 240, 40, 60
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 

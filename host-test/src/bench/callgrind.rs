@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static WARMED: AtomicBool = AtomicBool::new(false);
 
 /// Iteration counts of the two runs.
-pub const RUNS: (usize, usize) = (4, 24);
+pub const RUNS: (usize, usize) = (2, 10);
 
 /// Whether `valgrind` can be run.
 pub fn available() -> bool {
@@ -32,7 +32,7 @@ pub fn instructions_per_message(scenario: &Scenario, runtime: Runtime, wasm: &Pa
     if runtime == Runtime::Wasm && !WARMED.swap(true, Ordering::Relaxed) {
         // Under valgrind wasmtime sees other CPU features, so the first run compiles the
         // module (and stores it in the cache): keep that out of the counts.
-        collected(scenario, runtime, wasm, 0)?;
+        collected(scenario, runtime, wasm, RUNS.0)?;
     }
     let low = collected(scenario, runtime, wasm, RUNS.0)?;
     let high = collected(scenario, runtime, wasm, RUNS.1)?;
