@@ -11,6 +11,7 @@
 pub mod audit_sink;
 mod bindings;
 pub mod cli;
+pub mod compile_cache;
 pub mod host_state;
 pub mod line_reader;
 pub mod persistent;

@@ -36,10 +36,8 @@ impl Runtime {
     /// Compiles a component given as bytes (another build of the same world).
     pub fn from_bytes(wasm: &[u8]) -> Result<Self> {
         let engine = done(Engine::new(&Config::new()), "creating the wasmtime engine")?;
-        let component = done(
-            Component::new(&engine, wasm),
-            "compiling the toolseal component",
-        )?;
+        let cache = crate::compile_cache::cache_dir();
+        let component = crate::compile_cache::load(&engine, wasm, cache.as_deref())?;
         let mut linker = Linker::new(&engine);
         done(
             Guard::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state),

@@ -43,10 +43,7 @@ impl Exchanges {
 
     /// Puts an exchange back, evicting the least recently used one when the map is full.
     pub fn put(&mut self, mut exchange: Exchange) {
-        let lists = exchange.pending_lists.len().saturating_sub(MAX_PENDING);
-        exchange.pending_lists.drain(..lists);
-        let calls = exchange.pending_calls.len().saturating_sub(MAX_PENDING);
-        exchange.pending_calls.drain(..calls);
+        exchange.absorb(Exchange::default(), MAX_PENDING);
         self.clock = self.clock.wrapping_add(1);
         let slot = Slot {
             last_used: self.clock,
@@ -70,8 +67,7 @@ impl Exchanges {
     /// Adds what a forwarded client message left pending to its pair's exchange.
     pub fn merge(&mut self, from: Exchange) {
         let mut exchange = self.take(&from.server, from.session.as_deref());
-        exchange.pending_lists.extend(from.pending_lists);
-        exchange.pending_calls.extend(from.pending_calls);
+        exchange.absorb(from, MAX_PENDING);
         self.put(exchange);
     }
 }

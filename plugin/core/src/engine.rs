@@ -94,6 +94,22 @@ impl Exchange {
     pub fn new(server: &str, session: Option<&str>) -> Self {
         Exchange { server: server.to_string(), session: session.map(str::to_string), ..Default::default() }
     }
+
+    /// Takes over what `later` (a forwarded message of the same server and session) left
+    /// pending, for hosts that keep one exchange per session across messages (the WIT
+    /// component); keeps at most `max_pending` ids of each kind, dropping the oldest, so the
+    /// exchange stays bounded when answers never come.
+    pub fn absorb(&mut self, later: Exchange, max_pending: usize) {
+        self.pending_lists.extend(later.pending_lists);
+        self.pending_calls.extend(later.pending_calls);
+        self.pending_other.extend(later.pending_other);
+        let excess = self.pending_lists.len().saturating_sub(max_pending);
+        self.pending_lists.drain(..excess);
+        let excess = self.pending_calls.len().saturating_sub(max_pending);
+        self.pending_calls.drain(..excess);
+        let excess = self.pending_other.len().saturating_sub(max_pending);
+        self.pending_other.drain(..excess);
+    }
 }
 
 /// One worker's policy engine.
