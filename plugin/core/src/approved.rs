@@ -142,16 +142,21 @@ impl ApprovedCache {
         self.entries.contains_key(fingerprint)
     }
 
-    /// The digests of `tools` when it holds exactly one of the cached sets named by
-    /// `fingerprints` (e.g. a server's baseline and live candidate): a list served again
-    /// unchanged is recognized by comparison, without canonicalizing or hashing it.
-    pub fn known_digests<'a>(&self, tools: &Value, fingerprints: impl IntoIterator<Item = Option<&'a str>>) -> Option<ToolDigests> {
-        fingerprints
+    /// The digests and fingerprint of `tools` when it holds exactly one of the cached sets
+    /// named by `fingerprints` (e.g. a server's baseline and live candidate): a list served
+    /// again unchanged is recognized by comparison, without canonicalizing or hashing it.
+    pub fn known_digests<'a>(
+        &self,
+        tools: &Value,
+        fingerprints: impl IntoIterator<Item = Option<&'a str>>,
+    ) -> Option<(ToolDigests, String)> {
+        let set = fingerprints
             .into_iter()
             .flatten()
             .filter_map(|fingerprint| self.entries.get(fingerprint))
-            .find(|set| set.has_exactly(tools))
-            .and_then(|set| set.digests())
+            .find(|set| set.has_exactly(tools))?;
+        // `from_definitions` checked that the digests hash to this fingerprint.
+        Some((set.digests()?, set.fingerprint.clone()))
     }
 
     /// Adds a set just built from a live list (avoids a store round trip).

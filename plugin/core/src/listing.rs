@@ -99,10 +99,11 @@ impl Engine {
         let known = state::load_record(store, &server).ok().flatten().and_then(|(r, _)| {
             self.cache.known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
         });
+        let (known, known_fingerprint) = known.map_or((None, None), |(d, f)| (Some(d), Some(f)));
         let live = match known.map_or_else(|| digest_tools(tools, &self.config.fingerprint), Ok) {
             Err(e) => LiveSet::Invalid { reason: format!("INVALID_TOOL_SET: {e}") },
             Ok(digests) => {
-                let fingerprint = digests.fingerprint();
+                let fingerprint = known_fingerprint.unwrap_or_else(|| digests.fingerprint());
                 let record = state::load_record(store, &server).map_err(|e| e.to_string())?.map(|(r, _)| r);
                 let baseline = record.as_ref().and_then(|r| r.baseline.clone());
                 let matches = match baseline.as_deref() {
