@@ -41,7 +41,12 @@ fn run() -> Result<(), String> {
         );
     }
     let out_dir = PathBuf::from(env("OUT_DIR")?);
-    let target_dir = target_dir(&out_dir).unwrap_or_else(|| workspace.join("target"));
+    let mut target_dir = target_dir(&out_dir).unwrap_or_else(|| workspace.join("target"));
+    if out_dir.starts_with(target_dir.join(PROFILE)) {
+        // This build itself uses the `wasm` profile and holds that directory's lock: nest
+        // the module's build in a directory of its own rather than wait on it forever.
+        target_dir = target_dir.join("toolseal-component");
+    }
     build_core_module(&workspace, &target_dir)?;
     let module_dir = target_dir.join(TARGET).join(PROFILE);
     let module = module_dir.join("toolseal_component.wasm");
