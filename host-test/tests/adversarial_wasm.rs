@@ -133,7 +133,7 @@ fn assert_list_withheld(report: &ExchangeReport, error_code: Option<&str>) {
     let d = decisions(report);
     let list = d
         .iter()
-        .find(|d| d["method"] == "tools/list")
+        .find(|d| d["method"] == "tools/list" && d["direction"] == "response")
         .unwrap_or_else(|| panic!("no tools/list decision: {d:?}"));
     assert_eq!(list["decision"], "rewrite");
     assert_eq!(list["tools_out"], 0);
@@ -200,7 +200,11 @@ fn crlf_sse_split_at_every_chunk_size_is_checked_the_same() {
 fn id_type_confusion_is_checked() {
     let r = replay_case("id-type-confusion", 3);
     assert_list_withheld(&r[1], None);
-    assert_eq!(decisions(&r[1])[0]["schema_status"], "changed");
+    assert!(
+        decisions(&r[1])
+            .iter()
+            .any(|d| d["direction"] == "response" && d["schema_status"] == "changed")
+    );
 }
 
 #[test]
