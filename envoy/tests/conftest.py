@@ -8,6 +8,7 @@ a missing .wasm is a failure.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -41,15 +42,30 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def wasm() -> Path:
-    """The built plugin, or skip (fail under TOOLSEAL_REQUIRE_PLUGIN=1)."""
+@pytest.fixture(scope="session")
+def wasm_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A copy of the built plugin taken once per run, so a rebuild during the run (cargo
+    rewrites the file in place) cannot hand Envoy a half-written module. None if not built."""
     try:
-        return envoyctl.wasm_file()
-    except envoyctl.EnvoyError as err:
+        built = envoyctl.wasm_file()
+    except envoyctl.EnvoyError:
+        return None
+    copy = tmp_path_factory.mktemp("wasm") / built.name
+    shutil.copyfile(built, copy)
+    return copy
+
+
+@pytest.fixture
+def wasm(wasm_snapshot: Path | None, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The plugin snapshot (also what start_stack loads), or skip (fail under
+    TOOLSEAL_REQUIRE_PLUGIN=1)."""
+    if wasm_snapshot is None:
+        message = f"{envoyctl.REPO / envoyctl.DEFAULT_WASM} is not built"
         if os.environ.get("TOOLSEAL_REQUIRE_PLUGIN") == "1":
-            pytest.fail(str(err))
-        pytest.skip(str(err))
+            pytest.fail(message)
+        pytest.skip(message)
+    monkeypatch.setenv("TOOLSEAL_WASM", str(wasm_snapshot))
+    return wasm_snapshot
 
 
 @pytest.fixture
