@@ -67,6 +67,9 @@ pub struct SseEvent {
     pub event_type: Option<String>,
     /// The last `id:` value (without NUL); `None` when absent. `id:` alone gives `Some("")`.
     pub id: Option<String>,
+    /// `raw` opens with the stream's BOM (first event only); a BOM later in a stream is
+    /// line content, which [`SseEvent::with_data`] must keep as such.
+    stream_bom: bool,
 }
 
 impl SseEvent {
@@ -77,12 +80,12 @@ impl SseEvent {
     /// `data` line (or go just before the blank line when there was none) and end like the
     /// line they stand in for (so mixed CR / LF endings never merge into one CRLF). Data holding line breaks (CRLF, LF or CR) becomes several
     /// `data:` lines, so a client reads it back with `\n` separators. A leading BOM in `raw`
-    /// is treated as the stream's BOM and kept.
+    /// is kept: as the stream's BOM on the first event, as line content on a later one.
     pub fn with_data(&self, data: &str) -> Vec<u8> {
         let text = String::from_utf8_lossy(&self.raw);
         let (bom, body) = match text.strip_prefix('\u{FEFF}') {
-            Some(body) => ("\u{FEFF}", body),
-            None => ("", &*text),
+            Some(body) if self.stream_bom => ("\u{FEFF}", body),
+            _ => ("", &*text),
         };
         let eol = match split_line(body).1 {
             "" => "\n",
@@ -364,7 +367,8 @@ impl SseParser {
 
     fn read_event(&mut self, raw: Vec<u8>) -> Result<SseEvent, SseError> {
         let text = std::str::from_utf8(&raw).map_err(|_| SseError::InvalidUtf8)?;
-        let body = match std::mem::take(&mut self.strip_bom) {
+        let stream_bom = std::mem::take(&mut self.strip_bom);
+        let body = match stream_bom {
             true => text.strip_prefix('\u{FEFF}').unwrap_or(text),
             false => text,
         };
@@ -374,6 +378,7 @@ impl SseParser {
             data,
             event_type,
             id,
+            stream_bom,
         })
     }
 }
