@@ -418,3 +418,16 @@ fn sse_event_with_mixed_line_endings_stays_one_event_when_rewritten() {
     assert_eq!(messages.len(), 1, "{:?}", String::from_utf8_lossy(&out.response_body));
     assert_eq!(messages[0]["result"]["tools"], json!([]));
 }
+
+/// Found by the sse_chunks fuzz target: a BOM that opens a later event (line content, not
+/// the stream's BOM) was stripped by the rewrite as if it were the stream's, so a line
+/// holding only that BOM became a blank line: the rewritten event lost its data.
+#[test]
+fn sse_event_opening_with_a_mid_stream_bom_keeps_its_data_when_rewritten() {
+    let mut gw = verified_gateway();
+    let body = format!(": hello\n\n\u{feff}\ndata: {}\n\n", list_response(json!(1), &[evil()]));
+    let out = gw.exchange(SERVER, &exchange("s1", &list_request(json!(1)), "text/event-stream", body.as_bytes()), 5);
+    let messages = delivered("text/event-stream", &out.response_body);
+    assert_eq!(messages.len(), 1, "{:?}", String::from_utf8_lossy(&out.response_body));
+    assert_eq!(messages[0]["result"]["tools"], json!([]));
+}
