@@ -173,12 +173,16 @@ impl HttpContext for Http {
             let path = self.headers.get(":path").unwrap_or_default().to_string();
             return self.admin(&mut shared, &path, &body);
         }
-        let headers = self.headers.clone();
+        // Moved out and back rather than cloned: `info` borrows the headers while the engine
+        // borrows the exchange.
+        let headers = std::mem::take(&mut self.headers);
         let caller = EnvoyCaller { headers: &headers };
         let info = Self::info(&headers, &caller);
         let Shared { engine, metrics } = &mut *shared;
         let mut out = EnvoyOutputs { metrics, last: None };
-        match engine.request_body(&mut SharedData, &mut out, host::now_ms(), &mut self.exchange, &info, &body) {
+        let verdict = engine.request_body(&mut SharedData, &mut out, host::now_ms(), &mut self.exchange, &info, &body);
+        self.headers = headers;
+        match verdict {
             RequestVerdict::Forward => Action::Continue,
             RequestVerdict::Reply(reply) => self.reply(&reply),
         }
