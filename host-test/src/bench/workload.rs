@@ -87,7 +87,7 @@ pub fn tool(index: usize) -> Value {
             "$schema": "http://json-schema.org/draft-07/schema#"
         }
     });
-    if index % 3 == 0
+    if index.is_multiple_of(3)
         && let Some(obj) = definition.as_object_mut()
     {
         obj.insert(
