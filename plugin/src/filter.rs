@@ -42,9 +42,17 @@ impl RootContext for Root {
                 return false;
             }
         };
-        let mut shared = Shared { engine: Engine::new(config), metrics: Metrics::define() };
-        let mut out = EnvoyOutputs { metrics: &mut shared.metrics, last: None };
-        shared.engine.configure(&mut SharedData, &mut out, host::now_ms());
+        let mut shared = Shared {
+            engine: Engine::new(config),
+            metrics: Metrics::define(),
+        };
+        let mut out = EnvoyOutputs {
+            metrics: &mut shared.metrics,
+            last: None,
+        };
+        shared
+            .engine
+            .configure(&mut SharedData, &mut out, host::now_ms());
         self.shared = Some(Rc::new(RefCell::new(shared)));
         true
     }
@@ -88,17 +96,21 @@ impl Context for Http {}
 impl Http {
     fn reply(&mut self, reply: &LocalReply) -> Action {
         self.mode = Mode::Done;
-        let headers = vec![("content-type", reply.content_type), ("x-toolseal", "local")];
+        let headers = vec![
+            ("content-type", reply.content_type),
+            ("x-toolseal", "local"),
+        ];
         let _ = hostcalls::send_http_response(u32::from(reply.status), headers, Some(&reply.body));
         Action::Pause
     }
 
     fn server_id(&self, config: &Config) -> Option<String> {
         match &config.server_id {
-            ServerIdSource::Route => host::property(&["xds", "route_name"]).or_else(|| host::property(&["route_name"])),
-            ServerIdSource::Cluster => {
-                host::property(&["xds", "cluster_name"]).or_else(|| host::property(&["cluster_name"]))
+            ServerIdSource::Route => {
+                host::property(&["xds", "route_name"]).or_else(|| host::property(&["route_name"]))
             }
+            ServerIdSource::Cluster => host::property(&["xds", "cluster_name"])
+                .or_else(|| host::property(&["cluster_name"])),
             ServerIdSource::Header(name) => self.headers.get(name).map(str::to_string),
         }
         .filter(|id| !id.is_empty() && id.len() <= 256)
@@ -139,11 +151,22 @@ impl HttpContext for Http {
             return self.reply(&LocalReply::json(503, &body));
         };
         self.exchange = Exchange::new(&server, self.headers.get("mcp-session-id"));
-        let caller = EnvoyCaller { headers: &self.headers };
+        let caller = EnvoyCaller {
+            headers: &self.headers,
+        };
         let info = Self::info(&self.headers, &caller);
         let Shared { engine, metrics } = &mut *shared;
-        let mut out = EnvoyOutputs { metrics, last: None };
-        let verdict = engine.request_headers(&mut SharedData, &mut out, host::now_ms(), &self.exchange, &info);
+        let mut out = EnvoyOutputs {
+            metrics,
+            last: None,
+        };
+        let verdict = engine.request_headers(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            &self.exchange,
+            &info,
+        );
         if let RequestVerdict::Reply(reply) = verdict {
             return self.reply(&reply);
         }
@@ -158,8 +181,12 @@ impl HttpContext for Http {
         let mut shared = shared.borrow_mut();
         if body_size > shared.engine.config.limits.max_request_bytes && self.mode == Mode::Mcp {
             let Shared { engine, metrics } = &mut *shared;
-            let mut out = EnvoyOutputs { metrics, last: None };
-            let reply = engine.request_too_large(&mut SharedData, &mut out, host::now_ms(), &self.exchange);
+            let mut out = EnvoyOutputs {
+                metrics,
+                last: None,
+            };
+            let reply =
+                engine.request_too_large(&mut SharedData, &mut out, host::now_ms(), &self.exchange);
             return self.reply(&reply);
         }
         if !end_of_stream {
@@ -179,8 +206,18 @@ impl HttpContext for Http {
         let caller = EnvoyCaller { headers: &headers };
         let info = Self::info(&headers, &caller);
         let Shared { engine, metrics } = &mut *shared;
-        let mut out = EnvoyOutputs { metrics, last: None };
-        let verdict = engine.request_body(&mut SharedData, &mut out, host::now_ms(), &mut self.exchange, &info, &body);
+        let mut out = EnvoyOutputs {
+            metrics,
+            last: None,
+        };
+        let verdict = engine.request_body(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            &mut self.exchange,
+            &info,
+            &body,
+        );
         self.headers = headers;
         match verdict {
             RequestVerdict::Forward => Action::Continue,
@@ -195,7 +232,11 @@ impl HttpContext for Http {
         let shared = self.shared.borrow();
         let content_type = host::response_header("content-type");
         let encoding = host::response_header("content-encoding");
-        self.plan = shared.engine.response_headers(&mut self.exchange, content_type.as_deref(), encoding.as_deref());
+        self.plan = shared.engine.response_headers(
+            &mut self.exchange,
+            content_type.as_deref(),
+            encoding.as_deref(),
+        );
         if self.plan != BodyPlan::Pass {
             let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length");
         }
@@ -203,7 +244,11 @@ impl HttpContext for Http {
             // The body will be replaced by a plain JSON-RPC error (fail closed): say so in the
             // headers, or a client inflating "gzip" or reading SSE cannot read the error.
             let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-encoding");
-            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-type", Some("application/json"));
+            let _ = hostcalls::set_map_value(
+                MapType::HttpResponseHeaders,
+                "content-type",
+                Some("application/json"),
+            );
         }
         Action::Continue
     }
@@ -222,12 +267,24 @@ impl HttpContext for Http {
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
         let Shared { engine, metrics } = &mut *shared;
-        let mut out = EnvoyOutputs { metrics, last: None };
+        let mut out = EnvoyOutputs {
+            metrics,
+            last: None,
+        };
         let now = host::now_ms();
         let replacement = match self.plan {
-            BodyPlan::Buffer => engine.response_json(&mut SharedData, &mut out, now, &mut self.exchange, &chunk),
+            BodyPlan::Buffer => {
+                engine.response_json(&mut SharedData, &mut out, now, &mut self.exchange, &chunk)
+            }
             _ => {
-                let forward = engine.response_sse(&mut SharedData, &mut out, now, &mut self.exchange, &chunk, end_of_stream);
+                let forward = engine.response_sse(
+                    &mut SharedData,
+                    &mut out,
+                    now,
+                    &mut self.exchange,
+                    &chunk,
+                    end_of_stream,
+                );
                 (forward != chunk).then_some(forward)
             }
         };
@@ -243,8 +300,19 @@ impl Http {
         let method = self.headers.get(":method").unwrap_or_default().to_string();
         let authorization = self.headers.get("authorization").map(str::to_string);
         let Shared { engine, metrics } = shared;
-        let mut out = EnvoyOutputs { metrics, last: None };
-        let reply = engine.admin(&mut SharedData, &mut out, host::now_ms(), &method, path, authorization.as_deref(), body);
+        let mut out = EnvoyOutputs {
+            metrics,
+            last: None,
+        };
+        let reply = engine.admin(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            &method,
+            path,
+            authorization.as_deref(),
+            body,
+        );
         self.reply(&reply)
     }
 }

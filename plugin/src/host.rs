@@ -6,7 +6,9 @@ use proxy_wasm::hostcalls;
 use proxy_wasm::types::{LogLevel, MapType, MetricType, Status};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use toolseal_core::audit::{AUDIT_LOG_PREFIX, AuditEvent, Counter, DECISION_LOG_PREFIX, Decision, Outputs};
+use toolseal_core::audit::{
+    AUDIT_LOG_PREFIX, AuditEvent, Counter, DECISION_LOG_PREFIX, Decision, Outputs,
+};
 use toolseal_core::policy::CallerIdentity;
 use toolseal_core::store::{Expect, StateStore, StoreError};
 
@@ -88,7 +90,10 @@ impl Outputs for EnvoyOutputs<'_> {
     }
 
     fn decision(&mut self, decision: &Decision) {
-        if matches!(hostcalls::get_log_level(), Ok(LogLevel::Trace | LogLevel::Debug)) {
+        if matches!(
+            hostcalls::get_log_level(),
+            Ok(LogLevel::Trace | LogLevel::Debug)
+        ) {
             let line = format!("{DECISION_LOG_PREFIX}{}", decision.to_json());
             let _ = hostcalls::log(LogLevel::Debug, &line);
         }
@@ -99,7 +104,11 @@ impl Outputs for EnvoyOutputs<'_> {
     fn count(&mut self, counter: Counter, detail: Option<&str>) {
         self.metrics.increment(counter.name());
         if let Some(detail) = detail {
-            self.metrics.increment(&format!("{}_{}", counter.name(), detail.to_ascii_lowercase()));
+            self.metrics.increment(&format!(
+                "{}_{}",
+                counter.name(),
+                detail.to_ascii_lowercase()
+            ));
         }
     }
 }
@@ -141,14 +150,22 @@ impl Headers {
         let pairs = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)
             .unwrap_or_default()
             .into_iter()
-            .map(|(k, v)| (k.to_ascii_lowercase(), String::from_utf8_lossy(&v).into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.to_ascii_lowercase(),
+                    String::from_utf8_lossy(&v).into_owned(),
+                )
+            })
             .collect();
         Headers { pairs }
     }
 
     /// The first value of `name` (lower case).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -160,7 +177,9 @@ pub struct EnvoyCaller<'a> {
 
 impl CallerIdentity for EnvoyCaller<'_> {
     fn header(&self, name: &str) -> Option<String> {
-        self.headers.get(&name.to_ascii_lowercase()).map(str::to_string)
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(str::to_string)
     }
 
     fn metadata(&self, path: &str) -> Option<Value> {
@@ -176,13 +195,20 @@ impl CallerIdentity for EnvoyCaller<'_> {
 /// a list's elements are the keys with empty values. A string comes raw. Anything else is kept
 /// as lossy text, which can only fail to match an allow-list (never widen one).
 pub fn decode_property(bytes: &[u8]) -> Value {
-    decode_pairs(bytes).unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+    decode_pairs(bytes)
+        .unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
 fn decode_pairs(bytes: &[u8]) -> Option<Value> {
     let word = |at: usize| -> Option<usize> {
         let b = bytes.get(at..at.checked_add(4)?)?;
-        usize::try_from(u32::from_le_bytes([*b.first()?, *b.get(1)?, *b.get(2)?, *b.get(3)?])).ok()
+        usize::try_from(u32::from_le_bytes([
+            *b.first()?,
+            *b.get(1)?,
+            *b.get(2)?,
+            *b.get(3)?,
+        ]))
+        .ok()
     };
     let count = word(0)?;
     if count == 0 || count > 4096 {
@@ -191,7 +217,9 @@ fn decode_pairs(bytes: &[u8]) -> Option<Value> {
     let mut offset = 4usize.checked_add(count.checked_mul(8)?)?;
     let mut take = |len: usize| -> Option<String> {
         let end = offset.checked_add(len)?;
-        let text = std::str::from_utf8(bytes.get(offset..end)?).ok()?.to_string();
+        let text = std::str::from_utf8(bytes.get(offset..end)?)
+            .ok()?
+            .to_string();
         if bytes.get(end) != Some(&0) {
             return None;
         }
@@ -208,7 +236,14 @@ fn decode_pairs(bytes: &[u8]) -> Option<Value> {
         return None;
     }
     if pairs.iter().all(|(_, v)| v.is_empty()) {
-        return Some(Value::Array(pairs.into_iter().map(|(k, _)| Value::String(k)).collect()));
+        return Some(Value::Array(
+            pairs.into_iter().map(|(k, _)| Value::String(k)).collect(),
+        ));
     }
-    Some(Value::Object(pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect()))
+    Some(Value::Object(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect(),
+    ))
 }

@@ -32,9 +32,14 @@ impl Engine {
         body: &[u8],
     ) -> LocalReply {
         let Some(expected) = self.config.admin.token_sha256 else {
-            return reply(404, json!({"error": "the toolseal admin API is off (no admin.token_sha256 configured)"}));
+            return reply(
+                404,
+                json!({"error": "the toolseal admin API is off (no admin.token_sha256 configured)"}),
+            );
         };
-        let token = authorization.and_then(|a| a.strip_prefix("Bearer ")).unwrap_or("");
+        let token = authorization
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .unwrap_or("");
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if token.is_empty() || !constant_time_eq(&presented, &expected) {
             return reply(401, json!({"error": "missing or invalid bearer token"}));
@@ -43,9 +48,16 @@ impl Engine {
         let rest = rest.split('?').next().unwrap_or("");
         // Segments are percent-decoded, so a server id holding '/' (an Envoy Gateway cluster
         // name, say) is addressed as `servers/httproute%2Fns%2Fname`.
-        let Some(decoded) = rest.split('/').filter(|p| !p.is_empty()).map(percent_decode).collect::<Option<Vec<String>>>()
+        let Some(decoded) = rest
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(percent_decode)
+            .collect::<Option<Vec<String>>>()
         else {
-            return reply(400, json!({"error": "malformed percent-encoding in the admin path"}));
+            return reply(
+                400,
+                json!({"error": "malformed percent-encoding in the admin path"}),
+            );
         };
         let parts: Vec<&str> = decoded.iter().map(String::as_str).collect();
         match (method, parts.as_slice()) {
@@ -60,9 +72,17 @@ impl Engine {
                 Some(view) => reply(200, view),
                 None => reply(404, json!({"error": format!("unknown server {id:?}")})),
             },
-            ("GET", ["audit"]) => reply(200, json!({"events": state::recent_audit(store, self.config.audit.ring_size)})),
-            ("POST", ["servers", id, action]) => self.admin_action(store, out, now_ms, id, action, body),
-            _ => reply(404, json!({"error": "unknown admin endpoint; see GET servers, GET servers/{id}, POST servers/{id}/approve|quarantine|release, GET audit"})),
+            ("GET", ["audit"]) => reply(
+                200,
+                json!({"events": state::recent_audit(store, self.config.audit.ring_size)}),
+            ),
+            ("POST", ["servers", id, action]) => {
+                self.admin_action(store, out, now_ms, id, action, body)
+            }
+            _ => reply(
+                404,
+                json!({"error": "unknown admin endpoint; see GET servers, GET servers/{id}, POST servers/{id}/approve|quarantine|release, GET audit"}),
+            ),
         }
     }
 
@@ -78,26 +98,48 @@ impl Engine {
         if !matches!(state::load_record(store, id), Ok(Some(_))) {
             return reply(404, json!({"error": format!("unknown server {id:?}")}));
         }
-        let body = if body.is_empty() { Ok(json!({})) } else { crate::json::parse_strict(body, 16) };
+        let body = if body.is_empty() {
+            Ok(json!({}))
+        } else {
+            crate::json::parse_strict(body, 16)
+        };
         let Ok(body) = body else {
-            return reply(400, json!({"error": "the request body must be a JSON object"}));
+            return reply(
+                400,
+                json!({"error": "the request body must be a JSON object"}),
+            );
         };
         let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
         let event = match action {
             "approve" => match text("fingerprint") {
                 Some(fingerprint) => Event::Approve { fingerprint },
-                None => return reply(400, json!({"error": "body must be {\"fingerprint\": \"sha256:…\"} with the reviewed fingerprint"})),
+                None => {
+                    return reply(
+                        400,
+                        json!({"error": "body must be {\"fingerprint\": \"sha256:…\"} with the reviewed fingerprint"}),
+                    );
+                }
             },
-            "quarantine" => Event::Quarantine { reason: text("reason").unwrap_or_else(|| "quarantined by an admin".into()), by: Actor::Admin },
+            "quarantine" => Event::Quarantine {
+                reason: text("reason").unwrap_or_else(|| "quarantined by an admin".into()),
+                by: Actor::Admin,
+            },
             "release" => Event::Release { by: Actor::Admin },
-            other => return reply(404, json!({"error": format!("unknown action {other:?}; expected approve, quarantine or release")})),
+            other => {
+                return reply(
+                    404,
+                    json!({"error": format!("unknown action {other:?}; expected approve, quarantine or release")}),
+                );
+            }
         };
         match self.transition(store, out, id, None, &event, now_ms) {
             Ok(_) => match self.server_view(store, id, true) {
                 Some(view) => reply(200, view),
                 None => reply(500, json!({"error": "state vanished"})),
             },
-            Err(StateError::Refused(r @ Refusal::Conflict { .. })) => reply(409, json!({"error": r.to_string()})),
+            Err(StateError::Refused(r @ Refusal::Conflict { .. })) => {
+                reply(409, json!({"error": r.to_string()}))
+            }
             Err(StateError::Refused(r)) => reply(409, json!({"error": r.to_string()})),
             Err(e) => reply(503, json!({"error": e.to_string()})),
         }
@@ -111,8 +153,10 @@ impl Engine {
         match server {
             Some(id) => self.server_view(store, id, true),
             None => {
-                let servers: Vec<Value> =
-                    state::server_ids(store).iter().filter_map(|id| self.server_view(store, id, false)).collect();
+                let servers: Vec<Value> = state::server_ids(store)
+                    .iter()
+                    .filter_map(|id| self.server_view(store, id, false))
+                    .collect();
                 Some(json!({"servers": servers}))
             }
         }
@@ -142,9 +186,15 @@ impl Engine {
         let diff = self.diff(store, &record);
         let mut view = record_view(id, &record, self.config.posture_of(id).as_str());
         if let Some(obj) = view.as_object_mut() {
-            obj.insert("diff_summary".into(), diff.as_ref().map_or(Value::Null, |d| d.summary_json()));
+            obj.insert(
+                "diff_summary".into(),
+                diff.as_ref().map_or(Value::Null, |d| d.summary_json()),
+            );
             if full {
-                obj.insert("diff".into(), diff.as_ref().map_or(Value::Null, |d| d.to_json()));
+                obj.insert(
+                    "diff".into(),
+                    diff.as_ref().map_or(Value::Null, |d| d.to_json()),
+                );
             }
         }
         Some(view)

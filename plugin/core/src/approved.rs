@@ -32,14 +32,20 @@ impl ApprovedTool {
     /// object of any shape.
     pub fn input_schema(&self) -> &Result<CompiledSchema, SchemaError> {
         self.input.get_or_init(|| {
-            let schema = self.definition.get("inputSchema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+            let schema = self
+                .definition
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"}));
             compile(&schema)
         })
     }
 
     /// The compiled `outputSchema`, when the tool has one.
     pub fn output_schema(&self) -> Option<&Result<CompiledSchema, SchemaError>> {
-        self.output.get_or_init(|| self.definition.get("outputSchema").map(compile)).as_ref()
+        self.output
+            .get_or_init(|| self.definition.get("outputSchema").map(compile))
+            .as_ref()
     }
 
     /// The tool's `annotations`.
@@ -59,23 +65,37 @@ pub struct Approved {
 
 impl Approved {
     /// Builds from definitions; `None` when they do not form a valid set.
-    pub fn from_definitions(fingerprint: &str, definitions: Vec<Value>, fields: &FingerprintFields) -> Option<Approved> {
+    pub fn from_definitions(
+        fingerprint: &str,
+        definitions: Vec<Value>,
+        fields: &FingerprintFields,
+    ) -> Option<Approved> {
         let array = Value::Array(definitions);
         let digests = digest_tools(&array, fields).ok()?;
         if digests.fingerprint() != fingerprint {
             return None;
         }
-        let Value::Array(definitions) = array else { return None };
+        let Value::Array(definitions) = array else {
+            return None;
+        };
         let mut tools = BTreeMap::new();
         for definition in definitions {
             let name = definition.get("name")?.as_str()?.to_string();
             let digest = digests.get(&name)?.to_string();
             tools.insert(
                 name,
-                ApprovedTool { definition, digest, input: OnceCell::new(), output: OnceCell::new() },
+                ApprovedTool {
+                    definition,
+                    digest,
+                    input: OnceCell::new(),
+                    output: OnceCell::new(),
+                },
             );
         }
-        Some(Approved { fingerprint: fingerprint.to_string(), tools })
+        Some(Approved {
+            fingerprint: fingerprint.to_string(),
+            tools,
+        })
     }
 
     /// The digest of a tool, if the set has it.
@@ -87,13 +107,17 @@ impl Approved {
     /// order, each name once. Equal definitions have equal digests, so the set's digests and
     /// fingerprint are then those of `tools`, known without canonicalizing or hashing.
     pub fn has_exactly(&self, tools: &Value) -> bool {
-        let Some(list) = tools.as_array() else { return false };
+        let Some(list) = tools.as_array() else {
+            return false;
+        };
         if list.len() != self.tools.len() {
             return false;
         }
         let mut names = Vec::with_capacity(list.len());
         for tool in list {
-            let Some(name) = tool.get("name").and_then(Value::as_str) else { return false };
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                return false;
+            };
             match self.tools.get(name) {
                 Some(approved) if approved.definition == *tool => names.push(name),
                 _ => return false,
@@ -105,7 +129,11 @@ impl Approved {
 
     /// The set's digests, as [`digest_tools`] computes them from its definitions.
     pub fn digests(&self) -> Option<ToolDigests> {
-        let entries = self.tools.iter().map(|(name, tool)| (name.clone(), tool.digest.clone())).collect();
+        let entries = self
+            .tools
+            .iter()
+            .map(|(name, tool)| (name.clone(), tool.digest.clone()))
+            .collect();
         ToolDigests::from_entries(entries).ok()
     }
 
@@ -123,16 +151,26 @@ pub struct ApprovedCache {
 
 impl ApprovedCache {
     /// The set stored under `fingerprint`, loaded from the store on first use.
-    pub fn get_or_load(&mut self, store: &dyn StateStore, fingerprint: &str, fields: &FingerprintFields) -> Option<Rc<Approved>> {
+    pub fn get_or_load(
+        &mut self,
+        store: &dyn StateStore,
+        fingerprint: &str,
+        fields: &FingerprintFields,
+    ) -> Option<Rc<Approved>> {
         if let Some(hit) = self.entries.get(fingerprint) {
             return Some(Rc::clone(hit));
         }
         let definitions = state::get_tool_set(store, fingerprint)?;
-        let approved = Rc::new(Approved::from_definitions(fingerprint, definitions, fields)?);
+        let approved = Rc::new(Approved::from_definitions(
+            fingerprint,
+            definitions,
+            fields,
+        )?);
         if self.entries.len() >= CACHE_ENTRIES {
             self.entries.clear();
         }
-        self.entries.insert(fingerprint.to_string(), Rc::clone(&approved));
+        self.entries
+            .insert(fingerprint.to_string(), Rc::clone(&approved));
         Some(approved)
     }
 

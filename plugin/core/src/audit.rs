@@ -46,8 +46,14 @@ impl AuditEvent {
         obj.insert("time_ms".into(), json!(self.time_ms));
         obj.insert("server".into(), json!(self.server));
         obj.insert("session".into(), json!(self.session));
-        obj.insert("status_before".into(), json!(self.status_before.map(SchemaStatus::as_str)));
-        obj.insert("status_after".into(), json!(self.status_after.map(SchemaStatus::as_str)));
+        obj.insert(
+            "status_before".into(),
+            json!(self.status_before.map(SchemaStatus::as_str)),
+        );
+        obj.insert(
+            "status_after".into(),
+            json!(self.status_after.map(SchemaStatus::as_str)),
+        );
         obj.insert("baseline".into(), json!(self.baseline));
         obj.insert("live".into(), json!(self.live));
         obj.insert("reason".into(), json!(self.reason));

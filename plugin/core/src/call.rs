@@ -37,10 +37,26 @@ impl Engine {
         let (tool, arguments) = match crate::jsonrpc::tool_call(call.params) {
             Ok(tc) => (tc.name.to_string(), tc.arguments.cloned()),
             Err(e) => {
-                let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, "tools/call", None, &e.to_string());
+                let mut denial = self.denial(
+                    ErrorCode::InvalidArguments,
+                    exchange,
+                    "tools/call",
+                    None,
+                    &e.to_string(),
+                );
                 denial.required_action = "fix_arguments";
                 return self
-                    .finish_call(store, out, now_ms, exchange, call, "", None, None, Err(denial.into()))
+                    .finish_call(
+                        store,
+                        out,
+                        now_ms,
+                        exchange,
+                        call,
+                        "",
+                        None,
+                        None,
+                        Err(denial.into()),
+                    )
                     .map(|t| (t, false));
             }
         };
@@ -49,8 +65,18 @@ impl Engine {
         let record = record.ok().flatten().map(|(r, _)| r);
         let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
         let verdict = verdict.map(|_| ());
-        self.finish_call(store, out, now_ms, exchange, call, &tool, arguments.as_ref(), record.as_ref(), verdict)
-            .map(|t| (t, check_result))
+        self.finish_call(
+            store,
+            out,
+            now_ms,
+            exchange,
+            call,
+            &tool,
+            arguments.as_ref(),
+            record.as_ref(),
+            verdict,
+        )
+        .map(|t| (t, check_result))
     }
 
     fn check_call(
@@ -65,22 +91,64 @@ impl Engine {
         let record = match record {
             Ok(Some((record, _))) => record.clone(),
             Ok(None) => {
-                return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, "no tools/list seen yet").into());
+                return Err(self
+                    .denial(
+                        ErrorCode::SchemaUnverified,
+                        exchange,
+                        tool,
+                        None,
+                        "no tools/list seen yet",
+                    )
+                    .into());
             }
-            Err(e) => return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, None, &e.to_string()).into()),
+            Err(e) => {
+                return Err(self
+                    .denial(
+                        ErrorCode::SchemaUnverified,
+                        exchange,
+                        tool,
+                        None,
+                        &e.to_string(),
+                    )
+                    .into());
+            }
         };
         let r = Some(&record);
         if let Some(code) = ErrorCode::for_closed(record.status) {
             return Err(self.denial(code, exchange, tool, r, "").into());
         }
         if record.awaiting_verification() {
-            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "list tools to verify them").into());
+            return Err(self
+                .denial(
+                    ErrorCode::SchemaUnverified,
+                    exchange,
+                    tool,
+                    r,
+                    "list tools to verify them",
+                )
+                .into());
         }
         let Some(baseline_fp) = record.baseline.clone() else {
-            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "no approved baseline").into());
+            return Err(self
+                .denial(
+                    ErrorCode::SchemaUnverified,
+                    exchange,
+                    tool,
+                    r,
+                    "no approved baseline",
+                )
+                .into());
         };
         let Some(baseline) = self.approved(store, &baseline_fp) else {
-            return Err(self.denial(ErrorCode::SchemaUnverified, exchange, tool, r, "approved definitions unavailable").into());
+            return Err(self
+                .denial(
+                    ErrorCode::SchemaUnverified,
+                    exchange,
+                    tool,
+                    r,
+                    "approved definitions unavailable",
+                )
+                .into());
         };
         let Some(approved) = baseline.tools.get(tool) else {
             let dropped = record
@@ -88,33 +156,68 @@ impl Engine {
                 .clone()
                 .and_then(|p| self.approved(store, &p))
                 .is_some_and(|prev| prev.tools.contains_key(tool));
-            let detail = if dropped { "the previous baseline had it; the current one dropped it" } else { "" };
-            return Err(self.denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail).into());
+            let detail = if dropped {
+                "the previous baseline had it; the current one dropped it"
+            } else {
+                ""
+            };
+            return Err(self
+                .denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail)
+                .into());
         };
         if let Some(session) = exchange.session.as_deref()
-            && let Some(seen) = state::get_snapshot(store, &exchange.server, session, self.config.limits.session_slots)
+            && let Some(seen) = state::get_snapshot(
+                store,
+                &exchange.server,
+                session,
+                self.config.limits.session_slots,
+            )
             && seen != baseline_fp
         {
-            let stale = self.approved(store, &seen).and_then(|s| s.digest(tool).map(str::to_string));
+            let stale = self
+                .approved(store, &seen)
+                .and_then(|s| s.digest(tool).map(str::to_string));
             if stale.is_some_and(|d| d != approved.digest) {
-                return Err(self.denial(ErrorCode::StaleToolSchema, exchange, tool, r, "").into());
+                return Err(self
+                    .denial(ErrorCode::StaleToolSchema, exchange, tool, r, "")
+                    .into());
             }
         }
         let empty = json!({});
         let args = arguments.unwrap_or(&empty);
         match approved.input_schema() {
             Err(e) => {
-                let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, tool, r, &format!("toolseal cannot check this tool's input schema: {e}"));
+                let mut denial = self.denial(
+                    ErrorCode::InvalidArguments,
+                    exchange,
+                    tool,
+                    r,
+                    &format!("toolseal cannot check this tool's input schema: {e}"),
+                );
                 denial.required_action = "admin_review";
                 return Err(denial.into());
             }
             Ok(schema) => {
                 if let Err(violations) = schema.validate(args) {
-                    let text: Vec<String> = violations.iter().map(|v| format!("{}: {}", v.instance_path, v.message)).collect();
-                    let mut denial = self.denial(ErrorCode::InvalidArguments, exchange, tool, r, &text.join("; "));
+                    let text: Vec<String> = violations
+                        .iter()
+                        .map(|v| format!("{}: {}", v.instance_path, v.message))
+                        .collect();
+                    let mut denial = self.denial(
+                        ErrorCode::InvalidArguments,
+                        exchange,
+                        tool,
+                        r,
+                        &text.join("; "),
+                    );
                     denial.extra.insert(
                         "violations".into(),
-                        json!(violations.iter().map(|v| json!({"path": v.instance_path, "message": v.message})).collect::<Vec<_>>()),
+                        json!(
+                            violations
+                                .iter()
+                                .map(|v| json!({"path": v.instance_path, "message": v.message}))
+                                .collect::<Vec<_>>()
+                        ),
                     );
                     return Err(denial.into());
                 }
@@ -128,8 +231,11 @@ impl Engine {
             caller: info.caller,
         };
         if let Some(decision) = self.policy(&facts) {
-            let mut denial = self.denial(ErrorCode::PolicyDenied, exchange, tool, r, &decision.reason);
-            denial.extra.insert("rule".into(), json!(decision.rule_index));
+            let mut denial =
+                self.denial(ErrorCode::PolicyDenied, exchange, tool, r, &decision.reason);
+            denial
+                .extra
+                .insert("rule".into(), json!(decision.rule_index));
             denial.extra.insert("reason".into(), json!(decision.reason));
             return Err(denial.into());
         }
@@ -158,12 +264,18 @@ impl Engine {
         let mut detail = Map::new();
         if audited {
             detail.insert("tool".into(), json!(tool));
-            detail.insert("args_sha256".into(), json!(crate::fingerprint::sha256_hex(call.body)));
+            detail.insert(
+                "args_sha256".into(),
+                json!(crate::fingerprint::sha256_hex(call.body)),
+            );
             let mut canonical = Vec::new();
             if let Some(args) = arguments {
                 crate::canonical::write_canonical(args, &mut canonical);
             }
-            detail.insert("arguments".into(), json!(String::from_utf8_lossy(&canonical)));
+            detail.insert(
+                "arguments".into(),
+                json!(String::from_utf8_lossy(&canonical)),
+            );
         }
         let result = match verdict {
             Ok(()) => {
@@ -171,7 +283,14 @@ impl Engine {
                 decision.decision = "allow";
                 if self.config.audit.call_allowed {
                     detail.insert("decision".into(), json!("allow"));
-                    let event = self.event("call.allowed", exchange, now_ms, record, "all checks passed", detail);
+                    let event = self.event(
+                        "call.allowed",
+                        exchange,
+                        now_ms,
+                        record,
+                        "all checks passed",
+                        detail,
+                    );
                     self.emit(store, out, &event);
                 }
                 Ok(tool.to_string())
@@ -182,7 +301,14 @@ impl Engine {
                 decision.error_code = Some(denial.code.as_str());
                 detail.insert("decision".into(), json!("deny"));
                 detail.insert("error_code".into(), json!(denial.code.as_str()));
-                let event = self.event("call.denied", exchange, now_ms, record, &denial.message, detail);
+                let event = self.event(
+                    "call.denied",
+                    exchange,
+                    now_ms,
+                    record,
+                    &denial.message,
+                    detail,
+                );
                 self.emit(store, out, &event);
                 Err(denial)
             }
@@ -204,11 +330,21 @@ impl Engine {
         call: &crate::engine::PendingCall,
         result: &Value,
     ) -> Option<Value> {
-        let record = state::load_record(store, &exchange.server).ok().flatten().map(|(r, _)| r);
-        let status = record.as_ref().map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
-        let mut decision = self.decision(exchange, "response", "tools/call", Some(&call.id), status);
+        let record = state::load_record(store, &exchange.server)
+            .ok()
+            .flatten()
+            .map(|(r, _)| r);
+        let status = record
+            .as_ref()
+            .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
+        let mut decision =
+            self.decision(exchange, "response", "tools/call", Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
-        let problem = if call.check_result { self.result_problem(store, record.as_ref(), call, result) } else { None };
+        let problem = if call.check_result {
+            self.result_problem(store, record.as_ref(), call, result)
+        } else {
+            None
+        };
         let (Some(problem), Some(record)) = (problem, record) else {
             out.decision(&decision);
             return None;
@@ -217,7 +353,14 @@ impl Engine {
         let mut detail = Map::new();
         detail.insert("tool".into(), json!(call.tool));
         detail.insert("problem".into(), json!(problem));
-        let event = self.event("result.mismatch", exchange, now_ms, Some(&record), &problem, detail);
+        let event = self.event(
+            "result.mismatch",
+            exchange,
+            now_ms,
+            Some(&record),
+            &problem,
+            detail,
+        );
         self.emit(store, out, &event);
         if self.config.server(&exchange.server).results != crate::config::ResultsMode::Enforce {
             out.decision(&decision);
@@ -226,7 +369,16 @@ impl Engine {
         decision.decision = "rewrite";
         decision.error_code = Some(ErrorCode::ResultContractChanged.as_str());
         out.decision(&decision);
-        Some(self.denial(ErrorCode::ResultContractChanged, exchange, &call.tool, Some(&record), &problem).result())
+        Some(
+            self.denial(
+                ErrorCode::ResultContractChanged,
+                exchange,
+                &call.tool,
+                Some(&record),
+                &problem,
+            )
+            .result(),
+        )
     }
 
     /// Why a result breaks the approved output contract, or `None` when it holds (or does not
@@ -244,10 +396,18 @@ impl Engine {
         let baseline = self.approved(store, record?.baseline.as_deref()?)?;
         let tool = baseline.tools.get(&call.tool)?;
         match (tool.output_schema()?, result.get("structuredContent")) {
-            (Err(e), _) => Some(format!("toolseal cannot check this tool's output schema: {e}")),
-            (Ok(_), None) => Some("the result has no structuredContent although the tool declares an outputSchema".into()),
+            (Err(e), _) => Some(format!(
+                "toolseal cannot check this tool's output schema: {e}"
+            )),
+            (Ok(_), None) => Some(
+                "the result has no structuredContent although the tool declares an outputSchema"
+                    .into(),
+            ),
             (Ok(schema), Some(content)) => schema.validate(content).err().map(|v| {
-                v.iter().map(|v| format!("{}: {}", v.instance_path, v.message)).collect::<Vec<_>>().join("; ")
+                v.iter()
+                    .map(|v| format!("{}: {}", v.instance_path, v.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             }),
         }
     }

@@ -191,8 +191,14 @@ impl Default for Config {
             policy: Policy::default(),
             limits: Limits::default(),
             fingerprint: FingerprintFields::default(),
-            admin: AdminConfig { prefix: "/toolseal/".into(), token_sha256: None },
-            audit: AuditConfig { call_allowed: false, ring_size: 256 },
+            admin: AdminConfig {
+                prefix: "/toolseal/".into(),
+                token_sha256: None,
+            },
+            audit: AuditConfig {
+                call_allowed: false,
+                ring_size: 256,
+            },
             screening: crate::screening::ScreeningConfig::default(),
         }
     }
@@ -212,7 +218,11 @@ impl fmt::Display for ConfigError {
         if self.field.is_empty() {
             write!(f, "invalid toolseal config: {}", self.message)
         } else {
-            write!(f, "invalid toolseal config: field `{}`: {}", self.field, self.message)
+            write!(
+                f,
+                "invalid toolseal config: field `{}`: {}",
+                self.field, self.message
+            )
         }
     }
 }
@@ -220,7 +230,10 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 fn err(field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError { field: field.to_string(), message: message.into() }
+    ConfigError {
+        field: field.to_string(),
+        message: message.into(),
+    }
 }
 
 impl Config {
@@ -240,7 +253,17 @@ impl Config {
         known_keys(
             root,
             "",
-            &["posture", "server_id", "servers", "policy", "limits", "fingerprint", "admin", "audit", "screening"],
+            &[
+                "posture",
+                "server_id",
+                "servers",
+                "policy",
+                "limits",
+                "fingerprint",
+                "admin",
+                "audit",
+                "screening",
+            ],
         )?;
         let mut config = Config::default();
         if let Some(v) = root.get("posture") {
@@ -299,19 +322,30 @@ impl Config {
 
     /// The effective posture of one server.
     pub fn posture_of(&self, id: &str) -> Posture {
-        self.servers.get(id).and_then(|s| s.posture).unwrap_or(self.posture)
+        self.servers
+            .get(id)
+            .and_then(|s| s.posture)
+            .unwrap_or(self.posture)
     }
 }
 
 fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, ConfigError> {
-    v.as_object().ok_or_else(|| err(field, "expected a JSON object"))
+    v.as_object()
+        .ok_or_else(|| err(field, "expected a JSON object"))
 }
 
 fn known_keys(obj: &Map<String, Value>, field: &str, allowed: &[&str]) -> Result<(), ConfigError> {
     for key in obj.keys() {
         if !allowed.contains(&key.as_str()) {
-            let path = if field.is_empty() { key.clone() } else { format!("{field}.{key}") };
-            return Err(err(&path, format!("unknown key; expected one of: {}", allowed.join(", "))));
+            let path = if field.is_empty() {
+                key.clone()
+            } else {
+                format!("{field}.{key}")
+            };
+            return Err(err(
+                &path,
+                format!("unknown key; expected one of: {}", allowed.join(", ")),
+            ));
         }
     }
     Ok(())
@@ -322,18 +356,27 @@ fn string<'a>(v: &'a Value, field: &str) -> Result<&'a str, ConfigError> {
 }
 
 fn boolean(v: &Value, field: &str) -> Result<bool, ConfigError> {
-    v.as_bool().ok_or_else(|| err(field, "expected true or false"))
+    v.as_bool()
+        .ok_or_else(|| err(field, "expected true or false"))
 }
 
 fn string_list(v: &Value, field: &str) -> Result<Vec<String>, ConfigError> {
-    let items = v.as_array().ok_or_else(|| err(field, "expected an array of strings"))?;
-    items.iter().map(|i| string(i, field).map(str::to_string)).collect()
+    let items = v
+        .as_array()
+        .ok_or_else(|| err(field, "expected an array of strings"))?;
+    items
+        .iter()
+        .map(|i| string(i, field).map(str::to_string))
+        .collect()
 }
 
 fn positive(v: &Value, field: &str, max: u64) -> Result<usize, ConfigError> {
     match v.as_u64() {
         Some(n) if n >= 1 && n <= max => usize::try_from(n).map_err(|_| err(field, "too large")),
-        _ => Err(err(field, format!("expected a whole number from 1 to {max}"))),
+        _ => Err(err(
+            field,
+            format!("expected a whole number from 1 to {max}"),
+        )),
     }
 }
 
@@ -341,15 +384,24 @@ fn posture(v: &Value, field: &str) -> Result<Posture, ConfigError> {
     match string(v, field)? {
         "discovery" => Ok(Posture::Discovery),
         "strict" => Ok(Posture::Strict),
-        other => Err(err(field, format!("unknown posture {other:?}; expected \"discovery\" or \"strict\""))),
+        other => Err(err(
+            field,
+            format!("unknown posture {other:?}; expected \"discovery\" or \"strict\""),
+        )),
     }
 }
 
 fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
     let obj = object(v, "server_id")?;
     known_keys(obj, "server_id", &["from", "name"])?;
-    let from = obj.get("from").map(|f| string(f, "server_id.from")).transpose()?;
-    let name = obj.get("name").map(|n| string(n, "server_id.name")).transpose()?;
+    let from = obj
+        .get("from")
+        .map(|f| string(f, "server_id.from"))
+        .transpose()?;
+    let name = obj
+        .get("name")
+        .map(|n| string(n, "server_id.name"))
+        .transpose()?;
     match (from.unwrap_or("route"), name) {
         ("route", None) => Ok(ServerIdSource::Route),
         ("cluster", None) => Ok(ServerIdSource::Cluster),
@@ -357,10 +409,14 @@ fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
             Ok(ServerIdSource::Header(name.to_ascii_lowercase()))
         }
         ("header", Some(_)) => Err(err("server_id.name", "not a valid HTTP header name")),
-        ("header", None) => Err(err("server_id.name", "required when server_id.from is \"header\"")),
-        ("route" | "cluster", Some(_)) => {
-            Err(err("server_id.name", "only used when server_id.from is \"header\""))
-        }
+        ("header", None) => Err(err(
+            "server_id.name",
+            "required when server_id.from is \"header\"",
+        )),
+        ("route" | "cluster", Some(_)) => Err(err(
+            "server_id.name",
+            "only used when server_id.from is \"header\"",
+        )),
         (other, _) => Err(err(
             "server_id.from",
             format!("unknown source {other:?}; expected \"route\", \"cluster\" or \"header\""),
@@ -371,15 +427,29 @@ fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
 fn valid_header_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(':')
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
-fn server_config(v: &Value, field: &str, fields: &FingerprintFields) -> Result<ServerConfig, ConfigError> {
+fn server_config(
+    v: &Value,
+    field: &str,
+    fields: &FingerprintFields,
+) -> Result<ServerConfig, ConfigError> {
     let obj = object(v, field)?;
     known_keys(
         obj,
         field,
-        &["posture", "pin", "lock", "allow_subset", "list_changed", "quarantine", "results"],
+        &[
+            "posture",
+            "pin",
+            "lock",
+            "allow_subset",
+            "list_changed",
+            "quarantine",
+            "results",
+        ],
     )?;
     let mut server = ServerConfig::default();
     let at = |key: &str| format!("{field}.{key}");
@@ -387,7 +457,9 @@ fn server_config(v: &Value, field: &str, fields: &FingerprintFields) -> Result<S
         server.posture = Some(posture(p, &at("posture"))?);
     }
     match (obj.get("pin"), obj.get("lock")) {
-        (Some(_), Some(_)) => return Err(err(field, "a server has at most one of `pin` and `lock`")),
+        (Some(_), Some(_)) => {
+            return Err(err(field, "a server has at most one of `pin` and `lock`"));
+        }
         (Some(pin), None) => {
             let fp = string(pin, &at("pin"))?;
             check_fingerprint(fp, &at("pin"))?;
@@ -404,7 +476,10 @@ fn server_config(v: &Value, field: &str, fields: &FingerprintFields) -> Result<S
             "hold" => ListChanged::Hold,
             "observe" => ListChanged::Observe,
             other => {
-                return Err(err(&at("list_changed"), format!("unknown mode {other:?}; expected \"hold\" or \"observe\"")));
+                return Err(err(
+                    &at("list_changed"),
+                    format!("unknown mode {other:?}; expected \"hold\" or \"observe\""),
+                ));
             }
         };
     }
@@ -416,7 +491,10 @@ fn server_config(v: &Value, field: &str, fields: &FingerprintFields) -> Result<S
             "observe" => ResultsMode::Observe,
             "enforce" => ResultsMode::Enforce,
             other => {
-                return Err(err(&at("results"), format!("unknown mode {other:?}; expected \"observe\" or \"enforce\"")));
+                return Err(err(
+                    &at("results"),
+                    format!("unknown mode {other:?}; expected \"observe\" or \"enforce\""),
+                ));
             }
         };
     }
@@ -426,10 +504,17 @@ fn server_config(v: &Value, field: &str, fields: &FingerprintFields) -> Result<S
 /// A server fingerprint is `sha256:` and 64 lowercase hex digits.
 pub fn check_fingerprint(fp: &str, field: &str) -> Result<(), ConfigError> {
     let hex = fp.strip_prefix("sha256:").unwrap_or("");
-    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         Ok(())
     } else {
-        Err(err(field, "expected \"sha256:\" followed by 64 lowercase hex digits"))
+        Err(err(
+            field,
+            "expected \"sha256:\" followed by 64 lowercase hex digits",
+        ))
     }
 }
 
@@ -437,20 +522,31 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
     let obj = object(v, field)?;
     known_keys(obj, field, &["fingerprint", "tools"])?;
     let fp_field = format!("{field}.fingerprint");
-    let fingerprint = string(obj.get("fingerprint").ok_or_else(|| err(&fp_field, "required"))?, &fp_field)?;
+    let fingerprint = string(
+        obj.get("fingerprint")
+            .ok_or_else(|| err(&fp_field, "required"))?,
+        &fp_field,
+    )?;
     check_fingerprint(fingerprint, &fp_field)?;
     let tools_field = format!("{field}.tools");
-    let tools = obj.get("tools").ok_or_else(|| err(&tools_field, "required"))?;
+    let tools = obj
+        .get("tools")
+        .ok_or_else(|| err(&tools_field, "required"))?;
     let digests = digest_tools(tools, fields).map_err(|e| err(&tools_field, e.to_string()))?;
     let computed = digests.fingerprint();
     if computed != fingerprint {
         return Err(err(
             &fp_field,
-            format!("does not match the locked tools (they fingerprint to {computed}); regenerate the lock with `toolseal pin`"),
+            format!(
+                "does not match the locked tools (they fingerprint to {computed}); regenerate the lock with `toolseal pin`"
+            ),
         ));
     }
     let tools = tools.as_array().cloned().unwrap_or_default();
-    Ok(Pin::Lock { fingerprint: fingerprint.to_string(), tools })
+    Ok(Pin::Lock {
+        fingerprint: fingerprint.to_string(),
+        tools,
+    })
 }
 
 fn limits(v: &Value) -> Result<Limits, ConfigError> {
@@ -458,11 +554,19 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
     known_keys(
         obj,
         "limits",
-        &["max_request_bytes", "max_response_bytes", "max_depth", "max_servers", "session_slots"],
+        &[
+            "max_request_bytes",
+            "max_response_bytes",
+            "max_depth",
+            "max_servers",
+            "session_slots",
+        ],
     )?;
     let mut limits = Limits::default();
     let get = |key: &str, max: u64| -> Result<Option<usize>, ConfigError> {
-        obj.get(key).map(|v| positive(v, &format!("limits.{key}"), max)).transpose()
+        obj.get(key)
+            .map(|v| positive(v, &format!("limits.{key}"), max))
+            .transpose()
     };
     if let Some(n) = get("max_request_bytes", 64 << 20)? {
         limits.max_request_bytes = n;
@@ -485,19 +589,28 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
 fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
     let obj = object(v, "admin")?;
     known_keys(obj, "admin", &["prefix", "token_sha256"])?;
-    let mut admin = AdminConfig { prefix: "/toolseal/".into(), token_sha256: None };
+    let mut admin = AdminConfig {
+        prefix: "/toolseal/".into(),
+        token_sha256: None,
+    };
     if let Some(p) = obj.get("prefix") {
         let prefix = string(p, "admin.prefix")?;
         if !prefix.starts_with('/') || !prefix.ends_with('/') || prefix.len() < 2 {
-            return Err(err("admin.prefix", "must start and end with '/' and not be \"/\" alone"));
+            return Err(err(
+                "admin.prefix",
+                "must start and end with '/' and not be \"/\" alone",
+            ));
         }
         admin.prefix = prefix.to_string();
     }
     if let Some(t) = obj.get("token_sha256") {
         let hex = string(t, "admin.token_sha256")?;
-        admin.token_sha256 = Some(
-            parse_hex32(hex).ok_or_else(|| err("admin.token_sha256", "expected 64 hex digits (sha256 of the token)"))?,
-        );
+        admin.token_sha256 = Some(parse_hex32(hex).ok_or_else(|| {
+            err(
+                "admin.token_sha256",
+                "expected 64 hex digits (sha256 of the token)",
+            )
+        })?);
     }
     Ok(admin)
 }
@@ -519,7 +632,10 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
 fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {
     let obj = object(v, "audit")?;
     known_keys(obj, "audit", &["call_allowed", "ring_size"])?;
-    let mut audit = AuditConfig { call_allowed: false, ring_size: 256 };
+    let mut audit = AuditConfig {
+        call_allowed: false,
+        ring_size: 256,
+    };
     if let Some(b) = obj.get("call_allowed") {
         audit.call_allowed = boolean(b, "audit.call_allowed")?;
     }

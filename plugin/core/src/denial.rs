@@ -53,9 +53,9 @@ impl ErrorCode {
             | ErrorCode::SchemaPending
             | ErrorCode::ServerQuarantined
             | ErrorCode::ResultContractChanged => "admin_review",
-            ErrorCode::SchemaUnverified | ErrorCode::StaleToolSchema | ErrorCode::ToolNotApproved => {
-                "refresh_tools"
-            }
+            ErrorCode::SchemaUnverified
+            | ErrorCode::StaleToolSchema
+            | ErrorCode::ToolNotApproved => "refresh_tools",
             ErrorCode::InvalidArguments => "fix_arguments",
             ErrorCode::PolicyDenied => "none",
         }
@@ -107,7 +107,10 @@ impl Denial {
         structured.insert("tool".into(), json!(self.tool));
         structured.insert("schema_status".into(), json!(self.status.as_str()));
         structured.insert("required_action".into(), json!(self.required_action));
-        structured.insert("side_effect_started".into(), json!(self.side_effect_started()));
+        structured.insert(
+            "side_effect_started".into(),
+            json!(self.side_effect_started()),
+        );
         structured.insert("current_fingerprint".into(), json!(self.fingerprint));
         for (k, v) in &self.extra {
             structured.insert(k.clone(), v.clone());
@@ -149,6 +152,10 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
     } else {
         " No side effect was started."
     };
-    let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    };
     format!("{tool} was refused: {what}{detail}.{next}{effect}")
 }

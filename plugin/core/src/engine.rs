@@ -48,7 +48,11 @@ pub struct LocalReply {
 impl LocalReply {
     /// A JSON reply.
     pub fn json(status: u16, body: &Value) -> Self {
-        LocalReply { status, content_type: "application/json", body: body.to_string().into_bytes() }
+        LocalReply {
+            status,
+            content_type: "application/json",
+            body: body.to_string().into_bytes(),
+        }
     }
 }
 
@@ -92,7 +96,11 @@ pub struct Exchange {
 impl Exchange {
     /// A new exchange for `server`.
     pub fn new(server: &str, session: Option<&str>) -> Self {
-        Exchange { server: server.to_string(), session: session.map(str::to_string), ..Default::default() }
+        Exchange {
+            server: server.to_string(),
+            session: session.map(str::to_string),
+            ..Default::default()
+        }
     }
 
     /// Takes over what `later` (a forwarded message of the same server and session) left
@@ -122,7 +130,10 @@ pub struct Engine {
 impl Engine {
     /// An engine for `config`.
     pub fn new(config: Config) -> Self {
-        Engine { config, cache: ApprovedCache::default() }
+        Engine {
+            config,
+            cache: ApprovedCache::default(),
+        }
     }
 
     /// Brings the shared state in line with the config (seeds keys, applies pins, locks and
@@ -130,20 +141,30 @@ impl Engine {
     pub fn configure(&mut self, store: &mut dyn StateStore, out: &mut dyn Outputs, now_ms: u64) {
         state::seed(store);
         let mut problems = Vec::new();
-        let servers: Vec<(String, crate::config::ServerConfig)> =
-            self.config.servers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let servers: Vec<(String, crate::config::ServerConfig)> = self
+            .config
+            .servers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for (id, server) in servers {
             if let Some(pin) = &server.pin {
                 if let crate::config::Pin::Lock { fingerprint, tools } = pin {
                     let _ = state::put_tool_set(store, fingerprint, tools);
                 }
                 let lock = matches!(pin, crate::config::Pin::Lock { .. });
-                let event = crate::status::Event::Pin { fingerprint: pin.fingerprint().to_string(), lock };
+                let event = crate::status::Event::Pin {
+                    fingerprint: pin.fingerprint().to_string(),
+                    lock,
+                };
                 if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
                     problems.push(format!("{id}: pin not applied: {e}"));
                 }
             }
-            let held = state::load_record(store, &id).ok().flatten().and_then(|(r, _)| r.quarantine);
+            let held = state::load_record(store, &id)
+                .ok()
+                .flatten()
+                .and_then(|(r, _)| r.quarantine);
             match (&server.quarantine, held) {
                 (Some(reason), held) if held.as_ref().map(|h| &h.0) != Some(reason) => {
                     let event = crate::status::Event::Quarantine {
@@ -155,7 +176,9 @@ impl Engine {
                     }
                 }
                 (None, Some((_, crate::status::Actor::Config))) => {
-                    let event = crate::status::Event::Release { by: crate::status::Actor::Config };
+                    let event = crate::status::Event::Release {
+                        by: crate::status::Actor::Config,
+                    };
                     if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
                         problems.push(format!("{id}: release not applied: {e}"));
                     }
@@ -176,8 +199,16 @@ impl Engine {
                 "posture {}, {} configured server(s), admin API {}{}",
                 self.config.posture.as_str(),
                 self.config.servers.len(),
-                if self.config.admin.token_sha256.is_some() { "on" } else { "off" },
-                if problems.is_empty() { String::new() } else { format!("; problems: {}", problems.join("; ")) }
+                if self.config.admin.token_sha256.is_some() {
+                    "on"
+                } else {
+                    "off"
+                },
+                if problems.is_empty() {
+                    String::new()
+                } else {
+                    format!("; problems: {}", problems.join("; "))
+                }
             ),
             detail: Map::new(),
         };
@@ -199,7 +230,15 @@ impl Engine {
                 "MCP POST bodies must be sent with Content-Type: application/json (got {:?})",
                 info.content_type.unwrap_or("")
             );
-            return self.refuse(store, out, now_ms, exchange, 415, jsonrpc::INVALID_REQUEST, &reason);
+            return self.refuse(
+                store,
+                out,
+                now_ms,
+                exchange,
+                415,
+                jsonrpc::INVALID_REQUEST,
+                &reason,
+            );
         }
         RequestVerdict::Forward
     }
@@ -212,8 +251,19 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
     ) -> LocalReply {
-        let reason = format!("request body over limits.max_request_bytes ({})", self.config.limits.max_request_bytes);
-        match self.refuse(store, out, now_ms, exchange, 413, jsonrpc::INVALID_REQUEST, &reason) {
+        let reason = format!(
+            "request body over limits.max_request_bytes ({})",
+            self.config.limits.max_request_bytes
+        );
+        match self.refuse(
+            store,
+            out,
+            now_ms,
+            exchange,
+            413,
+            jsonrpc::INVALID_REQUEST,
+            &reason,
+        ) {
             RequestVerdict::Reply(reply) => reply,
             RequestVerdict::Forward => LocalReply::json(413, &Value::Null),
         }
@@ -229,7 +279,9 @@ impl Engine {
         info: &RequestInfo<'_>,
         body: &[u8],
     ) -> RequestVerdict {
-        if let RequestVerdict::Reply(reply) = self.request_headers(store, out, now_ms, exchange, info) {
+        if let RequestVerdict::Reply(reply) =
+            self.request_headers(store, out, now_ms, exchange, info)
+        {
             return RequestVerdict::Reply(reply);
         }
         if body.len() > self.config.limits.max_request_bytes {
@@ -240,14 +292,36 @@ impl Engine {
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
-            Err(e) => return self.refuse(store, out, now_ms, exchange, 400, e.code(), &e.to_string()),
+            Err(e) => {
+                return self.refuse(store, out, now_ms, exchange, 400, e.code(), &e.to_string());
+            }
         };
         if let Err(reason) = check_mcp_headers(info, &payload) {
-            return self.refuse(store, out, now_ms, exchange, 400, jsonrpc::INVALID_REQUEST, &reason);
+            return self.refuse(
+                store,
+                out,
+                now_ms,
+                exchange,
+                400,
+                jsonrpc::INVALID_REQUEST,
+                &reason,
+            );
         }
-        if payload.messages().iter().any(|m| matches!(m, Message::Notification { method, .. } if method == "tools/call")) {
+        if payload
+            .messages()
+            .iter()
+            .any(|m| matches!(m, Message::Notification { method, .. } if method == "tools/call"))
+        {
             let reason = "a tools/call must carry an id: a call sent as a notification cannot be checked and answered";
-            return self.refuse(store, out, now_ms, exchange, 400, jsonrpc::INVALID_REQUEST, reason);
+            return self.refuse(
+                store,
+                out,
+                now_ms,
+                exchange,
+                400,
+                jsonrpc::INVALID_REQUEST,
+                reason,
+            );
         }
         let mut answers: Vec<Option<Value>> = Vec::new();
         let mut denied = false;
@@ -314,16 +388,27 @@ impl Engine {
         };
         match method.as_str() {
             "tools/list" => {
-                let cursor = params.as_ref().and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null());
+                let cursor = params
+                    .as_ref()
+                    .and_then(|p| p.get("cursor"))
+                    .is_some_and(|c| !c.is_null());
                 exchange.pending_lists.push((id.clone(), cursor));
                 self.pass_record(store, out, exchange, "request", message, None);
                 None
             }
             "tools/call" => {
-                let call = crate::call::Call { id, params: params.as_ref(), body };
+                let call = crate::call::Call {
+                    id,
+                    params: params.as_ref(),
+                    body,
+                };
                 match self.authorize_call(store, out, now_ms, exchange, info, &call) {
                     Ok((tool, check_result)) => {
-                        exchange.pending_calls.push(PendingCall { id: id.clone(), tool, check_result });
+                        exchange.pending_calls.push(PendingCall {
+                            id: id.clone(),
+                            tool,
+                            check_result,
+                        });
                         None
                     }
                     Err(denial) => Some(denial.response(id)),
@@ -359,8 +444,13 @@ impl Engine {
     }
 
     /// Loads the approved set of a fingerprint (cached, content-addressed).
-    pub(crate) fn approved(&mut self, store: &dyn StateStore, fingerprint: &str) -> Option<Rc<Approved>> {
-        self.cache.get_or_load(store, fingerprint, &self.config.fingerprint)
+    pub(crate) fn approved(
+        &mut self,
+        store: &dyn StateStore,
+        fingerprint: &str,
+    ) -> Option<Rc<Approved>> {
+        self.cache
+            .get_or_load(store, fingerprint, &self.config.fingerprint)
     }
 
     /// Applies a lifecycle event and audits what it produced. Returns the new record, or the
@@ -375,7 +465,14 @@ impl Engine {
         now_ms: u64,
     ) -> Result<ServerRecord, StateError> {
         let posture = self.config.posture_of(server);
-        let updated = state::update_record(store, server, event, posture, now_ms, self.config.limits.max_servers)?;
+        let updated = state::update_record(
+            store,
+            server,
+            event,
+            posture,
+            now_ms,
+            self.config.limits.max_servers,
+        )?;
         for note in &updated.notes {
             let mut detail = Map::new();
             if note.event == "schema.changed" || note.event == "schema.pending" {
@@ -404,7 +501,11 @@ impl Engine {
     }
 
     /// The classified diff between a record's baseline and its live candidate.
-    pub(crate) fn diff(&mut self, store: &dyn StateStore, record: &ServerRecord) -> Option<crate::drift::DriftDiff> {
+    pub(crate) fn diff(
+        &mut self,
+        store: &dyn StateStore,
+        record: &ServerRecord,
+    ) -> Option<crate::drift::DriftDiff> {
         let live = record.live.as_deref()?;
         let old = match record.baseline.as_deref() {
             Some(b) if b == live => return None,
@@ -420,7 +521,12 @@ impl Engine {
     }
 
     /// Sends an audit event to the host and the ring.
-    pub(crate) fn emit(&self, store: &mut dyn StateStore, out: &mut dyn Outputs, event: &AuditEvent) {
+    pub(crate) fn emit(
+        &self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        event: &AuditEvent,
+    ) {
         out.audit(event);
         state::push_audit(store, &event.to_json(), self.config.audit.ring_size);
     }
@@ -517,16 +623,24 @@ fn check_mcp_headers(info: &RequestInfo<'_>, payload: &Payload) -> Result<(), St
     if let Some(header) = info.mcp_method
         && message.method() != Some(header)
     {
-        return Err(format!("Mcp-Method header {header:?} does not match the body's method"));
+        return Err(format!(
+            "Mcp-Method header {header:?} does not match the body's method"
+        ));
     }
     if let Some(header) = info.mcp_name {
         let params = match message {
-            Message::Request { params, .. } | Message::Notification { params, .. } => params.as_ref(),
+            Message::Request { params, .. } | Message::Notification { params, .. } => {
+                params.as_ref()
+            }
             _ => None,
         };
-        let body_name = params.and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str);
+        let body_name = params
+            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+            .and_then(Value::as_str);
         if body_name != Some(header) {
-            return Err(format!("Mcp-Name header {header:?} does not match the body's params.name"));
+            return Err(format!(
+                "Mcp-Name header {header:?} does not match the body's params.name"
+            ));
         }
     }
     Ok(())
@@ -535,7 +649,9 @@ fn check_mcp_headers(info: &RequestInfo<'_>, payload: &Payload) -> Result<(), St
 /// The answer for a batch element that was allowed but not forwarded because another
 /// element was denied (a batch is answered as a whole).
 fn not_forwarded(message: &Message) -> Option<Value> {
-    let Message::Request { id, .. } = message else { return None };
+    let Message::Request { id, .. } = message else {
+        return None;
+    };
     Some(jsonrpc::error_response(
         id,
         jsonrpc::INVALID_REQUEST,

@@ -41,19 +41,37 @@ impl Engine {
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
         let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
         let verdict = if cursor_sent || next_cursor {
-            self.check_page(store, out, now_ms, exchange, tools, cursor_sent, next_cursor)
+            self.check_page(
+                store,
+                out,
+                now_ms,
+                exchange,
+                tools,
+                cursor_sent,
+                next_cursor,
+            )
         } else {
             self.check_whole(store, out, now_ms, exchange, tools)
         };
-        let status = verdict.record.as_ref().map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let status = verdict
+            .record
+            .as_ref()
+            .map_or(SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
         decision.tools_in = Some(tools_in);
         if verdict.serve {
             out.count(Counter::ListsVerified, None);
-            if let (Some(session), Some(baseline)) =
-                (exchange.session.as_deref(), verdict.record.as_ref().and_then(|r| r.baseline.as_deref()))
-            {
-                state::put_snapshot(store, &exchange.server, session, baseline, self.config.limits.session_slots);
+            if let (Some(session), Some(baseline)) = (
+                exchange.session.as_deref(),
+                verdict.record.as_ref().and_then(|r| r.baseline.as_deref()),
+            ) {
+                state::put_snapshot(
+                    store,
+                    &exchange.server,
+                    session,
+                    baseline,
+                    self.config.limits.session_slots,
+                );
             }
             decision.tools_out = Some(tools_in);
             out.decision(&decision);
@@ -65,9 +83,21 @@ impl Engine {
         out.decision(&decision);
         let mut detail = serde_json::Map::new();
         detail.insert("tools_in".into(), json!(tools_in));
-        let event = self.event("list.filtered", exchange, now_ms, verdict.record.as_ref(), &verdict.reason, detail);
+        let event = self.event(
+            "list.filtered",
+            exchange,
+            now_ms,
+            verdict.record.as_ref(),
+            &verdict.reason,
+            detail,
+        );
         self.emit(store, out, &event);
-        Some(filtered(result, &exchange.server, verdict.record.as_ref(), &verdict.reason))
+        Some(filtered(
+            result,
+            &exchange.server,
+            verdict.record.as_ref(),
+            &verdict.reason,
+        ))
     }
 
     fn check_whole(
@@ -80,7 +110,11 @@ impl Engine {
     ) -> Verdict {
         match self.evaluate_set(store, out, now_ms, exchange, tools.unwrap_or(&Value::Null)) {
             Ok(record) => serve_if_open(record),
-            Err(reason) => Verdict { record: None, serve: false, reason },
+            Err(reason) => Verdict {
+                record: None,
+                serve: false,
+                reason,
+            },
         }
     }
 
@@ -96,15 +130,23 @@ impl Engine {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
         // A list served again unchanged equals a cached set: its digests are known.
-        let known = state::load_record(store, &server).ok().flatten().and_then(|(r, _)| {
-            self.cache.known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
-        });
+        let known = state::load_record(store, &server)
+            .ok()
+            .flatten()
+            .and_then(|(r, _)| {
+                self.cache
+                    .known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
+            });
         let (known, known_fingerprint) = known.map_or((None, None), |(d, f)| (Some(d), Some(f)));
         let live = match known.map_or_else(|| digest_tools(tools, &self.config.fingerprint), Ok) {
-            Err(e) => LiveSet::Invalid { reason: format!("INVALID_TOOL_SET: {e}") },
+            Err(e) => LiveSet::Invalid {
+                reason: format!("INVALID_TOOL_SET: {e}"),
+            },
             Ok(digests) => {
                 let fingerprint = known_fingerprint.unwrap_or_else(|| digests.fingerprint());
-                let record = state::load_record(store, &server).map_err(|e| e.to_string())?.map(|(r, _)| r);
+                let record = state::load_record(store, &server)
+                    .map_err(|e| e.to_string())?
+                    .map(|(r, _)| r);
                 let baseline = record.as_ref().and_then(|r| r.baseline.clone());
                 let matches = match baseline.as_deref() {
                     Some(b) if b == fingerprint => true,
@@ -116,24 +158,41 @@ impl Engine {
                 // A drifted candidate is stored for review; a matching set is stored when its
                 // definitions are not known yet (a baseline pinned by fingerprint only).
                 // A cached set is stored already (a drifted list served again skips the store).
-                if (!matches && !self.cache.contains(&fingerprint)) || self.approved(store, &fingerprint).is_none() {
+                if (!matches && !self.cache.contains(&fingerprint))
+                    || self.approved(store, &fingerprint).is_none()
+                {
                     let definitions = tools.as_array().cloned().unwrap_or_default();
-                    state::put_tool_set(store, &fingerprint, &definitions).map_err(|e| e.to_string())?;
-                    if let Some(approved) =
-                        Approved::from_definitions(&fingerprint, definitions, &self.config.fingerprint)
-                    {
+                    state::put_tool_set(store, &fingerprint, &definitions)
+                        .map_err(|e| e.to_string())?;
+                    if let Some(approved) = Approved::from_definitions(
+                        &fingerprint,
+                        definitions,
+                        &self.config.fingerprint,
+                    ) {
                         self.cache.insert(approved);
                     }
                 }
                 if !matches && baseline.is_some() {
                     out.count(Counter::ListsChanged, None);
                 }
-                let findings = crate::screening::screen(tools, record.as_ref(), &self.config.screening);
-                LiveSet::Valid { fingerprint, matches, findings }
+                let findings =
+                    crate::screening::screen(tools, record.as_ref(), &self.config.screening);
+                LiveSet::Valid {
+                    fingerprint,
+                    matches,
+                    findings,
+                }
             }
         };
-        self.transition(store, out, &server, session.as_deref(), &Event::Live(live), now_ms)
-            .map_err(|e| e.to_string())
+        self.transition(
+            store,
+            out,
+            &server,
+            session.as_deref(),
+            &Event::Live(live),
+            now_ms,
+        )
+        .map_err(|e| e.to_string())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -153,52 +212,114 @@ impl Engine {
         let Some(page) = tools.and_then(Value::as_array) else {
             return self.check_whole(store, out, now_ms, exchange, tools);
         };
-        let mut acc = if cursor_sent { state::get_pages(store, &server, &session, slots) } else { Some(PageAccumulator::default()) };
+        let mut acc = if cursor_sent {
+            state::get_pages(store, &server, &session, slots)
+        } else {
+            Some(PageAccumulator::default())
+        };
         if let Some(acc) = acc.as_mut() {
             acc.pages = acc.pages.saturating_add(1);
-            acc.bytes = acc.bytes.saturating_add(page.iter().map(|t| t.to_string().len()).sum::<usize>());
+            acc.bytes = acc
+                .bytes
+                .saturating_add(page.iter().map(|t| t.to_string().len()).sum::<usize>());
             acc.tools.extend(page.iter().cloned());
             if acc.bytes > self.config.limits.max_response_bytes {
                 state::put_pages(store, &server, &session, slots, None);
-                return Verdict { record: None, serve: false, reason: "paginated tools/list over limits.max_response_bytes".into() };
+                return Verdict {
+                    record: None,
+                    serve: false,
+                    reason: "paginated tools/list over limits.max_response_bytes".into(),
+                };
             }
         }
         let record = match state::load_record(store, &server) {
             Ok(r) => r.map(|(r, _)| r),
-            Err(e) => return Verdict { record: None, serve: false, reason: e.to_string() },
+            Err(e) => {
+                return Verdict {
+                    record: None,
+                    serve: false,
+                    reason: e.to_string(),
+                };
+            }
         };
-        if let Some(reason) = self.page_drift(store, record.as_ref(), tools.unwrap_or(&Value::Null)) {
-            let live = LiveSet::Invalid { reason: reason.clone() };
-            let after = self.transition(store, out, &server, exchange.session.as_deref(), &Event::Live(live), now_ms);
+        if let Some(reason) = self.page_drift(store, record.as_ref(), tools.unwrap_or(&Value::Null))
+        {
+            let live = LiveSet::Invalid {
+                reason: reason.clone(),
+            };
+            let after = self.transition(
+                store,
+                out,
+                &server,
+                exchange.session.as_deref(),
+                &Event::Live(live),
+                now_ms,
+            );
             if next_cursor && let Some(acc) = &acc {
                 state::put_pages(store, &server, &session, slots, Some(acc));
             }
-            return Verdict { record: after.ok().or(record), serve: false, reason };
+            return Verdict {
+                record: after.ok().or(record),
+                serve: false,
+                reason,
+            };
         }
         // A baseline pinned by fingerprint only has no definitions to check a page against:
         // pages wait until a complete list has verified (and stored them).
         let unchecked = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
             until a complete list has verified; list again from the start";
-        let unknown = record.as_ref().and_then(|r| r.baseline.clone()).is_some_and(|b| self.approved(store, &b).is_none());
+        let unknown = record
+            .as_ref()
+            .and_then(|r| r.baseline.clone())
+            .is_some_and(|b| self.approved(store, &b).is_none());
         if next_cursor {
             let Some(acc) = acc else {
-                return Verdict { record, serve: false, reason: "page seen without its first page; list again from the start".into() };
+                return Verdict {
+                    record,
+                    serve: false,
+                    reason: "page seen without its first page; list again from the start".into(),
+                };
             };
             state::put_pages(store, &server, &session, slots, Some(&acc));
             let discovery = self.config.posture_of(&server) == crate::config::Posture::Discovery;
             // A first-contact page is served before the set is complete: screen it on its own
             // so that a flagged description never reaches the client on an early page.
-            let first_contact = record.as_ref().is_none_or(|r| r.status == SchemaStatus::Unbaselined && r.baseline.is_none());
+            let first_contact = record
+                .as_ref()
+                .is_none_or(|r| r.status == SchemaStatus::Unbaselined && r.baseline.is_none());
             if discovery && first_contact {
-                let page_findings = crate::screening::screen(tools.unwrap_or(&Value::Null), record.as_ref(), &self.config.screening);
+                let page_findings = crate::screening::screen(
+                    tools.unwrap_or(&Value::Null),
+                    record.as_ref(),
+                    &self.config.screening,
+                );
                 let serve = page_findings.is_empty();
-                let reason = if serve { String::new() } else { format!("first-contact screening flagged this page: {}", page_findings.join("; ")) };
-                return Verdict { record, serve, reason };
+                let reason = if serve {
+                    String::new()
+                } else {
+                    format!(
+                        "first-contact screening flagged this page: {}",
+                        page_findings.join("; ")
+                    )
+                };
+                return Verdict {
+                    record,
+                    serve,
+                    reason,
+                };
             }
             return match record {
-                Some(r) if unknown => Verdict { record: Some(r), serve: false, reason: unchecked.into() },
+                Some(r) if unknown => Verdict {
+                    record: Some(r),
+                    serve: false,
+                    reason: unchecked.into(),
+                },
                 Some(r) => serve_if_open(r),
-                None => Verdict { record: None, serve: false, reason: "strict posture: awaiting admin approval".into() },
+                None => Verdict {
+                    record: None,
+                    serve: false,
+                    reason: "strict posture: awaiting admin approval".into(),
+                },
             };
         }
         state::put_pages(store, &server, &session, slots, None);
@@ -207,18 +328,31 @@ impl Engine {
                 let all = Value::Array(acc.tools);
                 match self.evaluate_set(store, out, now_ms, exchange, &all) {
                     Ok(record) => serve_if_open(record),
-                    Err(reason) => Verdict { record, serve: false, reason },
+                    Err(reason) => Verdict {
+                        record,
+                        serve: false,
+                        reason,
+                    },
                 }
             }
             None => match record {
                 Some(r) if r.status == SchemaStatus::Verified && !unknown => serve_if_open(r),
-                other => Verdict { record: other, serve: false, reason: "last page seen without the first; list again from the start".into() },
+                other => Verdict {
+                    record: other,
+                    serve: false,
+                    reason: "last page seen without the first; list again from the start".into(),
+                },
             },
         }
     }
 
     /// A page's tools that differ from the baseline (checked per tool as pages pass).
-    fn page_drift(&mut self, store: &dyn StateStore, record: Option<&ServerRecord>, page: &Value) -> Option<String> {
+    fn page_drift(
+        &mut self,
+        store: &dyn StateStore,
+        record: Option<&ServerRecord>,
+        page: &Value,
+    ) -> Option<String> {
         let baseline = record?.baseline.clone()?;
         let approved = self.approved(store, &baseline)?;
         let digests = match digest_tools(page, &self.config.fingerprint) {
@@ -231,28 +365,45 @@ impl Engine {
             .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
             .map(|(name, _)| name.as_str())
             .collect();
-        (!differing.is_empty()).then(|| format!("a tools/list page differs from the baseline: {}", differing.join(", ")))
+        (!differing.is_empty()).then(|| {
+            format!(
+                "a tools/list page differs from the baseline: {}",
+                differing.join(", ")
+            )
+        })
     }
 }
 
 fn serve_if_open(record: ServerRecord) -> Verdict {
     let serve = !record.status.is_closed() && record.baseline.is_some();
     let reason = match record.status {
-        SchemaStatus::Changed => "the tool set drifted from the approved baseline; an admin must review it".to_string(),
+        SchemaStatus::Changed => {
+            "the tool set drifted from the approved baseline; an admin must review it".to_string()
+        }
         SchemaStatus::Pending if !record.findings.is_empty() => {
             "first-contact screening flagged the tool set; it awaits admin approval".to_string()
         }
         SchemaStatus::Pending => "the tool set awaits admin approval".to_string(),
         SchemaStatus::Quarantined => {
-            format!("the server is quarantined: {}", record.quarantine.as_ref().map_or("", |q| q.0.as_str()))
+            format!(
+                "the server is quarantined: {}",
+                record.quarantine.as_ref().map_or("", |q| q.0.as_str())
+            )
         }
         _ => String::new(),
     };
-    Verdict { record: Some(record), serve, reason }
+    Verdict {
+        record: Some(record),
+        serve,
+        reason,
+    }
 }
 
 fn is_strict_subset(live: &[(String, String)], baseline: &Approved) -> bool {
-    live.len() < baseline.tools.len() && live.iter().all(|(name, digest)| baseline.digest(name) == Some(digest.as_str()))
+    live.len() < baseline.tools.len()
+        && live
+            .iter()
+            .all(|(name, digest)| baseline.digest(name) == Some(digest.as_str()))
 }
 
 /// The result with every tool removed and the reason in `_meta`.

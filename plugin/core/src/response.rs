@@ -51,24 +51,34 @@ impl Engine {
         content_encoding: Option<&str>,
     ) -> BodyPlan {
         // A tools/list answer must be inspected; so must a result whose contract is enforced.
-        let enforced = self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
+        let enforced =
+            self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
         let must_inspect = !exchange.pending_lists.is_empty()
             || (enforced && exchange.pending_calls.iter().any(|c| c.check_result));
-        let mime = content_type.and_then(|c| c.split(';').next()).map(|m| m.trim().to_ascii_lowercase());
-        let encoded = content_encoding.is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"));
+        let mime = content_type
+            .and_then(|c| c.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase());
+        let encoded = content_encoding
+            .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"));
         let (state, plan) = match (mime.as_deref(), encoded) {
-            (_, true) if must_inspect => {
-                (ResponseState::Unreadable("the tools/list response is compressed".into()), BodyPlan::Buffer)
-            }
-            (Some("text/event-stream"), false) => {
-                (ResponseState::Sse(Box::new(SseParser::new(self.config.limits.max_response_bytes))), BodyPlan::Stream)
-            }
-            (Some("application/json"), true) => {
-                (ResponseState::Unreadable("the JSON response is compressed".into()), BodyPlan::Buffer)
-            }
-            (Some("text/event-stream"), true) => {
-                (ResponseState::Unreadable("the event stream is compressed".into()), BodyPlan::Buffer)
-            }
+            (_, true) if must_inspect => (
+                ResponseState::Unreadable("the tools/list response is compressed".into()),
+                BodyPlan::Buffer,
+            ),
+            (Some("text/event-stream"), false) => (
+                ResponseState::Sse(Box::new(SseParser::new(
+                    self.config.limits.max_response_bytes,
+                ))),
+                BodyPlan::Stream,
+            ),
+            (Some("application/json"), true) => (
+                ResponseState::Unreadable("the JSON response is compressed".into()),
+                BodyPlan::Buffer,
+            ),
+            (Some("text/event-stream"), true) => (
+                ResponseState::Unreadable("the event stream is compressed".into()),
+                BodyPlan::Buffer,
+            ),
             // Every JSON answer is read: a server can answer a tools/list id on another
             // exchange (clients route responses by id, not by stream).
             (Some("application/json"), false) => (ResponseState::Json, BodyPlan::Buffer),
@@ -99,19 +109,33 @@ impl Engine {
                 return None;
             }
             let why = why.clone();
-            return Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string().into_bytes());
+            return Some(
+                self.fail_closed(store, out, now_ms, exchange, &why)
+                    .to_string()
+                    .into_bytes(),
+            );
         }
         if !matches!(exchange.response, ResponseState::Json) {
             return None;
         }
         if body.len() > self.config.limits.max_response_bytes {
-            let why = format!("the response is over limits.max_response_bytes ({})", self.config.limits.max_response_bytes);
+            let why = format!(
+                "the response is over limits.max_response_bytes ({})",
+                self.config.limits.max_response_bytes
+            );
             return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
             Err(e) => {
-                return self.fail_if_needed(store, out, now_ms, exchange, &format!("unreadable response: {e}"), body);
+                return self.fail_if_needed(
+                    store,
+                    out,
+                    now_ms,
+                    exchange,
+                    &format!("unreadable response: {e}"),
+                    body,
+                );
             }
         };
         let replaced = self.server_payload(store, out, now_ms, exchange, &payload)?;
@@ -157,12 +181,28 @@ impl Engine {
         };
         let mut events = match parser.push(chunk) {
             Ok(events) => events,
-            Err(e) => return self.drop_stream(store, out, now_ms, exchange, &format!("unreadable event stream: {e}")),
+            Err(e) => {
+                return self.drop_stream(
+                    store,
+                    out,
+                    now_ms,
+                    exchange,
+                    &format!("unreadable event stream: {e}"),
+                );
+            }
         };
         if end {
             match parser.close() {
                 Ok(more) => events.extend(more),
-                Err(e) => return self.drop_stream(store, out, now_ms, exchange, &format!("unreadable event stream: {e}")),
+                Err(e) => {
+                    return self.drop_stream(
+                        store,
+                        out,
+                        now_ms,
+                        exchange,
+                        &format!("unreadable event stream: {e}"),
+                    );
+                }
             }
             // An unterminated last event is discarded by SSE clients; never forward it unchecked.
             let _ = parser.finish();
@@ -171,10 +211,12 @@ impl Engine {
         let mut forward = Vec::new();
         for event in events {
             match event.data.as_deref() {
-                Some(data) if !data.is_empty() => match self.server_data(store, out, now_ms, exchange, data) {
-                    Some(new_data) => forward.extend_from_slice(&event.with_data(&new_data)),
-                    None => forward.extend_from_slice(&event.raw),
-                },
+                Some(data) if !data.is_empty() => {
+                    match self.server_data(store, out, now_ms, exchange, data) {
+                        Some(new_data) => forward.extend_from_slice(&event.with_data(&new_data)),
+                        None => forward.extend_from_slice(&event.raw),
+                    }
+                }
                 _ => forward.extend_from_slice(&event.raw),
             }
         }
@@ -198,10 +240,15 @@ impl Engine {
             return None;
         }
         match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
-            Ok(payload) => self.server_payload(store, out, now_ms, exchange, &payload).map(|v| v.to_string()),
+            Ok(payload) => self
+                .server_payload(store, out, now_ms, exchange, &payload)
+                .map(|v| v.to_string()),
             Err(e) if self.must_read(exchange) || may_hold_tools(data.as_bytes()) => {
                 let why = format!("unreadable event data: {e}");
-                Some(self.fail_closed(store, out, now_ms, exchange, &why).to_string())
+                Some(
+                    self.fail_closed(store, out, now_ms, exchange, &why)
+                        .to_string(),
+                )
             }
             Err(_) => None,
         }
@@ -254,18 +301,27 @@ impl Engine {
         message: &Message,
     ) -> Option<Value> {
         match message {
-            Message::Notification { method, .. } if method == "notifications/tools/list_changed" => {
+            Message::Notification { method, .. }
+                if method == "notifications/tools/list_changed" =>
+            {
                 self.list_changed(store, out, now_ms, exchange);
                 None
             }
             Message::Response { id, result } => {
-                let list = exchange.pending_lists.iter().position(|(pending, _)| same_id(pending, id));
+                let list = exchange
+                    .pending_lists
+                    .iter()
+                    .position(|(pending, _)| same_id(pending, id));
                 if let Some(index) = list {
                     let (_, cursor) = exchange.pending_lists.remove(index);
                     let new = self.list_result(store, out, now_ms, exchange, id, cursor, result)?;
                     return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
                 }
-                if let Some(index) = exchange.pending_calls.iter().position(|c| same_id(&c.id, id)) {
+                if let Some(index) = exchange
+                    .pending_calls
+                    .iter()
+                    .position(|c| same_id(&c.id, id))
+                {
                     let call = exchange.pending_calls.remove(index);
                     let new = self.call_result(store, out, now_ms, exchange, &call, result)?;
                     return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
@@ -276,7 +332,14 @@ impl Engine {
                     return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
                 }
                 let answers = take_other(exchange, id);
-                self.pass_record(store, out, exchange, "response", message, answers.as_deref());
+                self.pass_record(
+                    store,
+                    out,
+                    exchange,
+                    "response",
+                    message,
+                    answers.as_deref(),
+                );
                 None
             }
             Message::Error { id, .. } => {
@@ -285,11 +348,26 @@ impl Engine {
                     .iter()
                     .any(|(pending, _)| same_id(pending, id))
                     .then(|| "tools/list".to_string())
-                    .or_else(|| exchange.pending_calls.iter().any(|c| same_id(&c.id, id)).then(|| "tools/call".to_string()))
+                    .or_else(|| {
+                        exchange
+                            .pending_calls
+                            .iter()
+                            .any(|c| same_id(&c.id, id))
+                            .then(|| "tools/call".to_string())
+                    })
                     .or_else(|| take_other(exchange, id));
-                exchange.pending_lists.retain(|(pending, _)| !same_id(pending, id));
+                exchange
+                    .pending_lists
+                    .retain(|(pending, _)| !same_id(pending, id));
                 exchange.pending_calls.retain(|c| !same_id(&c.id, id));
-                self.pass_record(store, out, exchange, "response", message, answers.as_deref());
+                self.pass_record(
+                    store,
+                    out,
+                    exchange,
+                    "response",
+                    message,
+                    answers.as_deref(),
+                );
                 None
             }
             _ => {
@@ -299,21 +377,42 @@ impl Engine {
         }
     }
 
-    fn list_changed(&mut self, store: &mut dyn StateStore, out: &mut dyn Outputs, now_ms: u64, exchange: &Exchange) {
+    fn list_changed(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+    ) {
         let mode = self.config.server(&exchange.server).list_changed;
         let status = match mode {
             crate::config::ListChanged::Hold => {
                 let server = exchange.server.clone();
                 let event = crate::status::Event::ListChanged;
-                self.transition(store, out, &server, exchange.session.as_deref(), &event, now_ms)
-                    .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status)
+                self.transition(
+                    store,
+                    out,
+                    &server,
+                    exchange.session.as_deref(),
+                    &event,
+                    now_ms,
+                )
+                .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status)
             }
-            crate::config::ListChanged::Observe => crate::state::load_record(store, &exchange.server)
-                .ok()
-                .flatten()
-                .map_or(crate::status::SchemaStatus::Unbaselined, |(r, _)| r.status),
+            crate::config::ListChanged::Observe => {
+                crate::state::load_record(store, &exchange.server)
+                    .ok()
+                    .flatten()
+                    .map_or(crate::status::SchemaStatus::Unbaselined, |(r, _)| r.status)
+            }
         };
-        let decision = self.decision(exchange, "response", "notifications/tools/list_changed", None, status);
+        let decision = self.decision(
+            exchange,
+            "response",
+            "notifications/tools/list_changed",
+            None,
+            status,
+        );
         out.decision(&decision);
     }
 
@@ -327,13 +426,24 @@ impl Engine {
         body: &[u8],
     ) -> Option<Vec<u8>> {
         if may_hold_tools(body) {
-            return Some(self.fail_closed(store, out, now_ms, exchange, why).to_string().into_bytes());
+            return Some(
+                self.fail_closed(store, out, now_ms, exchange, why)
+                    .to_string()
+                    .into_bytes(),
+            );
         }
-        let enforced = self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
-        if exchange.pending_lists.is_empty() && !(enforced && exchange.pending_calls.iter().any(|c| c.check_result)) {
+        let enforced =
+            self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
+        if exchange.pending_lists.is_empty()
+            && !(enforced && exchange.pending_calls.iter().any(|c| c.check_result))
+        {
             return None;
         }
-        Some(self.fail_closed(store, out, now_ms, exchange, why).to_string().into_bytes())
+        Some(
+            self.fail_closed(store, out, now_ms, exchange, why)
+                .to_string()
+                .into_bytes(),
+        )
     }
 
     /// The error that replaces an uninspectable `tools/list` answer (one per pending id).
@@ -348,23 +458,46 @@ impl Engine {
         let message = format!("toolseal: {why}; the tool list was withheld (fail closed)");
         let mut ids: Vec<Value> = exchange.pending_lists.drain(..).map(|(id, _)| id).collect();
         if self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce {
-            ids.extend(exchange.pending_calls.iter().filter(|c| c.check_result).map(|c| c.id.clone()));
+            ids.extend(
+                exchange
+                    .pending_calls
+                    .iter()
+                    .filter(|c| c.check_result)
+                    .map(|c| c.id.clone()),
+            );
             exchange.pending_calls.retain(|c| !c.check_result);
         }
         out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
-        let event = self.event("list.filtered", exchange, now_ms, None, &message, serde_json::Map::new());
+        let event = self.event(
+            "list.filtered",
+            exchange,
+            now_ms,
+            None,
+            &message,
+            serde_json::Map::new(),
+        );
         self.emit(store, out, &event);
         for id in &ids {
-            let mut decision = self.decision(exchange, "response", "tools/list", Some(id), crate::status::SchemaStatus::Unbaselined);
+            let mut decision = self.decision(
+                exchange,
+                "response",
+                "tools/list",
+                Some(id),
+                crate::status::SchemaStatus::Unbaselined,
+            );
             decision.decision = "rewrite";
             decision.tools_out = Some(0);
             decision.error_code = Some("UNINSPECTABLE_RESPONSE");
             out.decision(&decision);
         }
-        let errors: Vec<Value> = if ids.is_empty() { vec![Value::Null] } else { ids }
-            .iter()
-            .map(|id| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
-            .collect();
+        let errors: Vec<Value> = if ids.is_empty() {
+            vec![Value::Null]
+        } else {
+            ids
+        }
+        .iter()
+        .map(|id| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
+        .collect();
         match <[Value; 1]>::try_from(errors) {
             Ok([single]) => single,
             Err(many) => Value::Array(many),
@@ -387,7 +520,10 @@ impl Engine {
 
 /// The method of the other request `id` answers (removed from the pending list).
 fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
-    let index = exchange.pending_other.iter().position(|(pending, _)| same_id(pending, id))?;
+    let index = exchange
+        .pending_other
+        .iter()
+        .position(|(pending, _)| same_id(pending, id))?;
     Some(exchange.pending_other.remove(index).1)
 }
 
@@ -396,7 +532,9 @@ fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
 /// client, so they must be to the gateway). A string never matches a number.
 fn same_id(request: &Value, response: &Value) -> bool {
     match (request, response) {
-        (Value::Number(a), Value::Number(b)) => a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y),
+        (Value::Number(a), Value::Number(b)) => {
+            a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y)
+        }
         (a, b) => a == b,
     }
 }

@@ -281,7 +281,10 @@ impl SseParser {
             // line non-empty, so skip to the next CR or LF in one search.
             if self.pending_cr.is_none() && self.bom_done && byte != LF && byte != CR {
                 let rest = self.buf.get(pos..).unwrap_or_default();
-                pos += rest.iter().position(|&b| b == LF || b == CR).unwrap_or(rest.len());
+                pos += rest
+                    .iter()
+                    .position(|&b| b == LF || b == CR)
+                    .unwrap_or(rest.len());
                 self.line_empty = false;
                 continue;
             }

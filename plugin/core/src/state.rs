@@ -44,7 +44,10 @@ impl std::fmt::Display for StateError {
         match self {
             StateError::Refused(r) => write!(f, "{r}"),
             StateError::TooManyServers(n) => {
-                write!(f, "more than {n} servers are tracked; raise limits.max_servers or check server_id")
+                write!(
+                    f,
+                    "more than {n} servers are tracked; raise limits.max_servers or check server_id"
+                )
             }
             StateError::Corrupt(m) => write!(f, "stored state is unreadable ({m}); failing closed"),
             StateError::Store(e) => write!(f, "{e}"),
@@ -69,7 +72,10 @@ pub fn seed(store: &mut dyn StateStore) {
 }
 
 /// Reads a server's record (`None`: never seen).
-pub fn load_record(store: &dyn StateStore, server: &str) -> Result<Option<(ServerRecord, u32)>, StateError> {
+pub fn load_record(
+    store: &dyn StateStore,
+    server: &str,
+) -> Result<Option<(ServerRecord, u32)>, StateError> {
     match store.get(&record_key(server)) {
         None => Ok(None),
         Some((bytes, version)) if bytes.is_empty() => {
@@ -114,11 +120,21 @@ pub fn update_record(
         let (after, notes) =
             crate::status::apply(&before, event, posture, now_ms).map_err(StateError::Refused)?;
         if after == before && expect != Expect::Absent {
-            return Ok(Updated { before, after, notes });
+            return Ok(Updated {
+                before,
+                after,
+                notes,
+            });
         }
         let bytes = serde_json::to_vec(&after).map_err(|e| StateError::Corrupt(e.to_string()))?;
         match store.set(&key, &bytes, expect) {
-            Ok(()) => return Ok(Updated { before, after, notes }),
+            Ok(()) => {
+                return Ok(Updated {
+                    before,
+                    after,
+                    notes,
+                });
+            }
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(StateError::Store(e)),
         }
@@ -134,7 +150,11 @@ pub fn server_ids(store: &dyn StateStore) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn register_server(store: &mut dyn StateStore, server: &str, max_servers: usize) -> Result<(), StateError> {
+fn register_server(
+    store: &mut dyn StateStore,
+    server: &str,
+    max_servers: usize,
+) -> Result<(), StateError> {
     for _ in 0..CAS_ATTEMPTS {
         let (mut ids, expect) = match store.get(SERVERS_KEY) {
             Some((bytes, version)) => (
@@ -162,7 +182,11 @@ fn register_server(store: &mut dyn StateStore, server: &str, max_servers: usize)
 }
 
 /// Stores a tool set under its fingerprint (content-addressed: written once).
-pub fn put_tool_set(store: &mut dyn StateStore, fingerprint: &str, tools: &[Value]) -> Result<(), StateError> {
+pub fn put_tool_set(
+    store: &mut dyn StateStore,
+    fingerprint: &str,
+    tools: &[Value],
+) -> Result<(), StateError> {
     let key = set_key(fingerprint);
     if store.get(&key).is_some_and(|(b, _)| !b.is_empty()) {
         return Ok(());
@@ -201,7 +225,13 @@ pub fn slot(server: &str, session: &str, slots: usize) -> usize {
 }
 
 /// Records that `session` was served the set approved as `fingerprint`.
-pub fn put_snapshot(store: &mut dyn StateStore, server: &str, session: &str, fingerprint: &str, slots: usize) {
+pub fn put_snapshot(
+    store: &mut dyn StateStore,
+    server: &str,
+    session: &str,
+    fingerprint: &str,
+    slots: usize,
+) {
     let key = format!("ts/v1/sess/{}", slot(server, session, slots));
     let value = json!({"server": server, "session": session, "fingerprint": fingerprint});
     if let Ok(bytes) = serde_json::to_vec(&value) {
@@ -210,7 +240,12 @@ pub fn put_snapshot(store: &mut dyn StateStore, server: &str, session: &str, fin
 }
 
 /// The fingerprint of the set last served to `session` (`None`: unknown or evicted).
-pub fn get_snapshot(store: &dyn StateStore, server: &str, session: &str, slots: usize) -> Option<String> {
+pub fn get_snapshot(
+    store: &dyn StateStore,
+    server: &str,
+    session: &str,
+    slots: usize,
+) -> Option<String> {
     let key = format!("ts/v1/sess/{}", slot(server, session, slots));
     let (bytes, _) = store.get(&key)?;
     let value: Value = serde_json::from_slice(&bytes).ok()?;
@@ -232,7 +267,12 @@ pub struct PageAccumulator {
 }
 
 /// Reads the page accumulator of a (server, session) pair.
-pub fn get_pages(store: &dyn StateStore, server: &str, session: &str, slots: usize) -> Option<PageAccumulator> {
+pub fn get_pages(
+    store: &dyn StateStore,
+    server: &str,
+    session: &str,
+    slots: usize,
+) -> Option<PageAccumulator> {
     let key = format!("ts/v1/page/{}", slot(server, session, slots));
     let (bytes, _) = store.get(&key)?;
     let mut value: Value = serde_json::from_slice(&bytes).ok()?;
@@ -242,13 +282,23 @@ pub fn get_pages(store: &dyn StateStore, server: &str, session: &str, slots: usi
     let pages = u32::try_from(value.get("pages")?.as_u64()?).ok()?;
     let size = usize::try_from(value.get("bytes")?.as_u64()?).ok()?;
     match value.get_mut("tools").map(Value::take) {
-        Some(Value::Array(tools)) => Some(PageAccumulator { pages, tools, bytes: size }),
+        Some(Value::Array(tools)) => Some(PageAccumulator {
+            pages,
+            tools,
+            bytes: size,
+        }),
         _ => None,
     }
 }
 
 /// Writes (or clears, with `None`) the page accumulator of a (server, session) pair.
-pub fn put_pages(store: &mut dyn StateStore, server: &str, session: &str, slots: usize, acc: Option<&PageAccumulator>) {
+pub fn put_pages(
+    store: &mut dyn StateStore,
+    server: &str,
+    session: &str,
+    slots: usize,
+    acc: Option<&PageAccumulator>,
+) {
     let key = format!("ts/v1/page/{}", slot(server, session, slots));
     let bytes = match acc {
         None => Vec::new(),
@@ -262,14 +312,25 @@ pub fn put_pages(store: &mut dyn StateStore, server: &str, session: &str, slots:
 
 /// Appends an audit event to the ring of `ring_size` slots.
 pub fn push_audit(store: &mut dyn StateStore, event: &Value, ring_size: usize) {
-    let Ok(bytes) = serde_json::to_vec(event) else { return };
+    let Ok(bytes) = serde_json::to_vec(event) else {
+        return;
+    };
     for _ in 0..CAS_ATTEMPTS {
         let (head, expect) = match store.get(AUDIT_HEAD_KEY) {
-            Some((b, v)) => (std::str::from_utf8(&b).ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0), Expect::Version(v)),
+            Some((b, v)) => (
+                std::str::from_utf8(&b)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .unwrap_or(0),
+                Expect::Version(v),
+            ),
             None => (0, Expect::Absent),
         };
         let next = head.wrapping_add(1);
-        if store.set(AUDIT_HEAD_KEY, next.to_string().as_bytes(), expect).is_ok() {
+        if store
+            .set(AUDIT_HEAD_KEY, next.to_string().as_bytes(), expect)
+            .is_ok()
+        {
             let ring = u64::try_from(ring_size.max(1)).unwrap_or(1);
             let _ = store.set(&format!("ts/v1/audit/{}", head % ring), &bytes, Expect::Any);
             return;
@@ -281,7 +342,11 @@ pub fn push_audit(store: &mut dyn StateStore, event: &Value, ring_size: usize) {
 pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
     let head = store
         .get(AUDIT_HEAD_KEY)
-        .and_then(|(b, _)| std::str::from_utf8(&b).ok().and_then(|s| s.parse::<u64>().ok()))
+        .and_then(|(b, _)| {
+            std::str::from_utf8(&b)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+        })
         .unwrap_or(0);
     let ring = u64::try_from(ring_size.max(1)).unwrap_or(1);
     let start = head.saturating_sub(ring);

@@ -39,7 +39,10 @@ impl SchemaStatus {
 
     /// Closed states serve no tools and refuse every call.
     pub fn is_closed(self) -> bool {
-        matches!(self, SchemaStatus::Changed | SchemaStatus::Pending | SchemaStatus::Quarantined)
+        matches!(
+            self,
+            SchemaStatus::Changed | SchemaStatus::Pending | SchemaStatus::Quarantined
+        )
     }
 
     /// Every status, for exhaustive tests and docs.
@@ -197,11 +200,17 @@ impl fmt::Display for Refusal {
                 "the reviewed fingerprint is not the current candidate ({c}); review the current diff and approve that"
             ),
             Refusal::Conflict { candidate: None } => {
-                write!(f, "there is no live tool set to approve yet; let a client list tools first")
+                write!(
+                    f,
+                    "there is no live tool set to approve yet; let a client list tools first"
+                )
             }
             Refusal::NotQuarantined => write!(f, "the server is not quarantined"),
             Refusal::HeldByConfig => {
-                write!(f, "the quarantine comes from the plugin config; remove it there")
+                write!(
+                    f,
+                    "the quarantine comes from the plugin config; remove it there"
+                )
             }
         }
     }
@@ -217,7 +226,10 @@ pub struct Note {
 }
 
 fn note(event: &'static str, reason: impl Into<String>) -> Note {
-    Note { event, reason: reason.into() }
+    Note {
+        event,
+        reason: reason.into(),
+    }
 }
 
 /// Applies one event. On success returns the next record and what to audit (empty when
@@ -233,7 +245,10 @@ pub fn apply(
         Event::Live(live) => observe_live(&mut next, live, posture, now_ms),
         Event::ListChanged => {
             next.reverify = true;
-            vec![note("schema.reverify", "notifications/tools/list_changed: calls wait for a fresh tools/list")]
+            vec![note(
+                "schema.reverify",
+                "notifications/tools/list_changed: calls wait for a fresh tools/list",
+            )]
         }
         Event::Approve { fingerprint } => approve(&mut next, fingerprint)?,
         Event::Quarantine { reason, by } => {
@@ -250,7 +265,12 @@ pub fn apply(
     Ok((next, notes))
 }
 
-fn observe_live(next: &mut ServerRecord, live: &LiveSet, posture: Posture, now_ms: u64) -> Vec<Note> {
+fn observe_live(
+    next: &mut ServerRecord,
+    live: &LiveSet,
+    posture: Posture,
+    now_ms: u64,
+) -> Vec<Note> {
     let previous_live = next.live.clone();
     match live {
         LiveSet::Invalid { reason } => {
@@ -258,7 +278,11 @@ fn observe_live(next: &mut ServerRecord, live: &LiveSet, posture: Posture, now_m
             next.live_invalid = Some(reason.clone());
             next.live_matches = false;
         }
-        LiveSet::Valid { fingerprint, matches, .. } => {
+        LiveSet::Valid {
+            fingerprint,
+            matches,
+            ..
+        } => {
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
@@ -282,18 +306,24 @@ fn observe_live(next: &mut ServerRecord, live: &LiveSet, posture: Posture, now_m
             vec![note("schema.changed", reason.clone())]
         }
         (_, LiveSet::Invalid { .. }) => Vec::new(),
-        (SchemaStatus::Unbaselined | SchemaStatus::Pending, LiveSet::Valid { fingerprint, findings, .. })
-            if next.baseline.is_none() =>
-        {
-            first_contact(next, fingerprint, findings, posture, moved)
-        }
+        (
+            SchemaStatus::Unbaselined | SchemaStatus::Pending,
+            LiveSet::Valid {
+                fingerprint,
+                findings,
+                ..
+            },
+        ) if next.baseline.is_none() => first_contact(next, fingerprint, findings, posture, moved),
         (_, LiveSet::Valid { .. }) if next.live_matches => {
             let was_waiting = next.awaiting_verification() || next.status != SchemaStatus::Verified;
             next.status = SchemaStatus::Verified;
             next.reverify = false;
             next.awaiting_live = false;
             if was_waiting {
-                vec![note("schema.verified", "the live tool set matches the approved baseline")]
+                vec![note(
+                    "schema.verified",
+                    "the live tool set matches the approved baseline",
+                )]
             } else {
                 Vec::new()
             }
@@ -323,14 +353,20 @@ fn first_contact(
     moved: bool,
 ) -> Vec<Note> {
     // Pending is sticky like changed: a held server waits for an admin even if its set moves.
-    if posture == Posture::Discovery && findings.is_empty() && next.status == SchemaStatus::Unbaselined {
+    if posture == Posture::Discovery
+        && findings.is_empty()
+        && next.status == SchemaStatus::Unbaselined
+    {
         next.baseline = Some(fingerprint.to_string());
         next.live_matches = true;
         next.status = SchemaStatus::Verified;
         next.reverify = false;
         next.awaiting_live = false;
         next.findings.clear();
-        return vec![note("schema.baselined", "trust on first use (discovery posture)")];
+        return vec![note(
+            "schema.baselined",
+            "trust on first use (discovery posture)",
+        )];
     }
     let was_pending = next.status == SchemaStatus::Pending;
     next.status = SchemaStatus::Pending;
@@ -341,14 +377,19 @@ fn first_contact(
     let reason = if findings.is_empty() {
         "strict posture: awaiting admin approval".to_string()
     } else {
-        format!("first-contact screening flagged the tool set: {}", findings.join("; "))
+        format!(
+            "first-contact screening flagged the tool set: {}",
+            findings.join("; ")
+        )
     };
     vec![note("schema.pending", reason)]
 }
 
 fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refusal> {
     if next.live.as_deref() != Some(fingerprint) {
-        return Err(Refusal::Conflict { candidate: next.live.clone() });
+        return Err(Refusal::Conflict {
+            candidate: next.live.clone(),
+        });
     }
     if next.baseline.as_deref() != Some(fingerprint) {
         next.previous = next.baseline.take();
@@ -362,10 +403,18 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     if next.quarantine.is_none() {
         next.status = SchemaStatus::Verified;
     }
-    Ok(vec![note("schema.approved", format!("baseline set to the reviewed fingerprint {fingerprint}"))])
+    Ok(vec![note(
+        "schema.approved",
+        format!("baseline set to the reviewed fingerprint {fingerprint}"),
+    )])
 }
 
-fn release(next: &mut ServerRecord, by: Actor, posture: Posture, now_ms: u64) -> Result<Vec<Note>, Refusal> {
+fn release(
+    next: &mut ServerRecord,
+    by: Actor,
+    posture: Posture,
+    now_ms: u64,
+) -> Result<Vec<Note>, Refusal> {
     match &next.quarantine {
         None => return Err(Refusal::NotQuarantined),
         Some((_, Actor::Config)) if by == Actor::Admin => return Err(Refusal::HeldByConfig),
@@ -373,7 +422,10 @@ fn release(next: &mut ServerRecord, by: Actor, posture: Posture, now_ms: u64) ->
     }
     next.quarantine = None;
     reevaluate(next, posture, now_ms);
-    Ok(vec![note("server.released", format!("re-evaluated to {}", next.status))])
+    Ok(vec![note(
+        "server.released",
+        format!("re-evaluated to {}", next.status),
+    )])
 }
 
 /// The status a server has on its own merits (after a release or a new pin).
@@ -395,7 +447,13 @@ fn reevaluate(next: &mut ServerRecord, posture: Posture, now_ms: u64) {
     }
 }
 
-fn pin(next: &mut ServerRecord, fingerprint: &str, lock: bool, posture: Posture, now_ms: u64) -> Vec<Note> {
+fn pin(
+    next: &mut ServerRecord,
+    fingerprint: &str,
+    lock: bool,
+    posture: Posture,
+    now_ms: u64,
+) -> Vec<Note> {
     if next.baseline.as_deref() == Some(fingerprint) {
         if lock {
             next.awaiting_live = false;
@@ -408,5 +466,8 @@ fn pin(next: &mut ServerRecord, fingerprint: &str, lock: bool, posture: Posture,
     next.awaiting_live = !lock && !next.live_matches;
     next.findings.clear();
     reevaluate(next, posture, now_ms);
-    vec![note("schema.approved", format!("baseline pinned by config to {fingerprint}"))]
+    vec![note(
+        "schema.approved",
+        format!("baseline pinned by config to {fingerprint}"),
+    )]
 }

@@ -32,7 +32,9 @@ pub enum StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreError::Conflict => write!(f, "state changed concurrently (compare-and-swap conflict)"),
+            StoreError::Conflict => {
+                write!(f, "state changed concurrently (compare-and-swap conflict)")
+            }
             StoreError::Failed(m) => write!(f, "state store write failed: {m}"),
         }
     }
@@ -78,7 +80,9 @@ impl MemoryStore {
 
     /// Every key and value, in key order (for persisting the store).
     pub fn entries(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.entries.iter().map(|(k, (v, _))| (k.as_str(), v.as_slice()))
+        self.entries
+            .iter()
+            .map(|(k, (v, _))| (k.as_str(), v.as_slice()))
     }
 }
 
@@ -100,7 +104,8 @@ impl StateStore for MemoryStore {
             return Err(StoreError::Conflict);
         }
         self.next_version = self.next_version.wrapping_add(1).max(1);
-        self.entries.insert(key.to_string(), (value.to_vec(), self.next_version));
+        self.entries
+            .insert(key.to_string(), (value.to_vec(), self.next_version));
         Ok(())
     }
 }

@@ -48,24 +48,36 @@ impl HttpExchange {
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Parses a transcript: an array of exchanges or an object with `exchanges` or `entries`.
 /// Entries without `http_method` (stdio lines) are skipped.
 pub fn parse_transcript(bytes: &[u8]) -> Result<Vec<HttpExchange>, String> {
-    let value = crate::json::parse_strict(bytes, 128).map_err(|e| format!("not a JSON transcript: {e}"))?;
+    let value =
+        crate::json::parse_strict(bytes, 128).map_err(|e| format!("not a JSON transcript: {e}"))?;
     let entries = match &value {
         Value::Array(items) => items,
         Value::Object(obj) => match obj.get("exchanges").or_else(|| obj.get("entries")) {
             Some(Value::Array(items)) => items,
-            _ => return Err("a transcript object needs an `exchanges` (or `entries`) array".into()),
+            _ => {
+                return Err("a transcript object needs an `exchanges` (or `entries`) array".into());
+            }
         },
-        _ => return Err("a transcript is an array of exchanges or an object with `exchanges`".into()),
+        _ => {
+            return Err(
+                "a transcript is an array of exchanges or an object with `exchanges`".into(),
+            );
+        }
     };
     let mut out = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
-        let Some(method) = entry.get("http_method").and_then(Value::as_str) else { continue };
+        let Some(method) = entry.get("http_method").and_then(Value::as_str) else {
+            continue;
+        };
         let seq = match entry.get("seq") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
@@ -80,7 +92,11 @@ pub fn parse_transcript(bytes: &[u8]) -> Result<Vec<HttpExchange>, String> {
         out.push(HttpExchange {
             seq: seq.clone(),
             http_method: method.to_string(),
-            path: entry.get("path").and_then(Value::as_str).unwrap_or("/").to_string(),
+            path: entry
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or("/")
+                .to_string(),
             request_headers: headers(entry.get("request_headers"), &seq)?,
             request_body: text(entry.get("request_body")),
             status,
@@ -99,8 +115,12 @@ fn text(value: Option<&Value>) -> Vec<u8> {
 }
 
 fn headers(value: Option<&Value>, seq: &str) -> Result<Vec<(String, String)>, String> {
-    let Some(value) = value else { return Ok(Vec::new()) };
-    let items = value.as_array().ok_or_else(|| format!("exchange {seq}: headers must be [[name, value], …]"))?;
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("exchange {seq}: headers must be [[name, value], …]"))?;
     items
         .iter()
         .map(|pair| match pair.as_array().map(Vec::as_slice) {
@@ -145,9 +165,15 @@ pub struct NativeReplay {
 impl NativeReplay {
     /// A configured gateway (runs `configure`).
     pub fn new(config: Config) -> Self {
-        let mut replay =
-            NativeReplay { engine: Engine::new(config), store: MemoryStore::new(), out: CollectedOutputs::default(), now_ms: 1_800_000_000_000 };
-        replay.engine.configure(&mut replay.store, &mut replay.out, replay.now_ms);
+        let mut replay = NativeReplay {
+            engine: Engine::new(config),
+            store: MemoryStore::new(),
+            out: CollectedOutputs::default(),
+            now_ms: 1_800_000_000_000,
+        };
+        replay
+            .engine
+            .configure(&mut replay.store, &mut replay.out, replay.now_ms);
         replay
     }
 
@@ -166,7 +192,10 @@ impl NativeReplay {
                 ex.request_header("authorization"),
                 &ex.request_body,
             );
-            return Replayed { local_reply: Some(reply), response_body: Vec::new() };
+            return Replayed {
+                local_reply: Some(reply),
+                response_body: Vec::new(),
+            };
         }
         let caller = Headers(ex);
         let info = RequestInfo {
@@ -179,13 +208,27 @@ impl NativeReplay {
         };
         let mut exchange = Exchange::new(server, info.session);
         if let RequestVerdict::Reply(reply) =
-            self.engine.request_headers(&mut self.store, &mut self.out, now, &exchange, &info)
+            self.engine
+                .request_headers(&mut self.store, &mut self.out, now, &exchange, &info)
         {
-            return Replayed { local_reply: Some(reply), response_body: Vec::new() };
+            return Replayed {
+                local_reply: Some(reply),
+                response_body: Vec::new(),
+            };
         }
-        let verdict = self.engine.request_body(&mut self.store, &mut self.out, now, &mut exchange, &info, &ex.request_body);
+        let verdict = self.engine.request_body(
+            &mut self.store,
+            &mut self.out,
+            now,
+            &mut exchange,
+            &info,
+            &ex.request_body,
+        );
         if let RequestVerdict::Reply(reply) = verdict {
-            return Replayed { local_reply: Some(reply), response_body: Vec::new() };
+            return Replayed {
+                local_reply: Some(reply),
+                response_body: Vec::new(),
+            };
         }
         let plan = self.engine.response_headers(
             &mut exchange,
@@ -201,14 +244,28 @@ impl NativeReplay {
                 .unwrap_or_else(|| body.clone()),
             BodyPlan::Stream => {
                 let mut forwarded = Vec::new();
-                let pieces: Vec<&[u8]> = if body.is_empty() { vec![&[][..]] } else { body.chunks(chunk.max(1)).collect() };
+                let pieces: Vec<&[u8]> = if body.is_empty() {
+                    vec![&[][..]]
+                } else {
+                    body.chunks(chunk.max(1)).collect()
+                };
                 let last = pieces.len().saturating_sub(1);
                 for (i, piece) in pieces.into_iter().enumerate() {
-                    forwarded.extend(self.engine.response_sse(&mut self.store, &mut self.out, now, &mut exchange, piece, i == last));
+                    forwarded.extend(self.engine.response_sse(
+                        &mut self.store,
+                        &mut self.out,
+                        now,
+                        &mut exchange,
+                        piece,
+                        i == last,
+                    ));
                 }
                 forwarded
             }
         };
-        Replayed { local_reply: None, response_body }
+        Replayed {
+            local_reply: None,
+            response_body,
+        }
     }
 }

@@ -1,6 +1,12 @@
 //! Config parse → validate (SPEC section 7): good configs normalize as expected, and every
 //! bad one is refused with a message that names the field to fix.
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::{Config, ListChanged, Pin, Posture, ResultsMode, ServerIdSource};
@@ -15,7 +21,9 @@ fn tool() -> Value {
 }
 
 fn lock_fp() -> String {
-    digest_tools(&json!([tool()]), &FingerprintFields::default()).unwrap().fingerprint()
+    digest_tools(&json!([tool()]), &FingerprintFields::default())
+        .unwrap()
+        .fingerprint()
 }
 
 #[test]
@@ -27,7 +35,10 @@ fn empty_config_gives_the_documented_defaults() {
     assert_eq!(c.limits.max_response_bytes, 8 << 20);
     assert_eq!(c.limits.max_depth, 64);
     assert_eq!(c.admin.prefix, "/toolseal/");
-    assert!(c.admin.token_sha256.is_none(), "admin API off without a token");
+    assert!(
+        c.admin.token_sha256.is_none(),
+        "admin API off without a token"
+    );
     assert!(!c.audit.call_allowed);
     assert_eq!(c, Config::parse(b"{}").unwrap());
 }
@@ -58,7 +69,9 @@ fn the_spec_example_shape_parses() {
     assert_eq!(c.server_id, ServerIdSource::Header("x-mcp-server".into()));
     let deploy = c.server("deploy");
     assert_eq!(deploy.posture, Some(Posture::Strict));
-    assert!(matches!(&deploy.pin, Some(Pin::Lock { fingerprint, tools }) if *fingerprint == lock_fp() && tools.len() == 1));
+    assert!(
+        matches!(&deploy.pin, Some(Pin::Lock { fingerprint, tools }) if *fingerprint == lock_fp() && tools.len() == 1)
+    );
     assert!(deploy.allow_subset);
     assert_eq!(deploy.list_changed, ListChanged::Observe);
     assert_eq!(deploy.quarantine.as_deref(), Some("held"));
@@ -77,37 +90,105 @@ fn bad_configs_name_the_field_to_fix() {
     let wrong_fp = format!("sha256:{}", "0".repeat(64));
     let cases: Vec<(Value, &str)> = vec![
         (json!([]), "invalid toolseal config: expected a JSON object"),
-        (json!({"postur": "strict"}), "field `postur`: unknown key; expected one of: posture, server_id, servers, policy"),
-        (json!({"posture": "lenient"}), "field `posture`: unknown posture \"lenient\"; expected \"discovery\" or \"strict\""),
+        (
+            json!({"postur": "strict"}),
+            "field `postur`: unknown key; expected one of: posture, server_id, servers, policy",
+        ),
+        (
+            json!({"posture": "lenient"}),
+            "field `posture`: unknown posture \"lenient\"; expected \"discovery\" or \"strict\"",
+        ),
         (json!({"posture": 1}), "field `posture`: expected a string"),
-        (json!({"server_id": {"from": "header"}}), "field `server_id.name`: required when server_id.from is \"header\""),
-        (json!({"server_id": {"from": "sni"}}), "field `server_id.from`: unknown source \"sni\"; expected \"route\", \"cluster\" or \"header\""),
-        (json!({"server_id": {"from": "header", "name": "bad header"}}), "field `server_id.name`: not a valid HTTP header name"),
-        (json!({"servers": {"d": {"pin": "md5:abc"}}}), "field `servers.d.pin`: expected \"sha256:\" followed by 64 lowercase hex digits"),
-        (json!({"servers": {"d": {"pin": lock_fp(), "lock": {}}}}), "field `servers.d`: a server has at most one of `pin` and `lock`"),
-        (json!({"servers": {"d": {"lock": {"fingerprint": wrong_fp, "tools": [tool()]}}}}), "does not match the locked tools"),
-        (json!({"servers": {"d": {"lock": {"fingerprint": lock_fp(), "tools": [tool(), tool()]}}}}), "field `servers.d.lock.tools`:"),
-        (json!({"servers": {"d": {"list_changed": "ignore"}}}), "field `servers.d.list_changed`: unknown mode \"ignore\""),
-        (json!({"servers": {"d": {"results": "strict"}}}), "field `servers.d.results`: unknown mode \"strict\""),
-        (json!({"servers": {"d": {"allow_subset": "yes"}}}), "field `servers.d.allow_subset`: expected true or false"),
-        (json!({"servers": {"d": {"colour": "red"}}}), "field `servers.d.colour`: unknown key"),
-        (json!({"limits": {"max_depth": 0}}), "field `limits.max_depth`: expected a whole number from 1 to 128"),
-        (json!({"limits": {"max_request_bytes": -1}}), "field `limits.max_request_bytes`: expected a whole number"),
-        (json!({"fingerprint": {"fields": ["name", "colour"]}}), "field `fingerprint.fields`:"),
-        (json!({"admin": {"token_sha256": "abc"}}), "field `admin.token_sha256`: expected 64 hex digits"),
-        (json!({"admin": {"prefix": "toolseal"}}), "field `admin.prefix`: must start and end with '/'"),
-        (json!({"audit": {"call_allowed": 1}}), "field `audit.call_allowed`: expected true or false"),
-        (json!({"policy": {"rules": [{"action": "deny", "tool": "x", "arguments": {"/a": {"foo": 1}}}]}}), "field `policy.rules[0]"),
+        (
+            json!({"server_id": {"from": "header"}}),
+            "field `server_id.name`: required when server_id.from is \"header\"",
+        ),
+        (
+            json!({"server_id": {"from": "sni"}}),
+            "field `server_id.from`: unknown source \"sni\"; expected \"route\", \"cluster\" or \"header\"",
+        ),
+        (
+            json!({"server_id": {"from": "header", "name": "bad header"}}),
+            "field `server_id.name`: not a valid HTTP header name",
+        ),
+        (
+            json!({"servers": {"d": {"pin": "md5:abc"}}}),
+            "field `servers.d.pin`: expected \"sha256:\" followed by 64 lowercase hex digits",
+        ),
+        (
+            json!({"servers": {"d": {"pin": lock_fp(), "lock": {}}}}),
+            "field `servers.d`: a server has at most one of `pin` and `lock`",
+        ),
+        (
+            json!({"servers": {"d": {"lock": {"fingerprint": wrong_fp, "tools": [tool()]}}}}),
+            "does not match the locked tools",
+        ),
+        (
+            json!({"servers": {"d": {"lock": {"fingerprint": lock_fp(), "tools": [tool(), tool()]}}}}),
+            "field `servers.d.lock.tools`:",
+        ),
+        (
+            json!({"servers": {"d": {"list_changed": "ignore"}}}),
+            "field `servers.d.list_changed`: unknown mode \"ignore\"",
+        ),
+        (
+            json!({"servers": {"d": {"results": "strict"}}}),
+            "field `servers.d.results`: unknown mode \"strict\"",
+        ),
+        (
+            json!({"servers": {"d": {"allow_subset": "yes"}}}),
+            "field `servers.d.allow_subset`: expected true or false",
+        ),
+        (
+            json!({"servers": {"d": {"colour": "red"}}}),
+            "field `servers.d.colour`: unknown key",
+        ),
+        (
+            json!({"limits": {"max_depth": 0}}),
+            "field `limits.max_depth`: expected a whole number from 1 to 128",
+        ),
+        (
+            json!({"limits": {"max_request_bytes": -1}}),
+            "field `limits.max_request_bytes`: expected a whole number",
+        ),
+        (
+            json!({"fingerprint": {"fields": ["name", "colour"]}}),
+            "field `fingerprint.fields`:",
+        ),
+        (
+            json!({"admin": {"token_sha256": "abc"}}),
+            "field `admin.token_sha256`: expected 64 hex digits",
+        ),
+        (
+            json!({"admin": {"prefix": "toolseal"}}),
+            "field `admin.prefix`: must start and end with '/'",
+        ),
+        (
+            json!({"audit": {"call_allowed": 1}}),
+            "field `audit.call_allowed`: expected true or false",
+        ),
+        (
+            json!({"policy": {"rules": [{"action": "deny", "tool": "x", "arguments": {"/a": {"foo": 1}}}]}}),
+            "field `policy.rules[0]",
+        ),
     ];
     for (config, want) in cases {
         let got = parse(&config).expect_err(&format!("{config} should be refused"));
-        assert!(got.contains(want), "config {config}\n  got:  {got}\n  want: …{want}…");
+        assert!(
+            got.contains(want),
+            "config {config}\n  got:  {got}\n  want: …{want}…"
+        );
     }
 }
 
 #[test]
 fn duplicate_keys_and_invalid_json_are_refused() {
-    let err = Config::parse(br#"{"posture":"strict","posture":"discovery"}"#).unwrap_err().to_string();
-    assert!(err.contains("not valid JSON") && err.contains("posture"), "{err}");
+    let err = Config::parse(br#"{"posture":"strict","posture":"discovery"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("not valid JSON") && err.contains("posture"),
+        "{err}"
+    );
     assert!(Config::parse(b"{").is_err());
 }

@@ -2,7 +2,13 @@
 //! Streamable HTTP exchanges: rug pull, approve bound to the reviewed fingerprint, stale
 //! calls, strict posture, quarantine, list_changed hold, invalid sets, batches, and the
 //! request-side refusals.
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
@@ -37,7 +43,9 @@ fn post(session: &str, body: Value, response: Option<Value>) -> HttpExchange {
         request_body: body.to_string().into_bytes(),
         status: 200,
         response_headers: vec![("content-type".into(), "text/event-stream".into())],
-        response_body: response.map_or_else(Vec::new, |r| format!("event: message\r\ndata: {r}\r\n\r\n").into_bytes()),
+        response_body: response.map_or_else(Vec::new, |r| {
+            format!("event: message\r\ndata: {r}\r\n\r\n").into_bytes()
+        }),
     }
 }
 
@@ -60,7 +68,9 @@ fn weather() -> Value {
 }
 
 fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default()).unwrap().fingerprint()
+    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
+        .unwrap()
+        .fingerprint()
 }
 
 /// A `tools/list` round trip; returns the tools the client received.
@@ -83,7 +93,9 @@ fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> Option
     let ex = post(
         session,
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": args}}),
-        Some(json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "ok"}]}})),
+        Some(
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "ok"}]}}),
+        ),
     );
     let out: Replayed = gw.exchange("deploy", &ex, 64);
     out.local_reply.map(|r| {
@@ -93,10 +105,19 @@ fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> Option
 }
 
 fn code(answer: &Option<Value>) -> &str {
-    answer.as_ref().and_then(|a| a["result"]["structuredContent"]["error_code"].as_str()).unwrap_or("FORWARDED")
+    answer
+        .as_ref()
+        .and_then(|a| a["result"]["structuredContent"]["error_code"].as_str())
+        .unwrap_or("FORWARDED")
 }
 
-fn admin(gw: &mut NativeReplay, method: &str, path: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+fn admin(
+    gw: &mut NativeReplay,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Value,
+) -> (u16, Value) {
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
     if let Some(t) = token {
         headers.push(("authorization".into(), format!("Bearer {t}")));
@@ -106,7 +127,11 @@ fn admin(gw: &mut NativeReplay, method: &str, path: &str, token: Option<&str>, b
         http_method: method.into(),
         path: format!("/toolseal/{path}"),
         request_headers: headers,
-        request_body: if body.is_null() { Vec::new() } else { body.to_string().into_bytes() },
+        request_body: if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        },
         status: 200,
         response_headers: vec![],
         response_body: vec![],
@@ -126,7 +151,15 @@ fn rug_pull_is_filtered_and_refused_until_the_reviewed_fingerprint_is_approved()
     let mut gw = gateway(json!({}));
     assert_eq!(list(&mut gw, "s1", &[deploy_v1(), weather()]).len(), 2);
     assert_eq!(status(&mut gw), "verified");
-    assert_eq!(code(&call(&mut gw, "s1", "deploy_preview", json!({"branch": "main"}))), "FORWARDED");
+    assert_eq!(
+        code(&call(
+            &mut gw,
+            "s1",
+            "deploy_preview",
+            json!({"branch": "main"})
+        )),
+        "FORWARDED"
+    );
 
     // The server redeploys with a changed schema: the next list is emptied, calls refused.
     assert_eq!(list(&mut gw, "s2", &[deploy_v2(), weather()]).len(), 0);
@@ -145,28 +178,73 @@ fn rug_pull_is_filtered_and_refused_until_the_reviewed_fingerprint_is_approved()
     // Approval is bound to the reviewed fingerprint: the current candidate is the old set.
     let candidate = fp(&[deploy_v1(), weather()]);
     let reviewed_v2 = fp(&[deploy_v2(), weather()]);
-    let (c, _) = admin(&mut gw, "POST", "servers/deploy/approve", Some(TOKEN), json!({"fingerprint": reviewed_v2}));
+    let (c, _) = admin(
+        &mut gw,
+        "POST",
+        "servers/deploy/approve",
+        Some(TOKEN),
+        json!({"fingerprint": reviewed_v2}),
+    );
     assert_eq!(c, 409);
     assert_eq!(status(&mut gw), "changed");
     assert_eq!(list(&mut gw, "s4", &[deploy_v2(), weather()]).len(), 0);
-    let (c, view) = admin(&mut gw, "POST", "servers/deploy/approve", Some(TOKEN), json!({"fingerprint": reviewed_v2}));
+    let (c, view) = admin(
+        &mut gw,
+        "POST",
+        "servers/deploy/approve",
+        Some(TOKEN),
+        json!({"fingerprint": reviewed_v2}),
+    );
     assert_eq!(c, 200, "{view}");
     assert_eq!(view["schema_status"], "verified");
     assert_eq!(view["baseline_fingerprint"], json!(reviewed_v2));
     let _ = candidate;
 
     // Session s1 last saw revision 1: its call is stale. After a refresh it works.
-    assert_eq!(code(&call(&mut gw, "s1", "deploy_preview", json!({"branch": "main"}))), "STALE_TOOL_SCHEMA");
+    assert_eq!(
+        code(&call(
+            &mut gw,
+            "s1",
+            "deploy_preview",
+            json!({"branch": "main"})
+        )),
+        "STALE_TOOL_SCHEMA"
+    );
     assert_eq!(list(&mut gw, "s1", &[deploy_v2(), weather()]).len(), 2);
-    assert_eq!(code(&call(&mut gw, "s1", "deploy_preview", json!({"branch": "main"}))), "INVALID_ARGUMENTS");
-    let ok = call(&mut gw, "s1", "deploy_preview", json!({"branch": "main", "region": "eu-preview"}));
+    assert_eq!(
+        code(&call(
+            &mut gw,
+            "s1",
+            "deploy_preview",
+            json!({"branch": "main"})
+        )),
+        "INVALID_ARGUMENTS"
+    );
+    let ok = call(
+        &mut gw,
+        "s1",
+        "deploy_preview",
+        json!({"branch": "main", "region": "eu-preview"}),
+    );
     assert_eq!(code(&ok), "FORWARDED");
     // get_weather did not change: s1's older snapshot is not stale for it.
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "FORWARDED");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "FORWARDED"
+    );
 
     let events: Vec<&str> = gw.out.audits.iter().map(|a| a.event).collect();
-    for expected in ["schema.baselined", "schema.changed", "list.filtered", "call.denied", "schema.approved"] {
-        assert!(events.contains(&expected), "missing {expected} in {events:?}");
+    for expected in [
+        "schema.baselined",
+        "schema.changed",
+        "list.filtered",
+        "call.denied",
+        "schema.approved",
+    ] {
+        assert!(
+            events.contains(&expected),
+            "missing {expected} in {events:?}"
+        );
     }
 }
 
@@ -175,7 +253,13 @@ fn admin_requires_the_token_and_changes_nothing_without_it() {
     let mut gw = gateway(json!({}));
     list(&mut gw, "s1", &[weather()]);
     for token in [None, Some("wrong")] {
-        let (c, _) = admin(&mut gw, "POST", "servers/deploy/quarantine", token, json!({"reason": "x"}));
+        let (c, _) = admin(
+            &mut gw,
+            "POST",
+            "servers/deploy/quarantine",
+            token,
+            json!({"reason": "x"}),
+        );
         assert_eq!(c, 401);
     }
     assert_eq!(status(&mut gw), "verified");
@@ -184,23 +268,53 @@ fn admin_requires_the_token_and_changes_nothing_without_it() {
     let mut ex = ex;
     ex.path = "/toolseal/servers".into();
     ex.http_method = "GET".into();
-    assert_eq!(off.exchange("deploy", &ex, 8).local_reply.unwrap().status, 404);
+    assert_eq!(
+        off.exchange("deploy", &ex, 8).local_reply.unwrap().status,
+        404
+    );
 }
 
 #[test]
 fn quarantine_refuses_calls_and_release_reevaluates() {
     let mut gw = gateway(json!({}));
     list(&mut gw, "s1", &[weather()]);
-    let (c, _) = admin(&mut gw, "POST", "servers/deploy/quarantine", Some(TOKEN), json!({"reason": "suspicious"}));
+    let (c, _) = admin(
+        &mut gw,
+        "POST",
+        "servers/deploy/quarantine",
+        Some(TOKEN),
+        json!({"reason": "suspicious"}),
+    );
     assert_eq!(c, 200);
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "SERVER_QUARANTINED");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "SERVER_QUARANTINED"
+    );
     assert_eq!(list(&mut gw, "s1", &[weather()]).len(), 0);
-    let (c, view) = admin(&mut gw, "POST", "servers/deploy/release", Some(TOKEN), Value::Null);
+    let (c, view) = admin(
+        &mut gw,
+        "POST",
+        "servers/deploy/release",
+        Some(TOKEN),
+        Value::Null,
+    );
     assert_eq!(c, 200);
     assert_eq!(view["schema_status"], "verified");
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "FORWARDED");
-    let (c, _) = admin(&mut gw, "POST", "servers/deploy/release", Some(TOKEN), Value::Null);
-    assert_eq!(c, 409, "releasing a server that is not quarantined is a conflict");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "FORWARDED"
+    );
+    let (c, _) = admin(
+        &mut gw,
+        "POST",
+        "servers/deploy/release",
+        Some(TOKEN),
+        Value::Null,
+    );
+    assert_eq!(
+        c, 409,
+        "releasing a server that is not quarantined is a conflict"
+    );
 }
 
 #[test]
@@ -208,11 +322,23 @@ fn strict_posture_holds_pending_until_approved() {
     let mut gw = gateway(json!({"posture": "strict"}));
     assert_eq!(list(&mut gw, "s1", &[weather()]).len(), 0);
     assert_eq!(status(&mut gw), "pending");
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "SCHEMA_PENDING");
-    let (c, _) = admin(&mut gw, "POST", "servers/deploy/approve", Some(TOKEN), json!({"fingerprint": fp(&[weather()])}));
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "SCHEMA_PENDING"
+    );
+    let (c, _) = admin(
+        &mut gw,
+        "POST",
+        "servers/deploy/approve",
+        Some(TOKEN),
+        json!({"fingerprint": fp(&[weather()])}),
+    );
     assert_eq!(c, 200);
     assert_eq!(list(&mut gw, "s1", &[weather()]).len(), 1);
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "FORWARDED");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "FORWARDED"
+    );
 }
 
 #[test]
@@ -220,35 +346,84 @@ fn a_lock_in_config_checks_calls_at_once_and_a_fingerprint_pin_waits_for_a_live_
     let tools = vec![weather()];
     let lock = json!({"fingerprint": fp(&tools), "tools": tools});
     let mut locked = gateway(json!({"posture": "strict", "servers": {"deploy": {"lock": lock}}}));
-    assert_eq!(code(&call(&mut locked, "s1", "get_weather", json!({"city": "Oslo"}))), "FORWARDED");
-    assert_eq!(code(&call(&mut locked, "s1", "get_weather", json!({}))), "INVALID_ARGUMENTS");
+    assert_eq!(
+        code(&call(
+            &mut locked,
+            "s1",
+            "get_weather",
+            json!({"city": "Oslo"})
+        )),
+        "FORWARDED"
+    );
+    assert_eq!(
+        code(&call(&mut locked, "s1", "get_weather", json!({}))),
+        "INVALID_ARGUMENTS"
+    );
 
-    let mut pinned = gateway(json!({"posture": "strict", "servers": {"deploy": {"pin": fp(&tools)}}}));
-    assert_eq!(code(&call(&mut pinned, "s1", "get_weather", json!({"city": "Oslo"}))), "SCHEMA_UNVERIFIED");
+    let mut pinned =
+        gateway(json!({"posture": "strict", "servers": {"deploy": {"pin": fp(&tools)}}}));
+    assert_eq!(
+        code(&call(
+            &mut pinned,
+            "s1",
+            "get_weather",
+            json!({"city": "Oslo"})
+        )),
+        "SCHEMA_UNVERIFIED"
+    );
     assert_eq!(list(&mut pinned, "s1", &tools).len(), 1);
-    assert_eq!(code(&call(&mut pinned, "s1", "get_weather", json!({"city": "Oslo"}))), "FORWARDED");
-    assert_eq!(list(&mut pinned, "s2", &[deploy_v1()]).len(), 0, "a set other than the pin is drift");
+    assert_eq!(
+        code(&call(
+            &mut pinned,
+            "s1",
+            "get_weather",
+            json!({"city": "Oslo"})
+        )),
+        "FORWARDED"
+    );
+    assert_eq!(
+        list(&mut pinned, "s2", &[deploy_v1()]).len(),
+        0,
+        "a set other than the pin is drift"
+    );
 }
 
 #[test]
 fn list_changed_holds_calls_until_a_fresh_list_verifies() {
     let mut gw = gateway(json!({}));
     list(&mut gw, "s1", &[weather()]);
-    let mut ex = post("s1", json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}), None);
+    let mut ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}),
+        None,
+    );
     ex.response_body =
         b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n".to_vec();
     gw.exchange("deploy", &ex, 3);
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "SCHEMA_UNVERIFIED");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "SCHEMA_UNVERIFIED"
+    );
     list(&mut gw, "s1", &[weather()]);
-    assert_eq!(code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))), "FORWARDED");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "get_weather", json!({"city": "Oslo"}))),
+        "FORWARDED"
+    );
 }
 
 #[test]
 fn unknown_tools_and_invalid_sets_are_refused() {
     let mut gw = gateway(json!({}));
     list(&mut gw, "s1", &[weather()]);
-    assert_eq!(code(&call(&mut gw, "s1", "exfiltrate", json!({}))), "TOOL_NOT_APPROVED");
-    assert_eq!(list(&mut gw, "s1", &[weather(), weather()]).len(), 0, "duplicate names are an invalid set");
+    assert_eq!(
+        code(&call(&mut gw, "s1", "exfiltrate", json!({}))),
+        "TOOL_NOT_APPROVED"
+    );
+    assert_eq!(
+        list(&mut gw, "s1", &[weather(), weather()]).len(),
+        0,
+        "duplicate names are an invalid set"
+    );
     assert_eq!(status(&mut gw), "changed");
 }
 
@@ -260,21 +435,39 @@ fn a_batch_with_one_denied_call_is_answered_locally_as_a_whole() {
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "rm_rf", "arguments": {}}}
     ]);
-    let reply = gw.exchange("deploy", &post("s1", batch, None), 8).local_reply.unwrap();
+    let reply = gw
+        .exchange("deploy", &post("s1", batch, None), 8)
+        .local_reply
+        .unwrap();
     let answers: Value = serde_json::from_slice(&reply.body).unwrap();
     assert_eq!(answers.as_array().unwrap().len(), 2);
     assert_eq!(answers[0]["id"], 1);
-    assert!(answers[0]["error"]["message"].as_str().unwrap().contains("not forwarded"));
-    assert_eq!(answers[1]["result"]["structuredContent"]["error_code"], "TOOL_NOT_APPROVED");
+    assert!(
+        answers[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not forwarded")
+    );
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["error_code"],
+        "TOOL_NOT_APPROVED"
+    );
 }
 
 #[test]
 fn requests_that_cannot_be_read_never_reach_the_server() {
     let mut gw = gateway(json!({}));
     list(&mut gw, "s1", &[weather()]);
-    let mut plain = post("s1", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_weather"}}), None);
+    let mut plain = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_weather"}}),
+        None,
+    );
     plain.request_headers[0].1 = "text/plain".into();
-    assert_eq!(gw.exchange("deploy", &plain, 8).local_reply.unwrap().status, 415);
+    assert_eq!(
+        gw.exchange("deploy", &plain, 8).local_reply.unwrap().status,
+        415
+    );
 
     let mut dup = post("s1", json!({}), None);
     dup.request_body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Oslo","city":"/etc/passwd"}}}"#.to_vec();
@@ -284,28 +477,60 @@ fn requests_that_cannot_be_read_never_reach_the_server() {
     assert_eq!(body["error"]["code"], -32700);
     assert!(gw.out.audits.iter().any(|a| a.event == "request.rejected"));
 
-    let mut mismatch = post("s1", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "x"}}}), None);
-    mismatch.request_headers.push(("mcp-method".into(), "tools/list".into()));
-    assert_eq!(gw.exchange("deploy", &mismatch, 8).local_reply.unwrap().status, 400);
+    let mut mismatch = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "x"}}}),
+        None,
+    );
+    mismatch
+        .request_headers
+        .push(("mcp-method".into(), "tools/list".into()));
+    assert_eq!(
+        gw.exchange("deploy", &mismatch, 8)
+            .local_reply
+            .unwrap()
+            .status,
+        400
+    );
 }
 
 #[test]
 fn a_list_response_that_cannot_be_inspected_fails_closed() {
     let mut gw = gateway(json!({}));
-    let mut ex = post("s1", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), None);
-    ex.response_headers = vec![("content-type".into(), "application/json".into()), ("content-encoding".into(), "gzip".into())];
+    let mut ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        None,
+    );
+    ex.response_headers = vec![
+        ("content-type".into(), "application/json".into()),
+        ("content-encoding".into(), "gzip".into()),
+    ];
     ex.response_body = vec![0x1f, 0x8b, 8, 0, 0, 0];
     let out = gw.exchange("deploy", &ex, 8);
     let body: Value = serde_json::from_slice(&out.response_body).unwrap();
     assert_eq!(body["id"], 1);
-    assert!(body["error"]["message"].as_str().unwrap().contains("fail closed"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fail closed")
+    );
 
-    let mut malformed = post("s1", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), None);
+    let mut malformed = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        None,
+    );
     malformed.response_headers = vec![("content-type".into(), "application/json".into())];
-    malformed.response_body = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[],"tools":[{"name":"evil"}]}}"#.to_vec();
+    malformed.response_body =
+        br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[],"tools":[{"name":"evil"}]}}"#.to_vec();
     let out = gw.exchange("deploy", &malformed, 8);
     let body: Value = serde_json::from_slice(&out.response_body).unwrap();
-    assert!(body.get("result").is_none(), "duplicate-key tools/list must not pass: {body}");
+    assert!(
+        body.get("result").is_none(),
+        "duplicate-key tools/list must not pass: {body}"
+    );
 }
 
 #[test]
@@ -319,7 +544,10 @@ fn a_string_id_does_not_match_a_numeric_list_request() {
     );
     let out = gw.exchange("deploy", &ex, 4);
     let text = String::from_utf8(out.response_body).unwrap();
-    assert!(text.contains("\"tools\":[]"), "a tool list under any id is checked: {text}");
+    assert!(
+        text.contains("\"tools\":[]"),
+        "a tool list under any id is checked: {text}"
+    );
 }
 
 #[test]
@@ -331,7 +559,13 @@ fn admin_addresses_a_server_id_holding_a_slash_percent_encoded() {
         Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [weather()]}})),
     );
     gw.exchange("httproute/ns/name/rule/0", &ex, 64);
-    let (c, view) = admin(&mut gw, "GET", "servers/httproute%2Fns%2Fname%2Frule%2F0", Some(TOKEN), Value::Null);
+    let (c, view) = admin(
+        &mut gw,
+        "GET",
+        "servers/httproute%2Fns%2Fname%2Frule%2F0",
+        Some(TOKEN),
+        Value::Null,
+    );
     assert_eq!(c, 200, "{view}");
     assert_eq!(view["server"], "httproute/ns/name/rule/0");
     let (c, _) = admin(&mut gw, "GET", "servers/bad%zz", Some(TOKEN), Value::Null);

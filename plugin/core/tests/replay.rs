@@ -2,7 +2,13 @@
 //! lifecycle stories of SPEC sections 2 to 4 told with real recorded traffic.
 //!
 //! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them.
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -10,7 +16,9 @@ use toolseal_core::config::Config;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, parse_transcript};
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn transcript(name: &str) -> Vec<HttpExchange> {
@@ -18,8 +26,12 @@ fn transcript(name: &str) -> Vec<HttpExchange> {
     parse_transcript(&bytes).unwrap()
 }
 
-const TRANSCRIPTS: [&str; 4] =
-    ["everything-2025.11.25", "everything-2026.1.26", "fastmcp-4.2.3-json", "fastmcp-4.2.3-paginated"];
+const TRANSCRIPTS: [&str; 4] = [
+    "everything-2025.11.25",
+    "everything-2026.1.26",
+    "fastmcp-4.2.3-json",
+    "fastmcp-4.2.3-paginated",
+];
 
 /// Replays transcripts in order under one server id; returns one JSON line per decision.
 fn replay(config: &str, server: &str, names: &[&str], chunk: usize) -> (NativeReplay, Vec<String>) {
@@ -82,10 +94,19 @@ fn each_transcript_alone_verifies_without_false_drift() {
                 assert_ne!(d["decision"], "rewrite", "{name}: {line}");
                 assert_eq!(d["tools_in"], d["tools_out"], "{name}: {line}");
             }
-            let record = toolseal_core::state::load_record(&gw.store, name).unwrap().unwrap().0;
+            let record = toolseal_core::state::load_record(&gw.store, name)
+                .unwrap()
+                .unwrap()
+                .0;
             assert_eq!(record.status.as_str(), "verified", "{name}");
-            assert!(gw.out.audits.iter().any(|a| a.event == "schema.baselined"), "{name}");
-            assert!(!gw.out.audits.iter().any(|a| a.event == "schema.changed"), "{name}");
+            assert!(
+                gw.out.audits.iter().any(|a| a.event == "schema.baselined"),
+                "{name}"
+            );
+            assert!(
+                !gw.out.audits.iter().any(|a| a.event == "schema.changed"),
+                "{name}"
+            );
             if chunk == 7 {
                 golden(name, &lines);
             }
@@ -95,22 +116,43 @@ fn each_transcript_alone_verifies_without_false_drift() {
 
 #[test]
 fn release_a_then_release_b_drifts_filters_and_refuses() {
-    let (gw, lines) = replay("", "everything", &["everything-2025.11.25", "everything-2026.1.26"], 13);
+    let (gw, lines) = replay(
+        "",
+        "everything",
+        &["everything-2025.11.25", "everything-2026.1.26"],
+        13,
+    );
     golden("everything-a-then-b", &lines);
-    let b: Vec<Value> =
-        lines.iter().map(|l| field(l)).filter(|d| d["transcript"] == "everything-2026.1.26").collect();
-    let list = b.iter().find(|d| d["method"] == "tools/list" && d["direction"] == "response").unwrap();
+    let b: Vec<Value> = lines
+        .iter()
+        .map(|l| field(l))
+        .filter(|d| d["transcript"] == "everything-2026.1.26")
+        .collect();
+    let list = b
+        .iter()
+        .find(|d| d["method"] == "tools/list" && d["direction"] == "response")
+        .unwrap();
     assert_eq!(list["schema_status"], "changed");
     assert_eq!(list["decision"], "rewrite");
     assert_eq!(list["tools_out"], 0);
     assert!(list["tools_in"].as_u64().unwrap() > 0);
-    let calls: Vec<&Value> =
-        b.iter().filter(|d| d["method"] == "tools/call" && d["direction"] == "request").collect();
+    let calls: Vec<&Value> = b
+        .iter()
+        .filter(|d| d["method"] == "tools/call" && d["direction"] == "request")
+        .collect();
     assert!(!calls.is_empty());
     for call in calls {
         assert_eq!(call["decision"], "deny");
         assert_eq!(call["error_code"], "SCHEMA_CHANGED");
     }
-    let changed = gw.out.audits.iter().find(|a| a.event == "schema.changed").unwrap();
-    assert!(changed.detail.contains_key("diff"), "schema.changed carries the diff summary");
+    let changed = gw
+        .out
+        .audits
+        .iter()
+        .find(|a| a.event == "schema.changed")
+        .unwrap();
+    assert!(
+        changed.detail.contains_key("diff"),
+        "schema.changed carries the diff summary"
+    );
 }

@@ -1088,7 +1088,10 @@ fn vendor_hints_never_widen_what_passes() {
     }}))
     .unwrap();
     assert!(schema.is_valid(&json!({"a": "x", "b": 3})));
-    assert!(!schema.is_valid(&json!({"a": null})), "nullable does not admit null");
+    assert!(
+        !schema.is_valid(&json!({"a": null})),
+        "nullable does not admit null"
+    );
     assert!(!schema.is_valid(&json!({"a": "z"})));
     assert!(!schema.is_valid(&json!({"b": 1.5})));
 }

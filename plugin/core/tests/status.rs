@@ -1,6 +1,11 @@
 //! The schema_status lifecycle, exhaustively: every state × every event × both postures,
 //! with the next status, what is audited, and which events are refused.
-#![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use toolseal_core::config::Posture::{self, Discovery, Strict};
 use toolseal_core::status::{Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply};
@@ -26,7 +31,17 @@ fn state(name: &str, posture: Posture) -> ServerRecord {
         }
         "quarantined" => {
             r = apply(&r, &live(A, false), Discovery, 2).unwrap().0;
-            r = apply(&r, &Event::Quarantine { reason: "held".into(), by: Actor::Admin }, posture, 3).unwrap().0;
+            r = apply(
+                &r,
+                &Event::Quarantine {
+                    reason: "held".into(),
+                    by: Actor::Admin,
+                },
+                posture,
+                3,
+            )
+            .unwrap()
+            .0;
         }
         other => panic!("{other}"),
     }
@@ -35,21 +50,58 @@ fn state(name: &str, posture: Posture) -> ServerRecord {
 }
 
 fn live(fp: &str, matches: bool) -> Event {
-    Event::Live(LiveSet::Valid { fingerprint: fp.into(), matches, findings: vec![] })
+    Event::Live(LiveSet::Valid {
+        fingerprint: fp.into(),
+        matches,
+        findings: vec![],
+    })
 }
 
 fn events() -> Vec<(&'static str, Event)> {
     vec![
         ("live A (matches baseline A)", live(A, true)),
         ("live B (differs)", live(B, false)),
-        ("live invalid", Event::Live(LiveSet::Invalid { reason: "INVALID_TOOL_SET: duplicate".into() })),
+        (
+            "live invalid",
+            Event::Live(LiveSet::Invalid {
+                reason: "INVALID_TOOL_SET: duplicate".into(),
+            }),
+        ),
         ("list_changed", Event::ListChanged),
-        ("approve A", Event::Approve { fingerprint: A.into() }),
-        ("approve B", Event::Approve { fingerprint: B.into() }),
-        ("quarantine", Event::Quarantine { reason: "why".into(), by: Actor::Admin }),
+        (
+            "approve A",
+            Event::Approve {
+                fingerprint: A.into(),
+            },
+        ),
+        (
+            "approve B",
+            Event::Approve {
+                fingerprint: B.into(),
+            },
+        ),
+        (
+            "quarantine",
+            Event::Quarantine {
+                reason: "why".into(),
+                by: Actor::Admin,
+            },
+        ),
         ("release", Event::Release { by: Actor::Admin }),
-        ("pin C", Event::Pin { fingerprint: C.into(), lock: false }),
-        ("lock A", Event::Pin { fingerprint: A.into(), lock: true }),
+        (
+            "pin C",
+            Event::Pin {
+                fingerprint: C.into(),
+                lock: false,
+            },
+        ),
+        (
+            "lock A",
+            Event::Pin {
+                fingerprint: A.into(),
+                lock: true,
+            },
+        ),
     ]
 }
 
@@ -78,7 +130,9 @@ fn expected(state: &str, event: &str, posture: Posture) -> Outcome {
         ("verified", "lock A") => Ok(("verified", &[])),
 
         // Sticky: even the old set again keeps the server changed.
-        ("changed", "live A (matches baseline A)" | "live invalid") => Ok(("changed", &["schema.changed"])),
+        ("changed", "live A (matches baseline A)" | "live invalid") => {
+            Ok(("changed", &["schema.changed"]))
+        }
         ("changed", "live B (differs)") => Ok(("changed", &[])),
         ("changed", "approve B") => Ok(("verified", &["schema.approved"])),
         ("changed", "approve A") => Err("conflict"),
@@ -107,7 +161,11 @@ fn expected(state: &str, event: &str, posture: Posture) -> Outcome {
 }
 
 fn leak(s: &str) -> &'static str {
-    SchemaStatus::ALL.iter().map(|s| s.as_str()).find(|n| *n == s).unwrap()
+    SchemaStatus::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .find(|n| *n == s)
+        .unwrap()
 }
 
 fn refusal(r: &Refusal) -> &'static str {
@@ -136,11 +194,18 @@ fn every_state_times_every_event_in_both_postures() {
                             "{name} × {label} ({posture:?})"
                         );
                         if after.status == SchemaStatus::Changed {
-                            assert!(after.drift_at_ms.is_some(), "{name} × {label}: drift time recorded");
+                            assert!(
+                                after.drift_at_ms.is_some(),
+                                "{name} × {label}: drift time recorded"
+                            );
                         }
                     }
-                    (Err(r), Err(kind)) => assert_eq!(refusal(r), kind, "{name} × {label} ({posture:?})"),
-                    (got, want) => panic!("{name} × {label} ({posture:?}): got {got:?}, want {want:?}"),
+                    (Err(r), Err(kind)) => {
+                        assert_eq!(refusal(r), kind, "{name} × {label} ({posture:?})")
+                    }
+                    (got, want) => {
+                        panic!("{name} × {label} ({posture:?}): got {got:?}, want {want:?}")
+                    }
                 }
                 checked += 1;
             }
@@ -171,26 +236,69 @@ fn list_changed_holds_until_a_fresh_list_verifies() {
 #[test]
 fn a_fingerprint_pin_waits_for_a_live_list_and_a_lock_does_not() {
     let fresh = ServerRecord::new(1);
-    let (pinned, _) = apply(&fresh, &Event::Pin { fingerprint: A.into(), lock: false }, Strict, NOW).unwrap();
+    let (pinned, _) = apply(
+        &fresh,
+        &Event::Pin {
+            fingerprint: A.into(),
+            lock: false,
+        },
+        Strict,
+        NOW,
+    )
+    .unwrap();
     assert!(pinned.awaiting_verification());
-    let (locked, _) = apply(&fresh, &Event::Pin { fingerprint: A.into(), lock: true }, Strict, NOW).unwrap();
+    let (locked, _) = apply(
+        &fresh,
+        &Event::Pin {
+            fingerprint: A.into(),
+            lock: true,
+        },
+        Strict,
+        NOW,
+    )
+    .unwrap();
     assert!(!locked.awaiting_verification());
 }
 
 #[test]
 fn a_config_quarantine_is_lifted_by_config_only() {
     let r = state("verified", Discovery);
-    let (held, _) = apply(&r, &Event::Quarantine { reason: "ops".into(), by: Actor::Config }, Discovery, NOW).unwrap();
-    assert_eq!(apply(&held, &Event::Release { by: Actor::Admin }, Discovery, NOW).unwrap_err(), Refusal::HeldByConfig);
-    let (released, _) = apply(&held, &Event::Release { by: Actor::Config }, Discovery, NOW).unwrap();
+    let (held, _) = apply(
+        &r,
+        &Event::Quarantine {
+            reason: "ops".into(),
+            by: Actor::Config,
+        },
+        Discovery,
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(
+        apply(&held, &Event::Release { by: Actor::Admin }, Discovery, NOW).unwrap_err(),
+        Refusal::HeldByConfig
+    );
+    let (released, _) =
+        apply(&held, &Event::Release { by: Actor::Config }, Discovery, NOW).unwrap();
     assert_eq!(released.status, SchemaStatus::Verified);
 }
 
 #[test]
 fn release_reevaluates_without_a_baseline_by_posture() {
     let fresh = ServerRecord::new(1);
-    for (posture, want) in [(Discovery, SchemaStatus::Unbaselined), (Strict, SchemaStatus::Pending)] {
-        let (held, _) = apply(&fresh, &Event::Quarantine { reason: "x".into(), by: Actor::Admin }, posture, 2).unwrap();
+    for (posture, want) in [
+        (Discovery, SchemaStatus::Unbaselined),
+        (Strict, SchemaStatus::Pending),
+    ] {
+        let (held, _) = apply(
+            &fresh,
+            &Event::Quarantine {
+                reason: "x".into(),
+                by: Actor::Admin,
+            },
+            posture,
+            2,
+        )
+        .unwrap();
         let (released, _) = apply(&held, &Event::Release { by: Actor::Admin }, posture, 3).unwrap();
         assert_eq!(released.status, want, "{posture:?}");
     }

@@ -398,7 +398,11 @@ fn paginated_list_under_a_fingerprint_pin_is_not_served_unchecked() {
 /// swallowed the next one.
 #[test]
 fn sse_event_with_mixed_line_endings_stays_one_event_when_rewritten() {
-    for raw in [&b"event: message\rdata: old\n\n"[..], b"event: message\rid: 1\n\n", b"data: a\rdata: b\n\r\n"] {
+    for raw in [
+        &b"event: message\rdata: old\n\n"[..],
+        b"event: message\rid: 1\n\n",
+        b"data: a\rdata: b\n\r\n",
+    ] {
         let mut parser = SseParser::new(usize::MAX);
         let events = parser.push(raw).unwrap();
         assert_eq!(events.len(), 1);
@@ -406,16 +410,38 @@ fn sse_event_with_mixed_line_endings_stays_one_event_when_rewritten() {
         let mut again = SseParser::new(usize::MAX);
         let mut back = again.push(&rewritten).unwrap();
         back.extend(again.close().unwrap());
-        assert_eq!(again.finish(), None, "rewritten event not terminated: {:?}", String::from_utf8_lossy(&rewritten));
+        assert_eq!(
+            again.finish(),
+            None,
+            "rewritten event not terminated: {:?}",
+            String::from_utf8_lossy(&rewritten)
+        );
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].data.as_deref(), Some("{\"x\":1}"));
     }
     // Through the engine: a drifted list in such an event is filtered and the client can read it.
     let mut gw = verified_gateway();
-    let body = format!("event: message\rdata: {}\n\n", list_response(json!(1), &[evil()]));
-    let out = gw.exchange(SERVER, &exchange("s1", &list_request(json!(1)), "text/event-stream", body.as_bytes()), 4);
+    let body = format!(
+        "event: message\rdata: {}\n\n",
+        list_response(json!(1), &[evil()])
+    );
+    let out = gw.exchange(
+        SERVER,
+        &exchange(
+            "s1",
+            &list_request(json!(1)),
+            "text/event-stream",
+            body.as_bytes(),
+        ),
+        4,
+    );
     let messages = delivered("text/event-stream", &out.response_body);
-    assert_eq!(messages.len(), 1, "{:?}", String::from_utf8_lossy(&out.response_body));
+    assert_eq!(
+        messages.len(),
+        1,
+        "{:?}",
+        String::from_utf8_lossy(&out.response_body)
+    );
     assert_eq!(messages[0]["result"]["tools"], json!([]));
 }
 
@@ -425,9 +451,26 @@ fn sse_event_with_mixed_line_endings_stays_one_event_when_rewritten() {
 #[test]
 fn sse_event_opening_with_a_mid_stream_bom_keeps_its_data_when_rewritten() {
     let mut gw = verified_gateway();
-    let body = format!(": hello\n\n\u{feff}\ndata: {}\n\n", list_response(json!(1), &[evil()]));
-    let out = gw.exchange(SERVER, &exchange("s1", &list_request(json!(1)), "text/event-stream", body.as_bytes()), 5);
+    let body = format!(
+        ": hello\n\n\u{feff}\ndata: {}\n\n",
+        list_response(json!(1), &[evil()])
+    );
+    let out = gw.exchange(
+        SERVER,
+        &exchange(
+            "s1",
+            &list_request(json!(1)),
+            "text/event-stream",
+            body.as_bytes(),
+        ),
+        5,
+    );
     let messages = delivered("text/event-stream", &out.response_body);
-    assert_eq!(messages.len(), 1, "{:?}", String::from_utf8_lossy(&out.response_body));
+    assert_eq!(
+        messages.len(),
+        1,
+        "{:?}",
+        String::from_utf8_lossy(&out.response_body)
+    );
     assert_eq!(messages[0]["result"]["tools"], json!([]));
 }
