@@ -173,7 +173,11 @@ async def test_strict_posture_holds_server_pending_until_approved(
     assert len(stack.upstream.calls()) == 1
 
 
-async def test_stale_call_after_approval_needs_a_relist(wasm: Any, stack: Stack) -> None:
+@pytest.mark.parametrize("mode", ["sse", "json"])
+async def test_stale_call_after_approval_needs_a_relist(
+    wasm: Any, stacks: Callable[..., Stack], mode: str
+) -> None:
+    stack = stacks(mode=mode)
     async with mcp_client(stack.mcp_url) as agent:
         assert await agent.tool_names() == REV1_TOOLS  # the agent plans against rev 1
         stack.upstream.set_revision(2)  # same process: the agent's session survives
@@ -222,3 +226,27 @@ async def test_list_changed_holds_calls_until_relisted(wasm: Any, stack: Stack) 
         result = await client.call("add", {"a": 1, "b": 1})
         assert (result.isError, result.content[0].text) == (False, "2")
     assert len(stack.upstream.calls()) == 1
+
+
+async def test_drift_review_shows_the_classified_diff_and_the_audit_ring(wasm: Any, stack: Stack) -> None:
+    await _drift_to_rev2(stack)
+    view = stack.admin.server("demo")
+    changes = {(c["class"], c["kind"], c["tool"], c["path"]) for c in view["diff"]["changes"]}
+    assert changes == {
+        ("breaking", "property_added_required", "deploy_preview", "/inputSchema/properties/region"),
+        ("semantic", "description_changed", "get_weather", "/description"),
+        ("additive", "property_added_optional", "get_weather", "/inputSchema/properties/notes"),
+    }
+    poisoned = next(c for c in view["diff"]["changes"] if c["kind"] == "description_changed")
+    assert "<IMPORTANT>" in poisoned["after"] and "<IMPORTANT>" not in poisoned["before"]
+    assert isinstance(view["drift_at_ms"], int) and view["drift_at_ms"] > 0
+
+    servers = stack.admin.get("servers").json()["servers"]
+    assert [(s["server"], s["schema_status"]) for s in servers] == [("demo", "changed")]
+    assert servers[0]["diff_summary"]["classes"] == {
+        "additive": 1, "authority": 0, "breaking": 1, "semantic": 1}
+
+    wait_for_audits(stack, "list.filtered", 1)
+    ring = [e["event"] for e in stack.admin.get("audit").json()["events"] if e["event"] != "config.loaded"]
+    logged = [e["event"] for e in stack.envoy.audit_events() if e["event"] != "config.loaded"]
+    assert ring == logged == ["schema.baselined", "schema.changed", "list.filtered"]
