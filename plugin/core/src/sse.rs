@@ -76,10 +76,10 @@ impl SseEvent {
     /// Re-encodes the event with its data replaced by `data`.
     ///
     /// Every other line (`id`, `event`, `retry`, comments, unknown fields) is kept in place
-    /// with its own line ending (CR written as CRLF); the new `data:` lines take the position of the first old
+    /// with its own line ending; the new `data:` lines take the position of the first old
     /// `data` line (or go just before the blank line when there was none) and end like the
-    /// line they stand in for; a lone CR line end is written as CRLF (the same to a client),
-    /// so that dropping a line never merges a CR and a following LF into one line end. Data holding line breaks (CRLF, LF or CR) becomes several
+    /// line they stand in for; a CR line end that would meet the blank line's LF is written
+    /// as CRLF (the same to a client), so the event always ends. Data holding line breaks (CRLF, LF or CR) becomes several
     /// `data:` lines, so a client reads it back with `\n` separators. A leading BOM in `raw`
     /// is kept: as the stream's BOM on the first event, as line content on a later one.
     pub fn with_data(&self, data: &str) -> Vec<u8> {
@@ -98,16 +98,16 @@ impl SseEvent {
         let mut rest = body;
         loop {
             let (line, term, next) = split_line(rest);
-            // A lone CR becomes CRLF (the same line end to a client): lines are dropped and
-            // inserted here, and a CR-ended line followed by an LF-ended blank line would read
-            // as one CRLF, so the event would never end.
-            let term = match if term.is_empty() { eol } else { term } {
-                "\r" => "\r\n",
-                other => other,
-            };
+            let term = if term.is_empty() { eol } else { term };
             if line.is_empty() {
                 if !data_written {
                     write_data_lines(&mut out, data, term);
+                }
+                // Lines are dropped and inserted here: a CR-ended line now right before an
+                // LF blank line would read as one CRLF and the event would never end. Make
+                // that CR a CRLF (the same line end to a client).
+                if term.starts_with('\n') && out.ends_with(b"\r") {
+                    out.push(b'\n');
                 }
                 out.extend_from_slice(term.as_bytes());
                 return out;
