@@ -75,13 +75,7 @@ async def test_multi_megabyte_tools_list_verifies(
         ("sse", "4100"),
         ("sse", "5000"),
         ("json", "4100"),
-        pytest.param("json", "5000", marks=pytest.mark.xfail(
-            strict=True, raises=TimeoutError,
-            reason="plugin gap: a JSON tools/list is buffered until end_of_stream without a size "
-                   "check, so past Envoy's 9 MiB stream buffer Envoy resets the stream "
-                   "(response_payload_too_large) before toolseal can answer with its JSON-RPC "
-                   "error; no tools leak, but the MCP Python SDK 1.x never surfaces the reset "
-                   "and its request waits forever")),
+        ("json", "5000"),
     ],
 )
 async def test_tools_list_over_the_response_limit_fails_closed(

@@ -62,6 +62,7 @@ impl RootContext for Root {
         Some(Box::new(Http {
             shared,
             mode: Mode::Mcp,
+            drop_rest: false,
             headers: Headers::default(),
             exchange: Exchange::default(),
             plan: BodyPlan::Pass,
@@ -85,6 +86,8 @@ enum Mode {
 
 struct Http {
     shared: Rc<RefCell<Shared>>,
+    /// The response failed closed mid-stream: drop every later body chunk.
+    drop_rest: bool,
     mode: Mode,
     headers: Headers,
     exchange: Exchange,
@@ -257,7 +260,13 @@ impl HttpContext for Http {
         if self.mode != Mode::Mcp || self.plan == BodyPlan::Pass {
             return Action::Continue;
         }
-        if self.plan == BodyPlan::Buffer && !end_of_stream {
+        if self.drop_rest {
+            // A body that failed closed: nothing more of it reaches the client.
+            let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &[]);
+            return Action::Continue;
+        }
+        let limit = self.shared.borrow().engine.config.limits.max_response_bytes;
+        if self.plan == BodyPlan::Buffer && !end_of_stream && body_size <= limit {
             return Action::Pause;
         }
         let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size)
@@ -288,8 +297,17 @@ impl HttpContext for Http {
                 (forward != chunk).then_some(forward)
             }
         };
-        if let Some(bytes) = replacement {
-            let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &bytes);
+        let oversized = self.plan == BodyPlan::Buffer && !end_of_stream;
+        match replacement {
+            // Over `limits.max_response_bytes` before its end: answer now and drop the rest,
+            // before Envoy's own buffer limit resets the stream and leaves the client waiting.
+            Some(bytes) => {
+                let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &bytes);
+                self.drop_rest = oversized;
+            }
+            // Nothing that must be read: stop buffering and let the body flow.
+            None if oversized => self.plan = BodyPlan::Pass,
+            None => {}
         }
         Action::Continue
     }
