@@ -114,9 +114,12 @@ def fleet(wasm: Path, tmp_path: Path) -> Iterator[Fleet]:
                                                  admin_port=admin_port, listen_port=listen_port))
         yield started
     finally:
-        for envoy in reversed(started.envoys):
-            envoy.stop()
-        upstream.stop()
+        try:
+            for envoy in reversed(started.envoys):
+                envoy.stop()
+        finally:
+            # Stopped even when stopping an Envoy failed: nothing started here outlives the test.
+            upstream.stop()
 
 
 def _stat(envoy: EnvoyProcess, name: str) -> int | None:
