@@ -479,7 +479,11 @@ fn sse_event_opening_with_a_mid_stream_bom_keeps_its_data_when_rewritten() {
 /// left a CR-ended line right before an LF-ended blank line (`data: a\r` … `data:\r\n\n`).
 #[test]
 fn sse_rewrite_that_drops_data_lines_never_merges_cr_and_lf() {
-    for raw in [&b"data: a\rdata:\r\n\n"[..], b"data: a\rid: 1\rdata: b\n\n", b"event: m\r\ndata: a\rdata: b\r\n\r\n"] {
+    for raw in [
+        &b"data: a\rdata:\r\n\n"[..],
+        b"data: a\rid: 1\rdata: b\n\n",
+        b"event: m\r\ndata: a\rdata: b\r\n\r\n",
+    ] {
         let mut parser = SseParser::new(usize::MAX);
         let events = parser.push(raw).unwrap();
         assert_eq!(events.len(), 1, "{raw:?}");
@@ -487,7 +491,12 @@ fn sse_rewrite_that_drops_data_lines_never_merges_cr_and_lf() {
         let mut again = SseParser::new(usize::MAX);
         let mut back = again.push(&rewritten).unwrap();
         back.extend(again.close().unwrap());
-        assert_eq!(again.finish(), None, "not terminated: {:?}", String::from_utf8_lossy(&rewritten));
+        assert_eq!(
+            again.finish(),
+            None,
+            "not terminated: {:?}",
+            String::from_utf8_lossy(&rewritten)
+        );
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].data.as_deref(), Some("x\ny"));
         assert_eq!(back[0].id, events[0].id);
