@@ -41,7 +41,7 @@ fi
 step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client"
 # The toolseal command the e2e tests call (pin, check-config, report) was built by cargo test.
 TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 \
-  .venv/bin/python -m pytest -q envoy/tests examples/stdio-guard/tests
+  .venv/bin/python -m pytest -q -rs envoy/tests examples/stdio-guard/tests
 
 if [ "${TOOLSEAL_SKIP_FUZZ:-0}" != "1" ]; then
   step "fuzz smoke (every target, bounded)"
