@@ -343,23 +343,7 @@ impl Engine {
                 None
             }
             Message::Error { id, .. } => {
-                let answers = exchange
-                    .pending_lists
-                    .iter()
-                    .any(|(pending, _)| same_id(pending, id))
-                    .then(|| "tools/list".to_string())
-                    .or_else(|| {
-                        exchange
-                            .pending_calls
-                            .iter()
-                            .any(|c| same_id(&c.id, id))
-                            .then(|| "tools/call".to_string())
-                    })
-                    .or_else(|| take_other(exchange, id));
-                exchange
-                    .pending_lists
-                    .retain(|(pending, _)| !same_id(pending, id));
-                exchange.pending_calls.retain(|c| !same_id(&c.id, id));
+                let answers = settle(exchange, id);
                 self.pass_record(
                     store,
                     out,
@@ -516,6 +500,28 @@ impl Engine {
         exchange.response = ResponseState::Dropped;
         format!("event: message\ndata: {error}\n\n").into_bytes()
     }
+}
+
+/// Removes the request `id` answers from the exchange's pending requests (an error answers
+/// it as a result would); returns that request's method.
+fn settle(exchange: &mut Exchange, id: &Value) -> Option<String> {
+    if let Some(index) = exchange
+        .pending_lists
+        .iter()
+        .position(|(p, _)| same_id(p, id))
+    {
+        exchange.pending_lists.remove(index);
+        return Some("tools/list".into());
+    }
+    if let Some(index) = exchange
+        .pending_calls
+        .iter()
+        .position(|c| same_id(&c.id, id))
+    {
+        exchange.pending_calls.remove(index);
+        return Some("tools/call".into());
+    }
+    take_other(exchange, id)
 }
 
 /// The method of the other request `id` answers (removed from the pending list).
