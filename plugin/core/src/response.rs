@@ -315,7 +315,7 @@ impl Engine {
                 if let Some(index) = list {
                     let (_, cursor) = exchange.pending_lists.remove(index);
                     let new = self.list_result(store, out, now_ms, exchange, id, cursor, result)?;
-                    return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
+                    return Some(answer(id, new));
                 }
                 if let Some(index) = exchange
                     .pending_calls
@@ -324,12 +324,12 @@ impl Engine {
                 {
                     let call = exchange.pending_calls.remove(index);
                     let new = self.call_result(store, out, now_ms, exchange, &call, result)?;
-                    return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
+                    return Some(answer(id, new));
                 }
                 if result.get("tools").is_some_and(Value::is_array) {
                     // A tool list the client did not visibly ask for: check it all the same.
                     let new = self.list_result(store, out, now_ms, exchange, id, false, result)?;
-                    return Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": new}));
+                    return Some(answer(id, new));
                 }
                 let answers = take_other(exchange, id);
                 self.pass_record(
@@ -500,6 +500,11 @@ impl Engine {
         exchange.response = ResponseState::Dropped;
         format!("event: message\ndata: {error}\n\n").into_bytes()
     }
+}
+
+/// A JSON-RPC response carrying `result` for request `id`.
+fn answer(id: &Value, result: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 /// Removes the request `id` answers from the exchange's pending requests (an error answers
