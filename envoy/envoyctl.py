@@ -37,13 +37,19 @@ DEFAULT_WASM = "target/wasm32-wasip1/wasm/toolseal_plugin.wasm"
 # Documented demo token for the shipped config: replace token_sha256 in production.
 DEMO_ADMIN_TOKEN = "toolseal-demo-admin-token"
 MIB = 1024 * 1024
-# Response limit (limits.max_response_bytes, 8 MiB) plus headroom for SSE framing and headers:
-# Envoy must buffer a whole JSON tools/list for toolseal to check it, and resets the stream
-# past this limit.
-BUFFER_LIMIT = 9 * MIB
+# Envoy reads an upstream connection until its buffer holds per_connection_buffer_limit_bytes,
+# and hands what it read to the filter chain as one chunk; a chunk is added to a body the
+# plugin is holding *before* the plugin sees it, and a held body over the stream's buffer limit
+# resets the stream (the client sees a cut-off body, not toolseal's fail-closed answer). So the
+# upstream side reads in chunks of at most 1 MiB (Envoy's default) ...
+UPSTREAM_READ_LIMIT = 1 * MIB
+# ... and the stream's buffer limit leaves room for a held response of up to
+# limits.max_response_bytes (8 MiB) plus one such chunk plus SSE framing: a body that crosses
+# 8 MiB always reaches the plugin, which answers with its fail-closed error and drops the rest.
+BUFFER_LIMIT = 10 * MIB
 # The buffer filter's max_request_bytes also becomes the stream's buffer limit for the
 # *response* (Envoy logs "setting buffer limit to N"; a JSON response over it is reset with
-# response_payload_too_large), so it is the same 9 MiB, not the 1 MiB request limit: toolseal
+# response_payload_too_large), so it is the same 10 MiB, not the 1 MiB request limit: toolseal
 # itself refuses request bodies over limits.max_request_bytes (1 MiB) with 413.
 MAX_REQUEST_BYTES = BUFFER_LIMIT
 AUDIT_RE = re.compile(r"toolseal\.audit (\{.*\})\s*$")
@@ -105,7 +111,8 @@ def _clusters_yaml(routes: list[McpRoute]) -> str:
             f"  - name: {route.cluster}",
             "    type: STATIC",
             "    connect_timeout: 2s",
-            f"    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}",
+            "    # Envoy reads at most this much of a response at a time (see the listener).",
+            f"    per_connection_buffer_limit_bytes: {UPSTREAM_READ_LIMIT}",
             "    load_assignment:",
             f"      cluster_name: {route.cluster}",
             "      endpoints:",

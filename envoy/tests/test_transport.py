@@ -68,7 +68,8 @@ async def test_multi_megabyte_tools_list_verifies(
 
 
 # 4100 bulk tools make a ~8.9 MB tools/list: over limits.max_response_bytes (8 MiB) but under
-# Envoy's per-connection buffer (9 MiB); 5000 make ~10.9 MB, over both.
+# the stream's buffer limit (10 MiB); 5000 make ~10.9 MB, over both. Either way toolseal must
+# answer: the stream limit leaves room for one upstream read past 8 MiB (envoy/envoyctl.py).
 @pytest.mark.parametrize(
     ("mode", "bulk"),
     [
