@@ -32,8 +32,11 @@ pub enum ResponseState {
     Unknown,
     /// Passing through.
     Pass,
-    /// Buffered JSON.
+    /// Buffered JSON: an HTTP body, replaced whole if it changes.
     Json,
+    /// One whole message of a transport that delivers messages one by one (stdio): it
+    /// answers one of the requests in flight, not all of them.
+    Message,
     /// A body that must be inspected but cannot be read (why).
     Unreadable(String),
     /// SSE in progress.
@@ -55,6 +58,9 @@ impl Engine {
             self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
         let must_inspect = !exchange.pending_lists.is_empty()
             || (enforced && exchange.pending_calls.iter().any(|c| c.check_result));
+        // MCP answers a request with JSON or SSE only: any other body that answers one is
+        // read by no compliant client, so a lenient client must not read it unchecked either.
+        let awaited = awaits_answer(exchange);
         let mime = content_type
             .and_then(|c| c.split(';').next())
             .map(|m| m.trim().to_ascii_lowercase());
@@ -82,9 +88,9 @@ impl Engine {
             // Every JSON answer is read: a server can answer a tools/list id on another
             // exchange (clients route responses by id, not by stream).
             (Some("application/json"), false) => (ResponseState::Json, BodyPlan::Buffer),
-            (_, _) if must_inspect => (
+            (_, _) if must_inspect || awaited => (
                 ResponseState::Unreadable(format!(
-                    "the tools/list response has content type {:?}",
+                    "the response has content type {:?}, not JSON or an event stream",
                     content_type.unwrap_or("")
                 )),
                 BodyPlan::Buffer,
@@ -105,6 +111,7 @@ impl Engine {
         body: &[u8],
     ) -> Option<Vec<u8>> {
         if let ResponseState::Unreadable(why) = &exchange.response {
+            // An empty body (HTTP 202, or an error status without a body) hides nothing.
             if body.is_empty() && exchange.pending_lists.is_empty() {
                 return None;
             }
@@ -115,7 +122,10 @@ impl Engine {
                     .into_bytes(),
             );
         }
-        if !matches!(exchange.response, ResponseState::Json) {
+        if !matches!(
+            exchange.response,
+            ResponseState::Json | ResponseState::Message
+        ) {
             return None;
         }
         if body.len() > self.config.limits.max_response_bytes {
@@ -127,6 +137,24 @@ impl Engine {
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
+            // No compliant server sends JSON this parser refuses (duplicate keys, bad UTF-8…),
+            // and a lenient client could read it: an HTTP body answering a request never
+            // passes unread. (An oversized one may: a large tool result is legitimate.)
+            Err(e)
+                if matches!(exchange.response, ResponseState::Json) && awaits_answer(exchange) =>
+            {
+                return Some(
+                    self.fail_closed(
+                        store,
+                        out,
+                        now_ms,
+                        exchange,
+                        &format!("unreadable response: {e}"),
+                    )
+                    .to_string()
+                    .into_bytes(),
+                );
+            }
             Err(e) => {
                 return self.fail_if_needed(
                     store,
@@ -153,7 +181,7 @@ impl Engine {
         exchange: &mut Exchange,
         body: &[u8],
     ) -> Option<Vec<u8>> {
-        exchange.response = ResponseState::Json;
+        exchange.response = ResponseState::Message;
         self.response_json(store, out, now_ms, exchange, body)
     }
 
@@ -430,7 +458,12 @@ impl Engine {
         )
     }
 
-    /// The error that replaces an uninspectable `tools/list` answer (one per pending id).
+    /// The error that replaces an uninspectable answer, one per request it was to answer.
+    ///
+    /// An HTTP body (or the rest of an event stream) is withheld whole, so every request still
+    /// pending on the exchange gets the error: a request left unanswered would keep its client
+    /// waiting. A stdio message answers one request among those in flight: there, only the
+    /// answers that must be inspected (tool lists, enforced result contracts) are replaced.
     fn fail_closed(
         &mut self,
         store: &mut dyn StateStore,
@@ -439,21 +472,49 @@ impl Engine {
         exchange: &mut Exchange,
         why: &str,
     ) -> Value {
-        let message = format!("toolseal: {why}; the tool list was withheld (fail closed)");
-        let mut ids: Vec<Value> = exchange.pending_lists.drain(..).map(|(id, _)| id).collect();
-        if self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce {
-            ids.extend(
+        let whole_body = !matches!(exchange.response, ResponseState::Message);
+        let lists = !exchange.pending_lists.is_empty();
+        let withheld = if lists {
+            "the tool list"
+        } else {
+            "the response"
+        };
+        let message = format!("toolseal: {why}; {withheld} was withheld (fail closed)");
+        let enforced =
+            self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
+        // (id, method, tool) of every request the error answers.
+        let mut answered: Vec<(Value, String, Option<String>)> = exchange
+            .pending_lists
+            .drain(..)
+            .map(|(id, _)| (id, "tools/list".to_string(), None))
+            .collect();
+        let (calls, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut exchange.pending_calls)
+            .into_iter()
+            .partition(|c| whole_body || (enforced && c.check_result));
+        exchange.pending_calls = kept;
+        answered.extend(
+            calls
+                .into_iter()
+                .map(|c| (c.id, "tools/call".to_string(), Some(c.tool))),
+        );
+        if whole_body {
+            answered.extend(
                 exchange
-                    .pending_calls
-                    .iter()
-                    .filter(|c| c.check_result)
-                    .map(|c| c.id.clone()),
+                    .pending_other
+                    .drain(..)
+                    .map(|(id, method)| (id, method, None)),
             );
-            exchange.pending_calls.retain(|c| !c.check_result);
         }
-        out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
+        if lists {
+            out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
+        }
+        let name = if lists {
+            "list.filtered"
+        } else {
+            "response.withheld"
+        };
         let event = self.event(
-            "list.filtered",
+            name,
             exchange,
             now_ms,
             None,
@@ -461,27 +522,34 @@ impl Engine {
             serde_json::Map::new(),
         );
         self.emit(store, out, &event);
-        for id in &ids {
+        for (id, method, tool) in &answered {
             let mut decision = self.decision(
                 exchange,
                 "response",
-                "tools/list",
+                method,
                 Some(id),
                 crate::status::SchemaStatus::Unbaselined,
             );
             decision.decision = "rewrite";
-            decision.tools_out = Some(0);
+            decision.tool = tool.clone();
+            if method == "tools/list" {
+                decision.tools_out = Some(0);
+            }
             decision.error_code = Some("UNINSPECTABLE_RESPONSE");
             out.decision(&decision);
         }
-        let errors: Vec<Value> = if ids.is_empty() {
-            vec![Value::Null]
+        let errors: Vec<Value> = if answered.is_empty() {
+            vec![jsonrpc::error_response(
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                &message,
+            )]
         } else {
-            ids
-        }
-        .iter()
-        .map(|id| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
-        .collect();
+            answered
+                .iter()
+                .map(|(id, _, _)| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
+                .collect()
+        };
         match <[Value; 1]>::try_from(errors) {
             Ok([single]) => single,
             Err(many) => Value::Array(many),
@@ -500,6 +568,13 @@ impl Engine {
         exchange.response = ResponseState::Dropped;
         format!("event: message\ndata: {error}\n\n").into_bytes()
     }
+}
+
+/// Whether requests of the exchange still wait for their answer.
+fn awaits_answer(exchange: &Exchange) -> bool {
+    !exchange.pending_lists.is_empty()
+        || !exchange.pending_calls.is_empty()
+        || !exchange.pending_other.is_empty()
 }
 
 /// A JSON-RPC response carrying `result` for request `id`.

@@ -502,3 +502,140 @@ fn sse_rewrite_that_drops_data_lines_never_merges_cr_and_lf() {
         assert_eq!(back[0].id, events[0].id);
     }
 }
+
+/// Answers the request `body` with `response` (`ctype`, optional `content-encoding`) on a
+/// verified gateway; returns what the client can read and the gateway's outputs after it.
+fn answer_requests(
+    request: &[u8],
+    ctype: &str,
+    encoding: Option<&str>,
+    response: &[u8],
+) -> (Vec<Value>, NativeReplay) {
+    let mut gw = verified_gateway();
+    gw.out = Default::default();
+    let mut ex = exchange("s1", request, ctype, response);
+    if let Some(encoding) = encoding {
+        ex.response_headers
+            .push(("content-encoding".into(), encoding.into()));
+    }
+    let out = gw.exchange(SERVER, &ex, 5);
+    assert!(out.local_reply.is_none());
+    (delivered("application/json", &out.response_body), gw)
+}
+
+/// Every message is a fail-closed error; returns their ids in order.
+fn failed_closed_ids(messages: &[Value], what: &str) -> Vec<Value> {
+    assert!(!messages.is_empty(), "{what}: nothing readable forwarded");
+    for m in messages {
+        assert!(m.get("result").is_none(), "{what}: a result passed: {m}");
+        assert_eq!(m["error"]["code"], -32603, "{what}: {m}");
+        let text = m["error"]["message"].as_str().unwrap();
+        assert!(text.starts_with("toolseal: "), "{what}: {m}");
+        assert!(text.ends_with("was withheld (fail closed)"), "{what}: {m}");
+    }
+    messages.iter().map(|m| m["id"].clone()).collect()
+}
+
+#[test]
+fn tools_call_answered_as_text_plain_is_withheld_not_passed_unread() {
+    let smuggled =
+        br#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
+    for ctype in ["text/plain", "application/octet-stream", ""] {
+        let (messages, gw) = answer_requests(&call_request(5, "echo"), ctype, None, smuggled);
+        assert_eq!(
+            failed_closed_ids(&messages, ctype),
+            vec![json!(5)],
+            "{ctype}"
+        );
+        let text = messages[0]["error"]["message"].as_str().unwrap();
+        assert!(text.contains("not JSON or an event stream"), "{text}");
+        let events: Vec<&str> = gw.out.audits.iter().map(|e| e.event).collect();
+        assert_eq!(events, ["response.withheld"], "{ctype}");
+        let record = gw.out.decisions.last().unwrap();
+        assert_eq!(
+            (
+                record.method.as_str(),
+                record.tool.as_deref(),
+                record.decision,
+                record.error_code
+            ),
+            (
+                "tools/call",
+                Some("echo"),
+                "rewrite",
+                Some("UNINSPECTABLE_RESPONSE")
+            ),
+            "{ctype}"
+        );
+    }
+}
+
+#[test]
+fn empty_answer_without_a_content_type_passes() {
+    // HTTP 202 to notifications, or an error status without a body: nothing to hide.
+    let (messages, gw) = answer_requests(&call_request(5, "echo"), "", None, b"");
+    assert!(messages.is_empty());
+    assert!(gw.out.audits.iter().all(|e| e.event != "response.withheld"));
+}
+
+#[test]
+fn duplicate_keys_in_a_tools_call_result_are_withheld_even_in_observe_mode() {
+    // A last-wins client would read the second result, which the gateway never parsed.
+    let body = br#"{"jsonrpc":"2.0","id":5,"result":{"content":[]},"result":{"content":[{"type":"text","text":"x"}]}}"#;
+    let (messages, _) = answer_requests(&call_request(5, "echo"), "application/json", None, body);
+    assert_eq!(
+        failed_closed_ids(&messages, "duplicate keys"),
+        vec![json!(5)]
+    );
+}
+
+#[test]
+fn compressed_batch_answer_fails_closed_for_every_request_it_answers() {
+    // Before: only the list's id got the error; the call's client waited forever.
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "hi"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    ])
+    .to_string();
+    let gzip = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0];
+    let (messages, gw) = answer_requests(batch.as_bytes(), "application/json", Some("gzip"), &gzip);
+    assert_eq!(
+        failed_closed_ids(&messages, "gzip batch"),
+        vec![json!(1), json!(2), json!(3)]
+    );
+    assert!(
+        messages[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the tool list was withheld")
+    );
+    let methods: Vec<&str> = gw
+        .out
+        .decisions
+        .iter()
+        .filter(|d| d.error_code == Some("UNINSPECTABLE_RESPONSE"))
+        .map(|d| d.method.as_str())
+        .collect();
+    assert_eq!(methods, ["tools/list", "tools/call", "ping"]);
+}
+
+#[test]
+fn oversized_tools_call_result_still_passes() {
+    // A large tool result is legitimate: only what must be inspected fails closed at the limit.
+    let mut gw = gateway(json!({"limits": {"max_response_bytes": 4096}}));
+    assert_eq!(list(&mut gw, "s1", &[echo(), read_file()]).len(), 2);
+    let body = json!({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "x".repeat(6000)}]}})
+        .to_string();
+    let out = gw.exchange(
+        SERVER,
+        &exchange(
+            "s1",
+            &call_request(5, "echo"),
+            "application/json",
+            body.as_bytes(),
+        ),
+        512,
+    );
+    assert_eq!(out.response_body, body.as_bytes());
+}
