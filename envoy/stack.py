@@ -118,6 +118,13 @@ class Upstream:
         self.rev = rev
         return response.json()
 
+    def set_result_shape(self, shape: str) -> None:
+        """Change what get_weather returns (``v1`` or ``v2``) while tools/list stays the same
+        (rug-pull server only); sessions survive."""
+        response = httpx.post(f"{self.base_url}/control/result-shape", json={"shape": shape},
+                              timeout=5)
+        response.raise_for_status()
+
     def announce_list_changed(self) -> int:
         """Send notifications/tools/list_changed to every session; returns how many."""
         response = httpx.post(f"{self.base_url}/control/list-changed", timeout=5)
