@@ -14,6 +14,10 @@ by the official MCP SDK client, in both response modes (JSON and SSE), this prov
   section 4 (``side_effect_started: true``) and never the changed data, although the upstream
   did run the call; other tools, and get_weather once the shape is back, keep working.
 
+Known gap (strict xfail, so the fix is noticed): a server that closes the POST event stream
+and delivers the result on the client's resumed GET stream (``Last-Event-ID``; SEP-1699 SSE
+polling, which the SDK client follows on its own) gets the changed shape past ``enforce``.
+
 The SDK client validates ``structuredContent`` against the ``outputSchema`` it listed and
 raises on a mismatch, so the changed result is read both ways: raw (``send_request`` with the
 plain result type, no client validation) to see exactly what toolseal forwarded, and through
@@ -47,6 +51,12 @@ REFUSAL_TEXT = (
     f"get_weather was refused: its result does not match the approved output schema ({PROBLEM})."
     " An administrator must review the server before it can be used. The tool did run."
 )
+# The tool error that replaces WEATHER_V2 in enforce mode (SPEC section 4): the call did run.
+ENFORCED_DENIAL = {
+    "error_code": "RESULT_CONTRACT_CHANGED", "server": "demo", "tool": "get_weather",
+    "schema_status": "verified", "required_action": "admin_review",
+    "side_effect_started": True, "current_fingerprint": FP1,
+}
 MODES = ["json", "sse"]
 
 
@@ -172,11 +182,7 @@ async def test_enforce_replaces_the_changed_shape_with_result_contract_changed(
         # A tool error is not validated by the SDK client, so call_tool returns it as is.
         result = await client.call("get_weather", {"city": "Paris"})
         assert result.isError is True
-        assert result.structuredContent == {
-            "error_code": "RESULT_CONTRACT_CHANGED", "server": "demo", "tool": "get_weather",
-            "schema_status": "verified", "required_action": "admin_review",
-            "side_effect_started": True, "current_fingerprint": FP1,
-        }
+        assert result.structuredContent == ENFORCED_DENIAL
         assert [(c.type, c.text) for c in result.content] == [("text", REFUSAL_TEXT)]
         assert "summary" not in result.model_dump_json(), "the changed data reached the client"
 
@@ -202,3 +208,26 @@ async def test_enforce_replaces_the_changed_shape_with_result_contract_changed(
     assert counter(stack, "result_mismatches") == 1
     assert (counter(stack, "calls_allowed"), counter(stack, "calls_denied")) == (3, 0)
     _assert_sealed_at_fp1(stack)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "toolseal pairs a tools/call with its result only on the POST's own response stream: a "
+    "result replayed on the resumed GET stream (Last-Event-ID) is never checked"))
+async def test_enforce_holds_for_a_result_delivered_on_a_resumed_stream(
+    wasm: Any, stacks: Callable[..., Stack]
+) -> None:
+    stack = stacks(mode="sse", plugin_config=_config("enforce"), upstream_args=("--resumable",))
+    async with mcp_client(stack.mcp_url) as client:
+        await client.list_tools()
+        stack.upstream.set_result_shape("v2", resume=True)
+        raw = await _raw_call(client, "get_weather", {"city": "Paris"})
+        session = client.session_id()
+    resumed = [e for e in stack.upstream.events("http")
+               if e["method"] == "GET" and e["last_event_id"] is not None]
+    if _weather_calls(stack) != [("get_weather", {"city": "Paris"}, "v2")] or len(resumed) != 1:
+        # Not the path under test: a real failure, not the known gap (pytest.fail is no
+        # AssertionError, so the xfail marker does not absorb it).
+        pytest.fail(f"the result did not come back on a resumed stream: {stack.upstream.events()}")
+    assert (raw.isError, raw.structuredContent) == (True, ENFORCED_DENIAL)
+    assert [_without_time(e) for e in _mismatches_after(stack, 1)] == [
+        _expected_mismatch(session)]
