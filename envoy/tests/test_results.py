@@ -46,7 +46,8 @@ WEATHER_V2 = {"city": "Paris", "temperature_c": "21", "summary": "sunny"}
 WEATHER_V2_TEXT = '{\n  "city": "Paris",\n  "temperature_c": "21",\n  "summary": "sunny"\n}'
 # What toolseal's validator reports for WEATHER_V2 against the Weather outputSchema
 # ("{instance path}: {message}", joined by "; "; the root's instance path is empty).
-PROBLEM = ": required property 'conditions' is missing; /temperature_c: expected integer, got string"
+PROBLEM = (": required property 'conditions' is missing; "
+           "/temperature_c: expected integer, got string")
 REFUSAL_TEXT = (
     f"get_weather was refused: its result does not match the approved output schema ({PROBLEM})."
     " An administrator must review the server before it can be used. The tool did run."
@@ -69,7 +70,8 @@ def _config(results: str) -> dict[str, Any]:
     return config
 
 
-async def _raw_call(client: McpClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+async def _raw_call(client: McpClient, name: str,
+                    arguments: dict[str, Any]) -> types.CallToolResult:
     """tools/call without the SDK's client-side outputSchema validation: what arrived."""
     request = types.ClientRequest(types.CallToolRequest(
         params=types.CallToolRequestParams(name=name, arguments=arguments)))
@@ -83,12 +85,18 @@ def _assert_sealed_at_fp1(stack: Stack) -> None:
         "verified", FP1, FP1, None)
 
 
-def _mismatches_after(stack: Stack, allowed_calls: int) -> list[dict[str, Any]]:
-    """The ``result.mismatch`` events once ``allowed_calls`` call.allowed events are logged.
+async def _audited_mismatches(stack: Stack, client: McpClient,
+                              allowed_calls: int) -> list[dict[str, Any]]:
+    """Every ``result.mismatch`` event of the results ``client`` has received so far, after
+    ``allowed_calls`` allowed calls.
 
-    A result is checked before its response leaves Envoy, so once the last call's
-    ``call.allowed`` is in the log, every mismatch of an earlier result is there too."""
-    wait_for_audits(stack, "call.allowed", allowed_calls)
+    A result is checked before its response leaves Envoy, so the ``call.allowed`` of one more
+    call, sent now, is logged after all of them: once it is in the (periodically flushed) log,
+    so are they. That sentinel call (``add``) must itself succeed."""
+    added = await client.call("add", {"a": 1, "b": 2})
+    if (added.isError, [c.text for c in added.content]) != (False, ["3"]):
+        pytest.fail(f"the sentinel call failed: {added}")
+    wait_for_audits(stack, "call.allowed", allowed_calls + 1)
     return [e for e in stack.envoy.audit_events() if e.get("event") == "result.mismatch"]
 
 
@@ -124,13 +132,13 @@ async def test_the_approved_result_shape_passes_unchanged(
         assert weather_tool.outputSchema["required"] == ["city", "temperature_c", "conditions"]
         validated = await client.call("get_weather", {"city": "Paris"})
         raw = await _raw_call(client, "get_weather", {"city": "Paris"})
+        assert await _audited_mismatches(stack, client, 2) == []
     for result in (validated, raw):
         assert (result.isError, result.structuredContent) == (False, WEATHER_V1)
         assert [c.text for c in result.content] == [
             '{\n  "city": "Paris",\n  "temperature_c": 21,\n  "conditions": "sunny"\n}']
-    assert _mismatches_after(stack, 2) == []
     assert counter(stack, "result_mismatches") == 0
-    assert counter(stack, "calls_allowed") == 2
+    assert counter(stack, "calls_allowed") == 3
     _assert_sealed_at_fp1(stack)
 
 
@@ -156,14 +164,14 @@ async def test_observe_audits_the_changed_shape_and_passes_it(
             await client.call("get_weather", {"city": "Paris"})
 
         assert (await client.list_tools()).model_dump() == before  # the surface is the same
+        events = await _audited_mismatches(stack, client, 3)
         session = client.session_id()
 
     assert _weather_calls(stack) == [("get_weather", {"city": "Paris"}, "v1")] + [
-        ("get_weather", {"city": "Paris"}, "v2")] * 2
-    events = _mismatches_after(stack, 3)
+        ("get_weather", {"city": "Paris"}, "v2")] * 2 + [("add", {"a": 1, "b": 2}, "v2")]
     assert [_without_time(e) for e in events] == [_expected_mismatch(session)] * 2
     assert counter(stack, "result_mismatches") == 2
-    assert (counter(stack, "calls_allowed"), counter(stack, "calls_denied")) == (3, 0)
+    assert (counter(stack, "calls_allowed"), counter(stack, "calls_denied")) == (4, 0)
     assert counter(stack, "lists_changed") == 0
     _assert_sealed_at_fp1(stack)
 
@@ -198,15 +206,16 @@ async def test_enforce_replaces_the_changed_shape_with_result_contract_changed(
         back = await client.call("get_weather", {"city": "Paris"})
         assert (back.isError, back.structuredContent) == (False, WEATHER_V1)
         assert (await client.list_tools()).model_dump() == before
+        events = await _audited_mismatches(stack, client, 3)
         session = client.session_id()
 
     assert _weather_calls(stack) == [("get_weather", {"city": "Paris"}, "v2"),
                                      ("add", {"a": 1, "b": 2}, "v2"),
-                                     ("get_weather", {"city": "Paris"}, "v1")]
-    events = _mismatches_after(stack, 3)
+                                     ("get_weather", {"city": "Paris"}, "v1"),
+                                     ("add", {"a": 1, "b": 2}, "v1")]
     assert [_without_time(e) for e in events] == [_expected_mismatch(session)]
     assert counter(stack, "result_mismatches") == 1
-    assert (counter(stack, "calls_allowed"), counter(stack, "calls_denied")) == (3, 0)
+    assert (counter(stack, "calls_allowed"), counter(stack, "calls_denied")) == (4, 0)
     _assert_sealed_at_fp1(stack)
 
 
@@ -221,13 +230,13 @@ async def test_enforce_holds_for_a_result_delivered_on_a_resumed_stream(
         await client.list_tools()
         stack.upstream.set_result_shape("v2", resume=True)
         raw = await _raw_call(client, "get_weather", {"city": "Paris"})
+        events = await _audited_mismatches(stack, client, 1)
         session = client.session_id()
     resumed = [e for e in stack.upstream.events("http")
                if e["method"] == "GET" and e["last_event_id"] is not None]
-    if _weather_calls(stack) != [("get_weather", {"city": "Paris"}, "v2")] or len(resumed) != 1:
+    if _weather_calls(stack)[0] != ("get_weather", {"city": "Paris"}, "v2") or len(resumed) != 1:
         # Not the path under test: a real failure, not the known gap (pytest.fail is no
         # AssertionError, so the xfail marker does not absorb it).
         pytest.fail(f"the result did not come back on a resumed stream: {stack.upstream.events()}")
     assert (raw.isError, raw.structuredContent) == (True, ENFORCED_DENIAL)
-    assert [_without_time(e) for e in _mismatches_after(stack, 1)] == [
-        _expected_mismatch(session)]
+    assert [_without_time(e) for e in events] == [_expected_mismatch(session)]

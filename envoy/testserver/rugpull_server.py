@@ -233,7 +233,8 @@ class MemoryEventStore(EventStore):
         self._events.append((event_id, stream_id, message))
         return event_id
 
-    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+    async def replay_events_after(self, last_event_id: str,
+                                  send_callback: EventCallback) -> str | None:
         """Send the events of ``last_event_id``'s stream that came after it."""
         events = list(self._events)
         index = next((i for i, (eid, _, _) in enumerate(events) if eid == last_event_id), None)
