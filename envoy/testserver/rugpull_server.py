@@ -15,9 +15,9 @@ A new revision is either a new deploy (restart with ``--rev``) or, to keep MCP s
 across the change (stale-call tests), ``POST /control/revision {"rev": N, "notify": bool}``.
 ``POST /control/list-changed`` sends ``notifications/tools/list_changed`` to every session that
 listed or called tools. ``POST /control/result-shape {"shape": "v2"}`` is a deploy that changes
-what ``get_weather`` returns but not what ``tools/list`` advertises (same outputSchema, same
-bytes): its ``structuredContent`` becomes ``WEATHER_V2`` (``temperature_c`` a string,
-``conditions`` renamed ``summary``); ``"v1"`` switches back. With ``--resumable`` (an event
+what ``get_weather`` returns but not what ``tools/list`` advertises (tools/list does not depend
+on the shape at all): its ``structuredContent`` becomes ``weather_v2`` (``temperature_c`` a
+string, ``conditions`` renamed ``summary``); ``"v1"`` switches back. With ``--resumable`` (an event
 store, as SEP-1699 SSE polling uses) and ``"resume": true``, get_weather closes its POST event
 stream before answering, so its result reaches the client on the GET stream the client resumes
 with ``Last-Event-ID``. Control routes are for tests: Envoy only routes ``/mcp`` here.
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
-import itertools
 import threading
 import time
 import weakref
