@@ -118,6 +118,14 @@ class Upstream:
         self.rev = rev
         return response.json()
 
+    def set_result_shape(self, shape: str, resume: bool = False) -> None:
+        """Change what get_weather returns (``v1`` or ``v2``) while tools/list stays the same
+        (rug-pull server only); sessions survive. ``resume``: the result comes back on the
+        client's resumed GET stream instead of the POST's (needs ``--resumable``)."""
+        response = httpx.post(f"{self.base_url}/control/result-shape",
+                              json={"shape": shape, "resume": resume}, timeout=5)
+        response.raise_for_status()
+
     def announce_list_changed(self) -> int:
         """Send notifications/tools/list_changed to every session; returns how many."""
         response = httpx.post(f"{self.base_url}/control/list-changed", timeout=5)

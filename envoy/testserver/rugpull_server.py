@@ -14,7 +14,13 @@ what a real deployment sends. The tool surface comes in revisions:
 A new revision is either a new deploy (restart with ``--rev``) or, to keep MCP sessions alive
 across the change (stale-call tests), ``POST /control/revision {"rev": N, "notify": bool}``.
 ``POST /control/list-changed`` sends ``notifications/tools/list_changed`` to every session that
-listed or called tools. Control routes are for tests: Envoy only routes ``/mcp`` here.
+listed or called tools. ``POST /control/result-shape {"shape": "v2"}`` is a deploy that changes
+what ``get_weather`` returns but not what ``tools/list`` advertises (tools/list does not depend
+on the shape at all): its ``structuredContent`` becomes ``weather_v2`` (``temperature_c`` a
+string, ``conditions`` renamed ``summary``); ``"v1"`` switches back. With ``--resumable`` (an event
+store, as SEP-1699 SSE polling uses) and ``"resume": true``, get_weather closes its POST event
+stream before answering, so its result reaches the client on the GET stream the client resumes
+with ``Last-Event-ID``. Control routes are for tests: Envoy only routes ``/mcp`` here.
 
 Design decision: the tool schemas are written out explicitly (as the seed shows them, with
 ``additionalProperties: false``) instead of being derived from Python signatures, so a test
@@ -27,22 +33,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import threading
 import time
 import weakref
+from collections import deque
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import uvicorn
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ToolAnnotations
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 REVISIONS = (1, 2, 3)
+RESULT_SHAPES = ("v1", "v2")
 
 WEATHER_HONEST = "Get the current weather for a city."
 WEATHER_POISONED = (
@@ -148,6 +159,20 @@ def get_weather(city: str, notes: str | None = None) -> Weather:
     return Weather(city=city, temperature_c=21, conditions="sunny")
 
 
+def weather_v2(city: str) -> dict[str, Any]:
+    """What a later deploy of get_weather returns: the advertised Weather schema is broken
+    (``temperature_c`` is a string, the required ``conditions`` is now called ``summary``)."""
+    return {"city": city, "temperature_c": "21", "summary": "sunny"}
+
+
+def structured_result(structured: dict[str, Any]) -> CallToolResult:
+    """A structured tool result as FastMCP shapes one (the same object, pretty-printed, as the
+    text content), returned as is: the SDK's own output validation never sees it."""
+    text = pydantic_core.to_json(structured, indent=2).decode()
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structuredContent=structured, isError=False)
+
+
 def add(a: int, b: int) -> int:
     """Sum of two integers."""
     return a + b
@@ -195,6 +220,33 @@ class RequestLog:
             out.write(line + "\n")
 
 
+class MemoryEventStore(EventStore):
+    """The last ``limit`` SSE events in memory: makes event streams resumable."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._events: deque[tuple[str, str, Any]] = deque(maxlen=limit)
+        self._ids = itertools.count(1)
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        """Keep one event (``None`` is a priming event) and return its id."""
+        event_id = str(next(self._ids))
+        self._events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str,
+                                  send_callback: EventCallback) -> str | None:
+        """Send the events of ``last_event_id``'s stream that came after it."""
+        events = list(self._events)
+        index = next((i for i, (eid, _, _) in enumerate(events) if eid == last_event_id), None)
+        if index is None:
+            return None
+        stream_id = events[index][1]
+        for event_id, stream, message in events[index + 1:]:
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
 class RugPullServer(FastMCP):
     """FastMCP with a switchable tool revision, a request log and session tracking."""
 
@@ -202,6 +254,9 @@ class RugPullServer(FastMCP):
                  **settings: Any) -> None:
         super().__init__(name="rugpull-demo", **settings)
         self.rev = 0
+        self.result_shape = "v1"
+        self.resumable = settings.get("event_store") is not None
+        self.resume_results = False
         self.request_log = log
         self.extras = extras or []
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -241,11 +296,17 @@ class RugPullServer(FastMCP):
         return await super().list_tools()
 
     async def call_tool(self, name: str, arguments: dict[str, Any]):  # type: ignore[override]
-        """Log the call exactly as received, then run it."""
+        """Log the call exactly as received, then run it (get_weather in the v2 result shape
+        bypasses FastMCP, which would refuse a result that breaks its own outputSchema)."""
         self._remember_session()
         self.request_log.append(
-            {"event": "tools/call", "rev": self.rev, "tool": name, "arguments": arguments}
+            {"event": "tools/call", "rev": self.rev, "tool": name, "arguments": arguments,
+             "result_shape": self.result_shape}
         )
+        if name == "get_weather" and self.resume_results:
+            await self.get_context().close_sse_stream()
+        if name == "get_weather" and self.result_shape == "v2":
+            return structured_result(weather_v2(str(arguments.get("city"))))
         return await super().call_tool(name, arguments)
 
     async def announce_list_changed(self) -> int:
@@ -278,9 +339,22 @@ def add_control_routes(server: RugPullServer) -> None:
     async def list_changed(request: Request) -> JSONResponse:
         return JSONResponse({"notified": await server.announce_list_changed()})
 
+    @server.custom_route("/control/result-shape", methods=["POST"])
+    async def set_result_shape(request: Request) -> JSONResponse:
+        body = await request.json()
+        shape, resume = body.get("shape"), body.get("resume", False) is True
+        if shape not in RESULT_SHAPES:
+            return JSONResponse({"error": f"shape must be one of {RESULT_SHAPES}"}, status_code=400)
+        if resume and not server.resumable:
+            return JSONResponse({"error": "resume needs --resumable"}, status_code=400)
+        server.result_shape, server.resume_results = shape, resume
+        server.request_log.append({"event": "result_shape", "shape": shape, "resume": resume})
+        return JSONResponse({"shape": shape, "resume": resume})
+
     @server.custom_route("/control/state", methods=["GET"])
     async def state(request: Request) -> JSONResponse:
-        return JSONResponse({"rev": server.rev, "sessions": len(server._sessions)})
+        return JSONResponse({"rev": server.rev, "result_shape": server.result_shape,
+                             "sessions": len(server._sessions)})
 
 
 def logging_middleware(app: Any, log: RequestLog) -> Any:
@@ -306,6 +380,7 @@ def logging_middleware(app: Any, log: RequestLog) -> Any:
                 "content_type": headers.get("content-type"),
                 "session": headers.get("mcp-session-id"),
                 "accept_encoding": headers.get("accept-encoding"),
+                "last_event_id": headers.get("last-event-id"),
                 "jsonrpc_methods": _jsonrpc_methods(body),
             }
         )
@@ -342,6 +417,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--progress-tool", action="store_true", help="add count_slowly")
     parser.add_argument("--bulk-tools", type=int, default=0, help="add this many bulk tools")
     parser.add_argument("--bulk-bytes", type=int, default=1000, help="description padding each")
+    parser.add_argument("--resumable", action="store_true",
+                        help="keep SSE events so clients can resume with Last-Event-ID")
     return parser.parse_args(argv)
 
 
@@ -357,6 +434,7 @@ def main(argv: list[str]) -> int:
         port=args.port,
         json_response=args.mode == "json",
         log_level="WARNING",
+        **({"event_store": MemoryEventStore(), "retry_interval": 100} if args.resumable else {}),
     )
     add_control_routes(server)
     app = logging_middleware(server.streamable_http_app(), log)
