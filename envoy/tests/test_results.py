@@ -14,9 +14,10 @@ by the official MCP SDK client, in both response modes (JSON and SSE), this prov
   section 4 (``side_effect_started: true``) and never the changed data, although the upstream
   did run the call; other tools, and get_weather once the shape is back, keep working.
 
-Known gap (strict xfail, so the fix is noticed): a server that closes the POST event stream
-and delivers the result on the client's resumed GET stream (``Last-Event-ID``; SEP-1699 SSE
-polling, which the SDK client follows on its own) gets the changed shape past ``enforce``.
+A server that closes the POST event stream and delivers the result on the client's resumed
+GET stream (``Last-Event-ID``; SEP-1699 SSE polling, which the SDK client follows on its own)
+is held to the same contract: the POST exchange leaves its unanswered checked calls in the
+shared store and the GET of the same session picks them up (plugin/core/src/resume.rs).
 
 The SDK client validates ``structuredContent`` against the ``outputSchema`` it listed and
 raises on a mismatch, so the changed result is read both ways: raw (``send_request`` with the
@@ -219,9 +220,6 @@ async def test_enforce_replaces_the_changed_shape_with_result_contract_changed(
     _assert_sealed_at_fp1(stack)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "toolseal pairs a tools/call with its result only on the POST's own response stream: a "
-    "result replayed on the resumed GET stream (Last-Event-ID) is never checked"))
 async def test_enforce_holds_for_a_result_delivered_on_a_resumed_stream(
     wasm: Any, stacks: Callable[..., Stack]
 ) -> None:
@@ -235,8 +233,7 @@ async def test_enforce_holds_for_a_result_delivered_on_a_resumed_stream(
     resumed = [e for e in stack.upstream.events("http")
                if e["method"] == "GET" and e["last_event_id"] is not None]
     if _weather_calls(stack)[0] != ("get_weather", {"city": "Paris"}, "v2") or len(resumed) != 1:
-        # Not the path under test: a real failure, not the known gap (pytest.fail is no
-        # AssertionError, so the xfail marker does not absorb it).
+        # Not the path under test: the server must have answered on a resumed stream.
         pytest.fail(f"the result did not come back on a resumed stream: {stack.upstream.events()}")
     assert (raw.isError, raw.structuredContent) == (True, ENFORCED_DENIAL)
     assert [_without_time(e) for e in events] == [_expected_mismatch(session)]

@@ -167,7 +167,7 @@ impl HttpContext for Http {
             &mut SharedData,
             &mut out,
             host::now_ms(),
-            &self.exchange,
+            &mut self.exchange,
             &info,
         );
         if let RequestVerdict::Reply(reply) = verdict {
@@ -310,6 +310,18 @@ impl HttpContext for Http {
             None => {}
         }
         Action::Continue
+    }
+
+    fn on_log(&mut self) {
+        // The stream is over (answered, reset or cut): checked calls it never answered wait
+        // for a resumed stream of the same session (core `resume`).
+        if self.mode != Mode::Mcp || self.exchange.pending_calls.is_empty() {
+            return;
+        }
+        self.shared
+            .borrow_mut()
+            .engine
+            .exchange_end(&mut SharedData, &self.exchange);
     }
 }
 

@@ -222,9 +222,12 @@ impl Engine {
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
-        exchange: &Exchange,
+        exchange: &mut Exchange,
         info: &RequestInfo<'_>,
     ) -> RequestVerdict {
+        if info.http_method.eq_ignore_ascii_case("GET") {
+            self.resume_calls(store, exchange);
+        }
         if info.http_method.eq_ignore_ascii_case("POST") && !is_json(info.content_type) {
             let reason = format!(
                 "MCP POST bodies must be sent with Content-Type: application/json (got {:?})",

@@ -21,6 +21,7 @@ pub mod jsonrpc;
 pub mod listing;
 pub mod policy;
 pub mod response;
+pub mod resume;
 pub mod schema;
 pub mod screening;
 pub mod sse;

@@ -13,6 +13,8 @@
 //! - `set/<fingerprint>` — `{"fingerprint", "tools": [...]}` of a baseline or candidate;
 //! - `sess/<slot>` — `{"server","session","fingerprint"}`: the set last served to a session;
 //! - `page/<slot>` — tools accumulated over the pages of a paginated `tools/list`;
+//! - `wait/<slot>` — checked `tools/call`s of a session still awaiting their result
+//!   ([`crate::resume`]);
 //! - `audit/head` and `audit/<n>` — the audit ring.
 
 use crate::status::{Event, Refusal, ServerRecord};

@@ -209,7 +209,7 @@ impl NativeReplay {
         let mut exchange = Exchange::new(server, info.session);
         if let RequestVerdict::Reply(reply) =
             self.engine
-                .request_headers(&mut self.store, &mut self.out, now, &exchange, &info)
+                .request_headers(&mut self.store, &mut self.out, now, &mut exchange, &info)
         {
             return Replayed {
                 local_reply: Some(reply),
@@ -263,6 +263,7 @@ impl NativeReplay {
                 forwarded
             }
         };
+        self.engine.exchange_end(&mut self.store, &exchange);
         Replayed {
             local_reply: None,
             response_body,

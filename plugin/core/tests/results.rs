@@ -336,3 +336,44 @@ fn enforce_mode_does_not_pass_an_sse_result_with_duplicate_keys_unread() {
     let text = String::from_utf8_lossy(&out.response_body).to_string();
     assert!(!text.contains("warm"), "{text}");
 }
+
+/// A GET of session `session` (a resumed event stream) answered with `events`.
+fn resumed_get(session: &str, events: &[u8]) -> HttpExchange {
+    HttpExchange {
+        seq: "0".into(),
+        http_method: "GET".into(),
+        path: "/mcp".into(),
+        request_headers: vec![
+            ("mcp-session-id".into(), session.into()),
+            ("last-event-id".into(), "4".into()),
+        ],
+        request_body: Vec::new(),
+        status: 200,
+        response_headers: vec![("content-type".into(), "text/event-stream".into())],
+        response_body: events.to_vec(),
+    }
+}
+
+#[test]
+fn a_result_delivered_on_a_resumed_get_stream_is_held_to_the_contract() {
+    // The server closes the POST stream after a priming event (SSE polling) and answers on
+    // the GET stream the client reopens with Last-Event-ID.
+    let mut gw = gateway("enforce");
+    let out = call(&mut gw, "text/event-stream", b"id: 4\ndata: \n\n");
+    assert_eq!(out.response_body, b"id: 4\ndata: \n\n");
+    let resumed = gw.exchange("weather", &resumed_get("s1", &sse(&answer(BAD))), 5);
+    assert!(resumed.local_reply.is_none());
+    assert_replaced(&data_line(&resumed.response_body));
+    assert_eq!(mismatches(&gw).len(), 1);
+
+    // Observe mode audits it and passes it; another session's GET knows nothing of the call.
+    let mut gw = gateway("observe");
+    call(&mut gw, "text/event-stream", b"id: 4\ndata: \n\n");
+    let body = sse(&answer(BAD));
+    let other = gw.exchange("weather", &resumed_get("s2", &body), 5);
+    assert_eq!(other.response_body, body);
+    assert!(mismatches(&gw).is_empty());
+    let resumed = gw.exchange("weather", &resumed_get("s1", &body), 5);
+    assert_eq!(resumed.response_body, body);
+    assert_eq!(mismatches(&gw)[0]["problem"], PROBLEM);
+}
