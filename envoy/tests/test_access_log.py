@@ -49,12 +49,15 @@ class Logged:
         return [json.loads(line) for line in self.access_log.read_text().splitlines() if line]
 
     def decisions(self, count: int, timeout: float = 5) -> list[tuple[Any, ...]]:
-        """The decision fields of the tools/list and tools/call lines, once ``count`` are there
-        (Envoy flushes the file every 100 ms). Other MCP requests carry a ``pass`` record."""
+        """The decision fields of the tools/list and tools/call lines in the order the requests
+        started, once ``count`` are there (Envoy flushes the file every 100 ms). Lines are
+        written when a stream ends, so a list's SSE stream can be logged after a later call
+        that was answered locally. Other MCP requests carry a ``pass`` record."""
         deadline = time.monotonic() + timeout
         while True:
+            tools = [line for line in self.lines() if line["mcp_method"] in TOOL_METHODS]
             found = [tuple(line[k] for k in DECISION_FIELDS)
-                     for line in self.lines() if line["mcp_method"] in TOOL_METHODS]
+                     for line in sorted(tools, key=lambda line: line["start_time"])]
             if len(found) >= count or time.monotonic() > deadline:
                 return found
             time.sleep(0.05)
