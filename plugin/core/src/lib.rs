@@ -19,6 +19,7 @@ pub mod fingerprint;
 pub mod json;
 pub mod jsonrpc;
 pub mod listing;
+pub mod parse_cache;
 pub mod policy;
 pub mod response;
 pub mod schema;

@@ -130,13 +130,10 @@ impl Engine {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
         // A list served again unchanged equals a cached set: its digests are known.
-        let known = state::load_record(store, &server)
-            .ok()
-            .flatten()
-            .and_then(|(r, _)| {
-                self.cache
-                    .known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
-            });
+        let known = self.record(store, &server).ok().flatten().and_then(|r| {
+            self.cache
+                .known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
+        });
         let (known, known_fingerprint) = known.map_or((None, None), |(d, f)| (Some(d), Some(f)));
         let live = match known.map_or_else(|| digest_tools(tools, &self.config.fingerprint), Ok) {
             Err(e) => LiveSet::Invalid {
@@ -144,9 +141,7 @@ impl Engine {
             },
             Ok(digests) => {
                 let fingerprint = known_fingerprint.unwrap_or_else(|| digests.fingerprint());
-                let record = state::load_record(store, &server)
-                    .map_err(|e| e.to_string())?
-                    .map(|(r, _)| r);
+                let record = self.record(store, &server).map_err(|e| e.to_string())?;
                 let baseline = record.as_ref().and_then(|r| r.baseline.clone());
                 let matches = match baseline.as_deref() {
                     Some(b) if b == fingerprint => true,
@@ -176,7 +171,7 @@ impl Engine {
                     out.count(Counter::ListsChanged, None);
                 }
                 let findings =
-                    crate::screening::screen(tools, record.as_ref(), &self.config.screening);
+                    crate::screening::screen(tools, record.as_deref(), &self.config.screening);
                 LiveSet::Valid {
                     fingerprint,
                     matches,
@@ -232,8 +227,8 @@ impl Engine {
                 };
             }
         }
-        let record = match state::load_record(store, &server) {
-            Ok(r) => r.map(|(r, _)| r),
+        let record = match self.record(store, &server) {
+            Ok(r) => r.map(|r| ServerRecord::clone(&r)),
             Err(e) => {
                 return Verdict {
                     record: None,

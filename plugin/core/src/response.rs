@@ -383,12 +383,11 @@ impl Engine {
                 )
                 .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status)
             }
-            crate::config::ListChanged::Observe => {
-                crate::state::load_record(store, &exchange.server)
-                    .ok()
-                    .flatten()
-                    .map_or(crate::status::SchemaStatus::Unbaselined, |(r, _)| r.status)
-            }
+            crate::config::ListChanged::Observe => self
+                .record(store, &exchange.server)
+                .ok()
+                .flatten()
+                .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status),
         };
         let decision = self.decision(
             exchange,
