@@ -130,6 +130,11 @@ pub struct Engine {
     pub(crate) records: ParseCache<ServerRecord>,
     /// Session snapshots as last parsed, by slot key.
     pub(crate) snapshots: ParseCache<state::Snapshot>,
+    /// The last whole `tools/list` result served per server, by its bytes.
+    pub(crate) known_lists: crate::known_list::KnownLists,
+    /// Fingerprint of the whole `tools/list` result the message being read was served
+    /// (left by the list check, taken by the body reader to remember the result's bytes).
+    pub(crate) served_list: Option<String>,
 }
 
 impl Engine {
@@ -140,6 +145,8 @@ impl Engine {
             cache: ApprovedCache::default(),
             records: ParseCache::new(crate::parse_cache::RECORD_ENTRIES),
             snapshots: ParseCache::new(crate::parse_cache::SNAPSHOT_ENTRIES),
+            known_lists: crate::known_list::KnownLists::default(),
+            served_list: None,
         }
     }
 
