@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::engine::Engine;
-use toolseal_core::envelope::{Envelope, ResultBytes, split_response};
+use toolseal_core::envelope::{Envelope, ResultBytes, equal_by_words, split_response};
 use toolseal_core::known_list::{KnownList, KnownLists, LIST_SERVERS};
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 
@@ -367,4 +367,19 @@ fn remembered_lists_are_bounded_by_count_and_bytes() {
     lists.remember("s0", list(1001), 1000);
     assert!(lists.is_empty());
     assert_eq!(lists.held_bytes(), 0);
+}
+
+#[test]
+fn the_word_compare_of_the_wasm_build_is_byte_equality() {
+    let base: Vec<u8> = (0..200u32).map(|i| (i * 7 % 251) as u8).collect();
+    for len in 0..base.len() {
+        let a = &base[..len];
+        assert!(equal_by_words(a, a));
+        assert!(!equal_by_words(a, &base[..len + 1]));
+        for at in 0..len {
+            let mut b = a.to_vec();
+            b[at] ^= 0x20;
+            assert!(!equal_by_words(a, &b), "len {len}, byte {at}");
+        }
+    }
 }
