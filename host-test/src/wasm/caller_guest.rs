@@ -1,10 +1,12 @@
 //! [`Guest`] over a wasmtime `Caller`: the exported `memory` and the guest allocator
-//! (`proxy_on_memory_allocate`, or `malloc` for older SDKs).
+//! (`proxy_on_memory_allocate`, or `malloc` for older SDKs), looked up once per VM (as Envoy
+//! does) and kept in the store data: a lookup by name in every hostcall cost about 60K
+//! instructions per exchange.
 
 use crate::abi::guest::{Fail, Guest, Trap, checked_range};
 use crate::abi::state::HostState;
 use crate::abi::types::Status;
-use wasmtime::{Caller, Extern, Memory, StoreLimits};
+use wasmtime::{Caller, Extern, Memory, StoreLimits, TypedFunc};
 
 /// The store data: the engine-independent host state plus the store's resource limits.
 #[derive(Debug)]
@@ -13,6 +15,26 @@ pub struct StoreData {
     pub host: HostState,
     /// Memory/table limits enforced by wasmtime.
     pub limits: StoreLimits,
+    /// The guest's memory and allocator, once the instance exists.
+    pub exports: GuestExports,
+}
+
+/// The exports hostcalls use, resolved once after instantiation.
+#[derive(Default, Clone)]
+pub struct GuestExports {
+    /// The exported `memory`.
+    pub memory: Option<Memory>,
+    /// `proxy_on_memory_allocate` (or `malloc`), typed `u32 -> u32`.
+    pub allocate: Option<TypedFunc<u32, u32>>,
+}
+
+impl std::fmt::Debug for GuestExports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuestExports")
+            .field("memory", &self.memory)
+            .field("allocate", &self.allocate.is_some())
+            .finish()
+    }
 }
 
 /// A guest seen from inside a hostcall.
@@ -27,6 +49,9 @@ impl<'a, 'c> CallerGuest<'a, 'c> {
     }
 
     fn memory(&mut self) -> Result<Memory, Fail> {
+        if let Some(memory) = self.caller.data().exports.memory {
+            return Ok(memory);
+        }
         self.caller
             .get_export("memory")
             .and_then(Extern::into_memory)
@@ -60,15 +85,17 @@ impl Guest for CallerGuest<'_, '_> {
     }
 
     fn allocate(&mut self, size: u32) -> Result<u32, Fail> {
-        let func = self
-            .caller
-            .get_export("proxy_on_memory_allocate")
-            .or_else(|| self.caller.get_export("malloc"))
-            .and_then(Extern::into_func)
-            .ok_or(Fail::Status(Status::InvalidMemoryAccess))?;
-        let typed = func
-            .typed::<u32, u32>(&*self.caller)
-            .map_err(|_| Status::InvalidMemoryAccess)?;
+        let typed = match self.caller.data().exports.allocate.clone() {
+            Some(typed) => typed,
+            None => self
+                .caller
+                .get_export("proxy_on_memory_allocate")
+                .or_else(|| self.caller.get_export("malloc"))
+                .and_then(Extern::into_func)
+                .ok_or(Fail::Status(Status::InvalidMemoryAccess))?
+                .typed::<u32, u32>(&*self.caller)
+                .map_err(|_| Status::InvalidMemoryAccess)?,
+        };
         let ptr = typed.call(&mut *self.caller, size).map_err(|e| {
             Fail::Trap(Trap(format!(
                 "the guest allocator trapped while allocating {size} bytes: {e:#}"

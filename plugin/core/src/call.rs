@@ -10,8 +10,10 @@ use crate::denial::{Denial, ErrorCode};
 use crate::engine::{Engine, Exchange, RequestInfo};
 use crate::policy::CallFacts;
 use crate::state;
+use crate::status::ServerRecord;
 use crate::store::StateStore;
 use serde_json::{Map, Value, json};
+use std::rc::Rc;
 
 /// One `tools/call` request.
 pub struct Call<'a> {
@@ -60,9 +62,9 @@ impl Engine {
                     .map(|t| (t, false));
             }
         };
-        let record = state::load_record(store, &exchange.server);
+        let record = self.record(store, &exchange.server);
         let verdict = self.check_call(store, exchange, info, &record, &tool, arguments.as_ref());
-        let record = record.ok().flatten().map(|(r, _)| r);
+        let record = record.ok().flatten();
         let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
         let verdict = verdict.map(|_| ());
         self.finish_call(
@@ -73,7 +75,7 @@ impl Engine {
             call,
             &tool,
             arguments.as_ref(),
-            record.as_ref(),
+            record.as_deref(),
             verdict,
         )
         .map(|t| (t, check_result))
@@ -84,12 +86,12 @@ impl Engine {
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
-        record: &Result<Option<(crate::status::ServerRecord, u32)>, state::StateError>,
+        record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
     ) -> Result<bool, Box<Denial>> {
         let record = match record {
-            Ok(Some((record, _))) => record.clone(),
+            Ok(Some(record)) => Rc::clone(record),
             Ok(None) => {
                 return Err(self
                     .denial(
@@ -113,7 +115,7 @@ impl Engine {
                     .into());
             }
         };
-        let r = Some(&record);
+        let r = Some(&*record);
         if let Some(code) = ErrorCode::for_closed(record.status) {
             return Err(self.denial(code, exchange, tool, r, "").into());
         }
@@ -166,16 +168,17 @@ impl Engine {
                 .into());
         };
         if let Some(session) = exchange.session.as_deref()
-            && let Some(seen) = state::get_snapshot(
+            && let Some(seen) = state::get_snapshot_cached(
                 store,
+                &mut self.snapshots,
                 &exchange.server,
                 session,
                 self.config.limits.session_slots,
             )
-            && seen != baseline_fp
+            && seen.fingerprint != baseline_fp
         {
             let stale = self
-                .approved(store, &seen)
+                .approved(store, &seen.fingerprint)
                 .and_then(|s| s.digest(tool).map(str::to_string));
             if stale.is_some_and(|d| d != approved.digest) {
                 return Err(self
@@ -330,10 +333,7 @@ impl Engine {
         call: &crate::engine::PendingCall,
         result: &Value,
     ) -> Option<Value> {
-        let record = state::load_record(store, &exchange.server)
-            .ok()
-            .flatten()
-            .map(|(r, _)| r);
+        let record = self.record(store, &exchange.server).ok().flatten();
         let status = record
             .as_ref()
             .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
@@ -341,7 +341,7 @@ impl Engine {
             self.decision(exchange, "response", "tools/call", Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
         let problem = if call.check_result {
-            self.result_problem(store, record.as_ref(), call, result)
+            self.result_problem(store, record.as_deref(), call, result)
         } else {
             None
         };
@@ -357,7 +357,7 @@ impl Engine {
             "result.mismatch",
             exchange,
             now_ms,
-            Some(&record),
+            Some(&*record),
             &problem,
             detail,
         );
@@ -374,7 +374,7 @@ impl Engine {
                 ErrorCode::ResultContractChanged,
                 exchange,
                 &call.tool,
-                Some(&record),
+                Some(&*record),
                 &problem,
             )
             .result(),

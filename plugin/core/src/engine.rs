@@ -11,6 +11,7 @@ use crate::audit::{AuditEvent, Counter, Decision, Outputs};
 use crate::config::Config;
 use crate::denial::{Denial, ErrorCode, denial_message};
 use crate::jsonrpc::{self, Message, Payload};
+use crate::parse_cache::ParseCache;
 use crate::policy::{Action, CallFacts, CallerIdentity};
 use crate::state::{self, StateError};
 use crate::status::{SchemaStatus, ServerRecord};
@@ -125,6 +126,15 @@ pub struct Engine {
     /// The validated configuration.
     pub config: Config,
     pub(crate) cache: ApprovedCache,
+    /// Server records as last parsed, by server id (see [`ParseCache`]).
+    pub(crate) records: ParseCache<ServerRecord>,
+    /// Session snapshots as last parsed, by slot key.
+    pub(crate) snapshots: ParseCache<state::Snapshot>,
+    /// The last whole `tools/list` result served per server, by its bytes.
+    pub(crate) known_lists: crate::known_list::KnownLists,
+    /// Fingerprint of the whole `tools/list` result the message being read was served
+    /// (left by the list check, taken by the body reader to remember the result's bytes).
+    pub(crate) served_list: Option<String>,
 }
 
 impl Engine {
@@ -133,6 +143,10 @@ impl Engine {
         Engine {
             config,
             cache: ApprovedCache::default(),
+            records: ParseCache::new(crate::parse_cache::RECORD_ENTRIES),
+            snapshots: ParseCache::new(crate::parse_cache::SNAPSHOT_ENTRIES),
+            known_lists: crate::known_list::KnownLists::default(),
+            served_list: None,
         }
     }
 
@@ -430,7 +444,7 @@ impl Engine {
     /// A `pass` decision record for a message no check applies to (SPEC section 10: one
     /// record per MCP message). Responses carry the method of their request when known.
     pub(crate) fn pass_record(
-        &self,
+        &mut self,
         store: &dyn StateStore,
         out: &mut dyn Outputs,
         exchange: &Exchange,
@@ -438,12 +452,23 @@ impl Engine {
         message: &Message,
         answers: Option<&str>,
     ) {
-        let status = state::load_record(store, &exchange.server)
+        let status = self
+            .record(store, &exchange.server)
             .ok()
             .flatten()
-            .map_or(SchemaStatus::Unbaselined, |(r, _)| r.status);
+            .map_or(SchemaStatus::Unbaselined, |r| r.status);
         let method = message.method().or(answers).unwrap_or("response");
         out.decision(&self.decision(exchange, direction, method, message.id(), status));
+    }
+
+    /// A server's record (`None`: never seen), read from the store and parsed only when it
+    /// changed since this worker last parsed it.
+    pub(crate) fn record(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+    ) -> Result<Option<Rc<ServerRecord>>, StateError> {
+        state::load_record_cached(store, &mut self.records, server).map(|r| r.map(|(r, _)| r))
     }
 
     /// Loads the approved set of a fingerprint (cached, content-addressed).
@@ -470,6 +495,7 @@ impl Engine {
         let posture = self.config.posture_of(server);
         let updated = state::update_record(
             store,
+            &mut self.records,
             server,
             event,
             posture,

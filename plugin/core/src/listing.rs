@@ -8,11 +8,12 @@
 use crate::approved::Approved;
 use crate::audit::Counter;
 use crate::engine::{Engine, Exchange};
-use crate::fingerprint::digest_tools;
+use crate::fingerprint::{ToolDigests, digest_tools};
 use crate::state::{self, PageAccumulator};
 use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
 use serde_json::{Value, json};
+use std::rc::Rc;
 
 /// The `_meta` key that explains a filtered list.
 pub const META_KEY: &str = "io.toolseal/status";
@@ -26,6 +27,9 @@ struct Verdict {
 
 impl Engine {
     /// Checks one `tools/list` result; returns the result to forward instead, if it changes.
+    /// `known`: the fingerprint `result.tools` is known to have (a result served before, byte
+    /// for byte), so that it is not digested again. A whole list that is served leaves its
+    /// fingerprint in `served_list`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_result(
         &mut self,
@@ -36,11 +40,13 @@ impl Engine {
         id: &Value,
         cursor_sent: bool,
         result: &Value,
+        known: Option<&str>,
     ) -> Option<Value> {
         let tools = result.get("tools");
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
         let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
-        let verdict = if cursor_sent || next_cursor {
+        let whole = !cursor_sent && !next_cursor;
+        let verdict = if !whole {
             self.check_page(
                 store,
                 out,
@@ -51,7 +57,7 @@ impl Engine {
                 next_cursor,
             )
         } else {
-            self.check_whole(store, out, now_ms, exchange, tools)
+            self.check_whole(store, out, now_ms, exchange, tools, known)
         };
         let status = verdict
             .record
@@ -60,6 +66,10 @@ impl Engine {
         let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
         decision.tools_in = Some(tools_in);
         if verdict.serve {
+            if whole {
+                // The record the check just wrote holds this list's fingerprint as `live`.
+                self.served_list = verdict.record.as_ref().and_then(|r| r.live.clone());
+            }
             out.count(Counter::ListsVerified, None);
             if let (Some(session), Some(baseline)) = (
                 exchange.session.as_deref(),
@@ -100,6 +110,7 @@ impl Engine {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_whole(
         &mut self,
         store: &mut dyn StateStore,
@@ -107,8 +118,10 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
         tools: Option<&Value>,
+        known: Option<&str>,
     ) -> Verdict {
-        match self.evaluate_set(store, out, now_ms, exchange, tools.unwrap_or(&Value::Null)) {
+        let tools = tools.unwrap_or(&Value::Null);
+        match self.evaluate_set(store, out, now_ms, exchange, tools, known) {
             Ok(record) => serve_if_open(record),
             Err(reason) => Verdict {
                 record: None,
@@ -119,6 +132,8 @@ impl Engine {
     }
 
     /// Fingerprints a complete set, compares it with the baseline and applies the lifecycle.
+    /// `fingerprint`: the one `tools` is known to have (its digests are then the cached set's).
+    #[allow(clippy::too_many_arguments)]
     fn evaluate_set(
         &mut self,
         store: &mut dyn StateStore,
@@ -126,33 +141,28 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
         tools: &Value,
+        fingerprint: Option<&str>,
     ) -> Result<ServerRecord, String> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
-        // A list served again unchanged equals a cached set: its digests are known.
-        let known = state::load_record(store, &server)
-            .ok()
-            .flatten()
-            .and_then(|(r, _)| {
-                self.cache
-                    .known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
-            });
-        let (known, known_fingerprint) = known.map_or((None, None), |(d, f)| (Some(d), Some(f)));
-        let live = match known.map_or_else(|| digest_tools(tools, &self.config.fingerprint), Ok) {
+        // A result served before byte for byte is the cached set of its fingerprint.
+        let digests = match fingerprint.and_then(|f| self.approved(store, f)) {
+            Some(set) => Ok(LiveDigests::Cached(set)),
+            None => self.live_digests(store, &server, tools),
+        };
+        let live = match digests {
             Err(e) => LiveSet::Invalid {
                 reason: format!("INVALID_TOOL_SET: {e}"),
             },
             Ok(digests) => {
-                let fingerprint = known_fingerprint.unwrap_or_else(|| digests.fingerprint());
-                let record = state::load_record(store, &server)
-                    .map_err(|e| e.to_string())?
-                    .map(|(r, _)| r);
+                let fingerprint = digests.fingerprint();
+                let record = self.record(store, &server).map_err(|e| e.to_string())?;
                 let baseline = record.as_ref().and_then(|r| r.baseline.clone());
                 let matches = match baseline.as_deref() {
                     Some(b) if b == fingerprint => true,
                     Some(b) if self.config.server(&server).allow_subset => self
                         .approved(store, b)
-                        .is_some_and(|base| is_strict_subset(&digests.entries, &base)),
+                        .is_some_and(|base| digests.is_strict_subset_of(&base)),
                     _ => false,
                 };
                 // A drifted candidate is stored for review; a matching set is stored when its
@@ -176,7 +186,7 @@ impl Engine {
                     out.count(Counter::ListsChanged, None);
                 }
                 let findings =
-                    crate::screening::screen(tools, record.as_ref(), &self.config.screening);
+                    crate::screening::screen(tools, record.as_deref(), &self.config.screening);
                 LiveSet::Valid {
                     fingerprint,
                     matches,
@@ -210,7 +220,7 @@ impl Engine {
         let server = exchange.server.clone();
         let session = exchange.session.clone().unwrap_or_default();
         let Some(page) = tools.and_then(Value::as_array) else {
-            return self.check_whole(store, out, now_ms, exchange, tools);
+            return self.check_whole(store, out, now_ms, exchange, tools, None);
         };
         let mut acc = if cursor_sent {
             state::get_pages(store, &server, &session, slots)
@@ -232,8 +242,8 @@ impl Engine {
                 };
             }
         }
-        let record = match state::load_record(store, &server) {
-            Ok(r) => r.map(|(r, _)| r),
+        let record = match self.record(store, &server) {
+            Ok(r) => r.map(|r| ServerRecord::clone(&r)),
             Err(e) => {
                 return Verdict {
                     record: None,
@@ -326,7 +336,7 @@ impl Engine {
         match acc {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
-                match self.evaluate_set(store, out, now_ms, exchange, &all) {
+                match self.evaluate_set(store, out, now_ms, exchange, &all, None) {
                     Ok(record) => serve_if_open(record),
                     Err(reason) => Verdict {
                         record,
@@ -399,11 +409,61 @@ fn serve_if_open(record: ServerRecord) -> Verdict {
     }
 }
 
-fn is_strict_subset(live: &[(String, String)], baseline: &Approved) -> bool {
-    live.len() < baseline.tools.len()
-        && live
-            .iter()
-            .all(|(name, digest)| baseline.digest(name) == Some(digest.as_str()))
+/// The digests of a live tool set: computed from its definitions, or those of the cached set
+/// it equals.
+enum LiveDigests {
+    /// Digested from the list (or taken from a cached set the list was compared with).
+    Computed(ToolDigests, Option<String>),
+    /// The list is known to be exactly this cached set.
+    Cached(Rc<Approved>),
+}
+
+impl LiveDigests {
+    fn fingerprint(&self) -> String {
+        match self {
+            LiveDigests::Computed(_, Some(known)) => known.clone(),
+            LiveDigests::Computed(digests, None) => digests.fingerprint(),
+            LiveDigests::Cached(set) => set.fingerprint.clone(),
+        }
+    }
+
+    /// Whether every tool is in `baseline` with the same digest, and `baseline` has more.
+    fn is_strict_subset_of(&self, baseline: &Approved) -> bool {
+        let in_baseline = |name: &str, digest: &str| baseline.digest(name) == Some(digest);
+        match self {
+            LiveDigests::Computed(digests, _) => {
+                digests.entries.len() < baseline.tools.len()
+                    && digests.entries.iter().all(|(n, d)| in_baseline(n, d))
+            }
+            LiveDigests::Cached(set) => {
+                set.tools.len() < baseline.tools.len()
+                    && set.tools.iter().all(|(n, t)| in_baseline(n, &t.digest))
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// The digests of `tools`: a list served again unchanged equals a cached set (the
+    /// server's baseline or live candidate), whose digests and fingerprint are known;
+    /// otherwise every tool is canonicalized and hashed.
+    fn live_digests(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        tools: &Value,
+    ) -> Result<LiveDigests, crate::fingerprint::ToolSetError> {
+        let record = self.record(store, server).ok().flatten();
+        let known = record.and_then(|r| {
+            self.cache
+                .known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
+        });
+        match known {
+            Some((digests, fingerprint)) => Ok(LiveDigests::Computed(digests, Some(fingerprint))),
+            None => digest_tools(tools, &self.config.fingerprint)
+                .map(|digests| LiveDigests::Computed(digests, None)),
+        }
+    }
 }
 
 /// The result with every tool removed and the reason in `_meta`.

@@ -135,6 +135,9 @@ impl Engine {
             );
             return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
         }
+        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, body) {
+            return verdict.map(|v| v.to_string().into_bytes());
+        }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
             // No compliant server sends JSON this parser refuses (duplicate keys, bad UTF-8…),
@@ -166,8 +169,8 @@ impl Engine {
                 );
             }
         };
-        let replaced = self.server_payload(store, out, now_ms, exchange, &payload)?;
-        Some(replaced.to_string().into_bytes())
+        self.read_payload(store, out, now_ms, exchange, body, payload)
+            .map(|v| v.to_string().into_bytes())
     }
 
     /// One whole server message (stdio, or any framing that delivers messages whole): always
@@ -267,9 +270,13 @@ impl Engine {
         if !relevant {
             return None;
         }
+        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data.as_bytes())
+        {
+            return verdict.map(|v| v.to_string());
+        }
         match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
             Ok(payload) => self
-                .server_payload(store, out, now_ms, exchange, &payload)
+                .read_payload(store, out, now_ms, exchange, data.as_bytes(), payload)
                 .map(|v| v.to_string()),
             Err(e) if self.must_read(exchange) || may_hold_tools(data.as_bytes()) => {
                 let why = format!("unreadable event data: {e}");
@@ -288,6 +295,31 @@ impl Engine {
         !exchange.pending_lists.is_empty()
             || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
                 && exchange.pending_calls.iter().any(|c| c.check_result))
+    }
+
+    /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a served list's
+    /// bytes (see [`crate::known_list`]).
+    fn read_payload(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+        payload: Payload,
+    ) -> Option<Value> {
+        self.served_list = None;
+        let replaced = self.server_payload(store, out, now_ms, exchange, &payload);
+        match replaced {
+            Some(replaced) => {
+                self.served_list = None;
+                Some(replaced)
+            }
+            None => {
+                self.remember_served_list(&exchange.server, body, payload);
+                None
+            }
+        }
     }
 
     /// The messages of a response payload; returns the payload to forward instead, if any
@@ -342,7 +374,8 @@ impl Engine {
                     .position(|(pending, _)| same_id(pending, id));
                 if let Some(index) = list {
                     let (_, cursor) = exchange.pending_lists.remove(index);
-                    let new = self.list_result(store, out, now_ms, exchange, id, cursor, result)?;
+                    let new =
+                        self.list_result(store, out, now_ms, exchange, id, cursor, result, None)?;
                     return Some(answer(id, new));
                 }
                 if let Some(index) = exchange
@@ -356,7 +389,8 @@ impl Engine {
                 }
                 if result.get("tools").is_some_and(Value::is_array) {
                     // A tool list the client did not visibly ask for: check it all the same.
-                    let new = self.list_result(store, out, now_ms, exchange, id, false, result)?;
+                    let new =
+                        self.list_result(store, out, now_ms, exchange, id, false, result, None)?;
                     return Some(answer(id, new));
                 }
                 let answers = take_other(exchange, id);
@@ -411,12 +445,11 @@ impl Engine {
                 )
                 .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status)
             }
-            crate::config::ListChanged::Observe => {
-                crate::state::load_record(store, &exchange.server)
-                    .ok()
-                    .flatten()
-                    .map_or(crate::status::SchemaStatus::Unbaselined, |(r, _)| r.status)
-            }
+            crate::config::ListChanged::Observe => self
+                .record(store, &exchange.server)
+                .ok()
+                .flatten()
+                .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status),
         };
         let decision = self.decision(
             exchange,
@@ -578,7 +611,7 @@ fn awaits_answer(exchange: &Exchange) -> bool {
 }
 
 /// A JSON-RPC response carrying `result` for request `id`.
-fn answer(id: &Value, result: Value) -> Value {
+pub(crate) fn answer(id: &Value, result: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
@@ -616,7 +649,7 @@ fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
 /// Whether a response id answers a request id the way JSON-RPC clients match them: equal
 /// strings, or numbers of equal value (`7` and `7.0` are the same id to a JavaScript or Python
 /// client, so they must be to the gateway). A string never matches a number.
-fn same_id(request: &Value, response: &Value) -> bool {
+pub(crate) fn same_id(request: &Value, response: &Value) -> bool {
     match (request, response) {
         (Value::Number(a), Value::Number(b)) => {
             a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y)

@@ -17,10 +17,12 @@
 //!   ([`crate::resume`]);
 //! - `audit/head` and `audit/<n>` — the audit ring.
 
+use crate::parse_cache::ParseCache;
 use crate::status::{Event, Refusal, ServerRecord};
 use crate::store::{Expect, StateStore, StoreError};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use std::rc::Rc;
 
 /// How many times a read-modify-write is retried on CAS conflict before failing closed.
 pub const CAS_ATTEMPTS: usize = 16;
@@ -80,14 +82,31 @@ pub fn load_record(
 ) -> Result<Option<(ServerRecord, u32)>, StateError> {
     match store.get(&record_key(server)) {
         None => Ok(None),
-        Some((bytes, version)) if bytes.is_empty() => {
-            let _ = version;
-            Ok(None)
-        }
-        Some((bytes, version)) => serde_json::from_slice::<ServerRecord>(&bytes)
-            .map(|r| Some((r, version)))
-            .map_err(|e| StateError::Corrupt(format!("server {server}: {e}"))),
+        Some((bytes, _)) if bytes.is_empty() => Ok(None),
+        Some((bytes, version)) => parse_record(server, &bytes).map(|r| Some((r, version))),
     }
+}
+
+/// Reads a server's record like [`load_record`], through a worker's cache of parsed records:
+/// the store is read every time, the parse is skipped while its version and bytes are those
+/// the cached record was parsed from.
+pub fn load_record_cached(
+    store: &dyn StateStore,
+    records: &mut ParseCache<ServerRecord>,
+    server: &str,
+) -> Result<Option<(Rc<ServerRecord>, u32)>, StateError> {
+    match store.get(&record_key(server)) {
+        None => Ok(None),
+        Some((bytes, _)) if bytes.is_empty() => Ok(None),
+        Some((bytes, version)) => records
+            .get_or_parse(server, bytes, version, |b| parse_record(server, b))
+            .map(|r| Some((r, version))),
+    }
+}
+
+fn parse_record(server: &str, bytes: &[u8]) -> Result<ServerRecord, StateError> {
+    serde_json::from_slice::<ServerRecord>(bytes)
+        .map_err(|e| StateError::Corrupt(format!("server {server}: {e}")))
 }
 
 /// The outcome of [`update_record`].
@@ -101,9 +120,11 @@ pub struct Updated {
     pub notes: Vec<crate::status::Note>,
 }
 
-/// Applies one lifecycle event to a server's record with a bounded CAS loop.
+/// Applies one lifecycle event to a server's record with a bounded CAS loop (the record is
+/// read through the worker's `records` cache).
 pub fn update_record(
     store: &mut dyn StateStore,
+    records: &mut ParseCache<ServerRecord>,
     server: &str,
     event: &Event,
     posture: crate::config::Posture,
@@ -112,8 +133,8 @@ pub fn update_record(
 ) -> Result<Updated, StateError> {
     let key = record_key(server);
     for _ in 0..CAS_ATTEMPTS {
-        let (before, expect) = match load_record(store, server)? {
-            Some((record, version)) => (record, Expect::Version(version)),
+        let (before, expect) = match load_record_cached(store, records, server)? {
+            Some((record, version)) => (ServerRecord::clone(&record), Expect::Version(version)),
             None => {
                 register_server(store, server, max_servers)?;
                 (ServerRecord::new(now_ms), Expect::Absent)
@@ -250,11 +271,55 @@ pub fn get_snapshot(
 ) -> Option<String> {
     let key = format!("ts/v1/sess/{}", slot(server, session, slots));
     let (bytes, _) = store.get(&key)?;
-    let value: Value = serde_json::from_slice(&bytes).ok()?;
-    if value.get("server")?.as_str()? != server || value.get("session")?.as_str()? != session {
-        return None;
+    let snapshot = parse_snapshot(&bytes)?;
+    snapshot
+        .owns(server, session)
+        .then_some(snapshot.fingerprint)
+}
+
+/// [`get_snapshot`] through a worker's cache of parsed snapshots (by slot key): the store
+/// is read every time, the parse is skipped while the slot's version and bytes are unchanged.
+pub fn get_snapshot_cached(
+    store: &dyn StateStore,
+    snapshots: &mut ParseCache<Snapshot>,
+    server: &str,
+    session: &str,
+    slots: usize,
+) -> Option<Rc<Snapshot>> {
+    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
+    let (bytes, version) = store.get(&key)?;
+    let snapshot = snapshots
+        .get_or_parse(&key, bytes, version, |b| parse_snapshot(b).ok_or(()))
+        .ok()?;
+    snapshot.owns(server, session).then_some(snapshot)
+}
+
+/// What a session slot holds: the set last served to one (server, session).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Server id.
+    pub server: String,
+    /// `Mcp-Session-Id`.
+    pub session: String,
+    /// Fingerprint of the set served.
+    pub fingerprint: String,
+}
+
+impl Snapshot {
+    /// Whether the slot holds this (server, session) and not another that hashed to it.
+    fn owns(&self, server: &str, session: &str) -> bool {
+        self.server == server && self.session == session
     }
-    value.get("fingerprint")?.as_str().map(str::to_string)
+}
+
+fn parse_snapshot(bytes: &[u8]) -> Option<Snapshot> {
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    let text = |name: &str| value.get(name)?.as_str().map(str::to_string);
+    Some(Snapshot {
+        server: text("server")?,
+        session: text("session")?,
+        fingerprint: text("fingerprint")?,
+    })
 }
 
 /// Tools accumulated over the pages of one paginated `tools/list`.

@@ -1,0 +1,153 @@
+//! A `tools/list` result served again byte for byte is recognized by comparing its bytes,
+//! not by parsing, canonicalizing and hashing it again.
+//!
+//! Main design decision: only the parse is skipped, never a decision. Each worker remembers,
+//! per server, the raw bytes of the `result` of the last whole `tools/list` it served, with
+//! their parse and the fingerprint of their tools. A later response whose envelope the strict
+//! scanner accepts ([`crate::envelope`]: `jsonrpc`, `id`, `result`, nothing else), whose id
+//! answers a pending `tools/list` and whose `result` bytes are equal to the remembered ones,
+//! goes through the very list check a fresh parse would (status, posture, session snapshot,
+//! filtering), with the remembered parse and the fingerprint it is known to have. Any other
+//! response, down to a byte of difference, takes the full path. Memory is bounded: one list
+//! per server, at most [`LIST_SERVERS`] servers and `limits.max_response_bytes` of result
+//! bytes in all.
+
+use crate::audit::Outputs;
+use crate::engine::{Engine, Exchange};
+use crate::envelope::{ResultBytes, split_response};
+use crate::jsonrpc::{Message, Payload};
+use crate::store::StateStore;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Servers whose last served list one worker remembers.
+pub const LIST_SERVERS: usize = 8;
+
+/// The last whole `tools/list` result served for one server.
+#[derive(Debug)]
+pub struct KnownList {
+    /// The bytes of the `result` value as the server sent them.
+    bytes: Vec<u8>,
+    /// Their strict parse.
+    result: Value,
+    /// The fingerprint of `result.tools`.
+    fingerprint: String,
+}
+
+/// One worker's remembered lists, by server id.
+#[derive(Debug, Default)]
+pub struct KnownLists {
+    entries: BTreeMap<String, Rc<KnownList>>,
+    held: usize,
+}
+
+impl KnownList {
+    /// A list result: its bytes as sent, their strict parse, and the fingerprint of its tools.
+    pub fn new(bytes: Vec<u8>, result: Value, fingerprint: String) -> Self {
+        KnownList {
+            bytes,
+            result,
+            fingerprint,
+        }
+    }
+}
+
+impl KnownLists {
+    /// The list remembered for `server`.
+    fn get(&self, server: &str) -> Option<Rc<KnownList>> {
+        self.entries.get(server).map(Rc::clone)
+    }
+
+    /// Remembers `list` for `server` (replacing the previous one), keeping at most
+    /// [`LIST_SERVERS`] lists and `max_bytes` of result bytes: when either would be exceeded,
+    /// the others are forgotten first; a list over `max_bytes` on its own is not kept.
+    pub fn remember(&mut self, server: &str, list: KnownList, max_bytes: usize) {
+        if let Some(old) = self.entries.remove(server) {
+            self.held = self.held.saturating_sub(old.bytes.len());
+        }
+        let size = list.bytes.len();
+        if size > max_bytes {
+            return;
+        }
+        if self.entries.len() >= LIST_SERVERS || self.held.saturating_add(size) > max_bytes {
+            self.entries.clear();
+            self.held = 0;
+        }
+        self.held += size;
+        self.entries.insert(server.to_string(), Rc::new(list));
+    }
+
+    /// Servers with a remembered list (for tests of the bound).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Result bytes held over all servers.
+    pub fn held_bytes(&self) -> usize {
+        self.held
+    }
+
+    /// Whether no list is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Engine {
+    /// Checks `body` as a `tools/list` answer served again byte for byte, if it is one:
+    /// `Some(replacement)` is the verdict (`Some(None)`: forward unchanged), `None` means
+    /// the caller must parse the body as usual.
+    pub(crate) fn known_list_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+    ) -> Option<Option<Value>> {
+        if exchange.pending_lists.is_empty() {
+            return None;
+        }
+        let known = self.known_lists.get(&exchange.server)?;
+        let envelope = split_response(body, ResultBytes::Known(&known.bytes))?;
+        let index = exchange
+            .pending_lists
+            .iter()
+            .position(|(pending, _)| crate::response::same_id(pending, &envelope.id))?;
+        let (_, cursor) = exchange.pending_lists.remove(index);
+        let id = envelope.id;
+        let new = self.list_result(
+            store,
+            out,
+            now_ms,
+            exchange,
+            &id,
+            cursor,
+            &known.result,
+            Some(&known.fingerprint),
+        );
+        self.served_list = None;
+        Some(new.map(|new| crate::response::answer(&id, new)))
+    }
+
+    /// After the full path read `body` as `payload`: remembers its `result` when it was a
+    /// whole `tools/list` result that was served (the list check left its fingerprint).
+    pub(crate) fn remember_served_list(&mut self, server: &str, body: &[u8], payload: Payload) {
+        let Some(fingerprint) = self.served_list.take() else {
+            return;
+        };
+        let Payload::Single(Message::Response { result, .. }) = payload else {
+            return;
+        };
+        let Some(envelope) = split_response(body, ResultBytes::Parsed) else {
+            return;
+        };
+        let Some(bytes) = body.get(envelope.result) else {
+            return;
+        };
+        let list = KnownList::new(bytes.to_vec(), result, fingerprint);
+        let max_bytes = self.config.limits.max_response_bytes;
+        self.known_lists.remember(server, list, max_bytes);
+    }
+}

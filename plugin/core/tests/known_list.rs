@@ -1,0 +1,385 @@
+//! A `tools/list` result served again byte for byte skips the parse, never a decision: a
+//! byte of difference takes the full path, a status that changed in between filters, and
+//! every envelope around remembered result bytes decides exactly as a worker with cold caches
+//! decides (the oracle: the same traffic with the engine replaced by a fresh one).
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use serde_json::{Value, json};
+use toolseal_core::config::Config;
+use toolseal_core::engine::Engine;
+use toolseal_core::envelope::{Envelope, ResultBytes, equal_by_words, split_response};
+use toolseal_core::known_list::{KnownList, KnownLists, LIST_SERVERS};
+use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
+
+const TOKEN: &str = "s3cret";
+
+fn config() -> Config {
+    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    Config::parse(
+        json!({"admin": {"token_sha256": hash}})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap()
+}
+
+fn tools() -> Value {
+    json!([
+        {"name": "get_weather", "description": "Weather for a city.",
+         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+        {"name": "get_time", "description": "The time in a city.",
+         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    ])
+}
+
+/// The bytes of the `result` every list below is answered with.
+fn result_bytes() -> String {
+    json!({"tools": tools()}).to_string()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Framing {
+    Json,
+    Sse,
+}
+
+/// A `tools/list` request (`cursor`: sent with a cursor) answered with `answer` verbatim.
+fn list_exchange(id: Value, cursor: bool, answer: &[u8], framing: Framing) -> HttpExchange {
+    let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    if cursor {
+        request["params"] = json!({"cursor": "c1"});
+    }
+    let (content_type, body) = match framing {
+        Framing::Json => ("application/json", answer.to_vec()),
+        Framing::Sse => {
+            let mut b = b"event: message\ndata: ".to_vec();
+            b.extend_from_slice(answer);
+            b.extend_from_slice(b"\n\n");
+            ("text/event-stream", b)
+        }
+    };
+    HttpExchange {
+        seq: "0".into(),
+        http_method: "POST".into(),
+        path: "/mcp".into(),
+        request_headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("mcp-session-id".into(), "s1".into()),
+        ],
+        request_body: request.to_string().into_bytes(),
+        status: 200,
+        response_headers: vec![("content-type".into(), content_type.into())],
+        response_body: body,
+    }
+}
+
+fn plain_answer(id: u64, result: &str) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#).into_bytes()
+}
+
+/// The tools a client received from a forwarded list answer.
+fn served_tools(out: &Replayed, framing: Framing) -> usize {
+    assert!(out.local_reply.is_none());
+    let text = String::from_utf8(out.response_body.clone()).unwrap();
+    let json = match framing {
+        Framing::Json => text,
+        Framing::Sse => text
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap()
+            .to_string(),
+    };
+    let v: Value = serde_json::from_str(&json).unwrap();
+    v["result"]["tools"].as_array().unwrap().len()
+}
+
+fn admin(gw: &mut NativeReplay, path: &str, body: Value) -> u16 {
+    let ex = HttpExchange {
+        seq: "a".into(),
+        http_method: "POST".into(),
+        path: format!("/toolseal/{path}"),
+        request_headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("authorization".into(), format!("Bearer {TOKEN}")),
+        ],
+        request_body: body.to_string().into_bytes(),
+        status: 200,
+        response_headers: vec![],
+        response_body: vec![],
+    };
+    gw.exchange("srv", &ex, 64).local_reply.unwrap().status
+}
+
+/// A gateway that has served the list once (and so remembers its result bytes).
+fn served_once(framing: Framing) -> NativeReplay {
+    let mut gw = NativeReplay::new(config());
+    let first = list_exchange(json!(1), false, &plain_answer(1, &result_bytes()), framing);
+    let out = gw.exchange("srv", &first, 4096);
+    assert_eq!(served_tools(&out, framing), 2);
+    gw
+}
+
+#[test]
+fn a_list_one_byte_different_takes_the_full_path() {
+    for framing in [Framing::Json, Framing::Sse] {
+        let mut gw = served_once(framing);
+        let same = plain_answer(2, &result_bytes());
+        let out = gw.exchange("srv", &list_exchange(json!(2), false, &same, framing), 4096);
+        assert_eq!(
+            out.response_body,
+            list_exchange(json!(2), false, &same, framing).response_body
+        );
+        // One byte of one description changes: drift, whatever was remembered.
+        let changed = result_bytes().replacen("Weather for", "Weather fOr", 1);
+        assert_eq!(changed.len(), result_bytes().len());
+        let ex = list_exchange(json!(3), false, &plain_answer(3, &changed), framing);
+        assert_eq!(served_tools(&gw.exchange("srv", &ex, 4096), framing), 0);
+        assert_eq!(gw.out.audits.last().unwrap().event, "list.filtered");
+        // And the remembered bytes, served again, stay filtered (drift is sticky).
+        let ex = list_exchange(json!(4), false, &plain_answer(4, &result_bytes()), framing);
+        assert_eq!(served_tools(&gw.exchange("srv", &ex, 4096), framing), 0);
+    }
+}
+
+#[test]
+fn a_quarantine_between_two_identical_lists_filters_the_second() {
+    for framing in [Framing::Json, Framing::Sse] {
+        let mut gw = served_once(framing);
+        // Another worker (a second engine on the same store) quarantines the server.
+        let other = std::mem::replace(&mut gw.engine, Engine::new(config()));
+        assert_eq!(
+            admin(
+                &mut gw,
+                "servers/srv/quarantine",
+                json!({"reason": "incident"})
+            ),
+            200
+        );
+        gw.engine = other;
+        let ex = list_exchange(json!(2), false, &plain_answer(2, &result_bytes()), framing);
+        let out = gw.exchange("srv", &ex, 4096);
+        assert_eq!(served_tools(&out, framing), 0);
+        let text = String::from_utf8(out.response_body).unwrap();
+        assert!(text.contains(r#""schema_status":"quarantined""#), "{text}");
+        assert!(text.contains("incident"), "{text}");
+        // Released: the same bytes are served again.
+        assert_eq!(admin(&mut gw, "servers/srv/release", json!({})), 200);
+        let ex = list_exchange(json!(3), false, &plain_answer(3, &result_bytes()), framing);
+        assert_eq!(served_tools(&gw.exchange("srv", &ex, 4096), framing), 2);
+    }
+}
+
+/// Envelopes around the remembered result bytes, each with what the request asked.
+fn envelopes(r: &str) -> Vec<(Value, bool, String)> {
+    let plain =
+        |id: &str, rest: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{r}{rest}}}"#);
+    vec![
+        (json!(2), false, plain("2", "")),
+        (json!(2), false, format!(" \r\n\t{}\n ", plain("2", ""))),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"result":{r},"id":2,"jsonrpc":"2.0"}}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":2,"re\u0073ult":{r}}}"#),
+        ),
+        (json!(2), false, plain("2.0", "")),
+        (json!(2), true, plain("2", "")),
+        (json!(2), false, plain("3", "")),
+        (json!(2), true, plain("3", "")),
+        (json!(2), false, plain(r#""2""#, "")),
+        (json!("2"), false, plain(r#""2""#, "")),
+        (json!("2"), false, plain(r#""\u0032""#, "")),
+        (json!(2), false, plain("2", r#","result":{"tools":[]}"#)),
+        (json!(2), false, plain("2", r#","jsonrpc":"2.0""#)),
+        (
+            json!(2),
+            false,
+            plain("2", r#","error":{"code":1,"message":"x"}"#),
+        ),
+        (json!(2), false, plain("2", r#","method":"x""#)),
+        (json!(2), false, plain("2", r#","_meta":{"a":1,"a":2}"#)),
+        (json!(2), false, plain("2", r#","_meta":{}"#)),
+        (json!(2), false, plain("2", ",")),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"1.0","id":2,"result":{r}}}"#),
+        ),
+        (json!(2), false, format!(r#"{{"id":2,"result":{r}}}"#)),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","result":{r}}}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":null,"result":{r}}}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":[2],"result":{r}}}"#),
+        ),
+        (json!(2), false, format!("{} x", plain("2", ""))),
+        (json!(2), false, format!("\u{feff}{}", plain("2", ""))),
+        (json!(2), false, format!("[{}]", plain("2", ""))),
+        (
+            json!(2),
+            false,
+            plain("2", "").trim_end_matches('}').to_string(),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":2,"result":{r}x}}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":"\x","result":{r}}}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":2 ,"result" : {r} }}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":02,"result":{r}}}"#),
+        ),
+        (
+            json!(2),
+            false,
+            format!(r#"{{"jsonrpc":"2.0","id":1e400,"result":{r}}}"#),
+        ),
+    ]
+}
+
+#[test]
+fn every_envelope_around_remembered_bytes_decides_as_a_cold_worker() {
+    for framing in [Framing::Json, Framing::Sse] {
+        for (id, cursor, answer) in envelopes(&result_bytes()) {
+            let ex = list_exchange(id, cursor, answer.as_bytes(), framing);
+            let mut warm = served_once(framing);
+            let mut cold = served_once(framing);
+            cold.engine = Engine::new(config());
+            let (audits, decisions) = (warm.out.audits.len(), warm.out.decisions.len());
+            let got = warm.exchange("srv", &ex, 4096);
+            let want = cold.exchange("srv", &ex, 4096);
+            assert_eq!(got, want, "{answer}");
+            assert_eq!(
+                warm.out.audits[audits..],
+                cold.out.audits[audits..],
+                "{answer}"
+            );
+            assert_eq!(
+                warm.out.decisions[decisions..],
+                cold.out.decisions[decisions..]
+            );
+            assert_eq!(warm.out.counts, cold.out.counts, "{answer}");
+            let entries = |gw: &NativeReplay| -> Vec<(String, Vec<u8>)> {
+                gw.store
+                    .entries()
+                    .map(|(k, v)| (k.to_string(), v.to_vec()))
+                    .collect()
+            };
+            assert_eq!(entries(&warm), entries(&cold), "{answer}");
+        }
+    }
+}
+
+#[test]
+fn the_scanner_reads_only_the_plain_envelope() {
+    let r = result_bytes();
+    let known = ResultBytes::Known(r.as_bytes());
+    let accepted: Vec<(String, Option<Envelope>)> = envelopes(&r)
+        .into_iter()
+        .map(|(_, _, answer)| {
+            let found = split_response(answer.as_bytes(), known);
+            (answer, found)
+        })
+        .filter(|(_, found)| found.is_some())
+        .collect();
+    let ids: Vec<Value> = accepted
+        .iter()
+        .map(|(_, e)| e.clone().unwrap().id)
+        .collect();
+    // Plain, with whitespace, reordered, escaped key, 2.0, cursor, 3, 3, "2", "2", "\u0032", spaced.
+    assert_eq!(
+        ids,
+        vec![
+            json!(2),
+            json!(2),
+            json!(2),
+            json!(2),
+            json!(2.0),
+            json!(2),
+            json!(3),
+            json!(3),
+            json!("2"),
+            json!("2"),
+            json!("2"),
+            json!(2)
+        ]
+    );
+    for (answer, found) in &accepted {
+        let span = found.clone().unwrap().result;
+        assert_eq!(&answer.as_bytes()[span], r.as_bytes());
+    }
+    // Bytes that passed the strict parser: the result's end is found by its brackets.
+    let tricky = r#"{"id":1,"result":{"a":"}]\"{[","b":[{}]},"jsonrpc":"2.0"}"#;
+    let found = split_response(tricky.as_bytes(), ResultBytes::Parsed).unwrap();
+    assert_eq!(&tricky[found.result], r#"{"a":"}]\"{[","b":[{}]}"#);
+    // One byte short of the known result is not it.
+    let short = &r.as_bytes()[..r.len() - 1];
+    let answer = plain_answer(1, &r);
+    assert_eq!(split_response(&answer, ResultBytes::Known(short)), None);
+}
+
+#[test]
+fn remembered_lists_are_bounded_by_count_and_bytes() {
+    let list = |n: usize| KnownList::new(vec![b'x'; n], json!({}), "fp".into());
+    let mut lists = KnownLists::default();
+    for server in 0..3 * LIST_SERVERS {
+        lists.remember(&format!("s{server}"), list(10), 1000);
+        assert!(lists.len() <= LIST_SERVERS);
+        assert_eq!(lists.held_bytes(), 10 * lists.len());
+    }
+    lists.remember("s0", list(990), 1000);
+    assert_eq!(lists.len(), 1);
+    assert_eq!(lists.held_bytes(), 990);
+    lists.remember("s0", list(995), 1000);
+    assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
+    lists.remember("s1", list(1001), 1000);
+    assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
+    lists.remember("s0", list(1001), 1000);
+    assert!(lists.is_empty());
+    assert_eq!(lists.held_bytes(), 0);
+}
+
+#[test]
+fn the_word_compare_of_the_wasm_build_is_byte_equality() {
+    let base: Vec<u8> = (0..200u32).map(|i| (i * 7 % 251) as u8).collect();
+    for len in 0..base.len() {
+        let a = &base[..len];
+        assert!(equal_by_words(a, a));
+        assert!(!equal_by_words(a, &base[..len + 1]));
+        for at in 0..len {
+            let mut b = a.to_vec();
+            b[at] ^= 0x20;
+            assert!(!equal_by_words(a, &b), "len {len}, byte {at}");
+        }
+    }
+}
