@@ -442,3 +442,30 @@ fn transcripts_sse_bodies() {
     // fastmcp-paginated: 7 bodies (one empty GET stream), 10 events.
     assert_eq!((bodies, events_seen), (16, 24));
 }
+
+#[test]
+fn line_break_search_agrees_with_a_byte_loop_at_every_offset_and_byte() {
+    use toolseal_core::sse::find_line_break;
+    // Every byte value at every position of buffers up to 40 bytes, over backgrounds that
+    // stress the word test's borrows (0x00, 0x01, 0x0B, 0x0E, 0x80, 0xFF neighbours).
+    for background in [b'a', 0x00, 0x01, 0x0B, 0x0C, 0x0E, 0x80, 0xFF] {
+        for len in 0..40usize {
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    let mut buf = vec![background; len];
+                    buf[at] = byte;
+                    let naive = buf.iter().position(|&b| b == b'\n' || b == b'\r');
+                    assert_eq!(
+                        find_line_break(&buf),
+                        naive,
+                        "{background:#x} {len} {at} {byte:#x}"
+                    );
+                }
+            }
+        }
+    }
+    let mut two = vec![b'x'; 64];
+    two[20] = b'\r';
+    two[9] = b'\n';
+    assert_eq!(find_line_break(&two), Some(9));
+}
