@@ -294,7 +294,8 @@ impl HttpContext for Http {
                     &chunk,
                     end_of_stream,
                 );
-                (forward != chunk).then_some(forward)
+                // wasi-libc's memcmp goes byte by byte: compare by words.
+                (!toolseal_core::envelope::same_bytes(&forward, &chunk)).then_some(forward)
             }
         };
         let oversized = self.plan == BodyPlan::Buffer && !end_of_stream;
