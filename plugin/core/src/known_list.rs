@@ -131,12 +131,15 @@ impl Engine {
         Some(new.map(|new| crate::response::answer(&id, new)))
     }
 
-    /// After the full path read `body` as `payload`: remembers its `result` when it was a
-    /// whole `tools/list` result that was served (the list check left its fingerprint).
-    pub(crate) fn remember_served_list(&mut self, server: &str, body: &[u8], payload: Payload) {
-        let Some(fingerprint) = self.served_list.take() else {
-            return;
-        };
+    /// After the full path read `body` as `payload` and served it unchanged as a whole
+    /// `tools/list` result whose tools have `fingerprint`: remembers its `result` bytes.
+    pub(crate) fn remember_served_list(
+        &mut self,
+        server: &str,
+        body: &[u8],
+        payload: Payload,
+        fingerprint: String,
+    ) {
         let Payload::Single(Message::Response { result, .. }) = payload else {
             return;
         };

@@ -53,11 +53,7 @@ impl Engine {
         content_type: Option<&str>,
         content_encoding: Option<&str>,
     ) -> BodyPlan {
-        // A tools/list answer must be inspected; so must a result whose contract is enforced.
-        let enforced =
-            self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
-        let must_inspect = !exchange.pending_lists.is_empty()
-            || (enforced && exchange.pending_calls.iter().any(|c| c.check_result));
+        let must_inspect = self.must_read(exchange);
         // MCP answers a request with JSON or SSE only: any other body that answers one is
         // read by no compliant client, so a lenient client must not read it unchecked either.
         let awaited = awaits_answer(exchange);
@@ -116,11 +112,7 @@ impl Engine {
                 return None;
             }
             let why = why.clone();
-            return Some(
-                self.fail_closed(store, out, now_ms, exchange, &why)
-                    .to_string()
-                    .into_bytes(),
-            );
+            return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
         }
         if !matches!(
             exchange.response,
@@ -140,33 +132,16 @@ impl Engine {
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
-            // No compliant server sends JSON this parser refuses (duplicate keys, bad UTF-8…),
-            // and a lenient client could read it: an HTTP body answering a request never
-            // passes unread. (An oversized one may: a large tool result is legitimate.)
-            Err(e)
-                if matches!(exchange.response, ResponseState::Json) && awaits_answer(exchange) =>
-            {
-                return Some(
-                    self.fail_closed(
-                        store,
-                        out,
-                        now_ms,
-                        exchange,
-                        &format!("unreadable response: {e}"),
-                    )
-                    .to_string()
-                    .into_bytes(),
-                );
-            }
             Err(e) => {
-                return self.fail_if_needed(
-                    store,
-                    out,
-                    now_ms,
-                    exchange,
-                    &format!("unreadable response: {e}"),
-                    body,
-                );
+                let why = format!("unreadable response: {e}");
+                // No compliant server sends JSON this parser refuses (duplicate keys, bad
+                // UTF-8…), and a lenient client could read it: an HTTP body answering a request
+                // never passes unread. (An oversized one may: a large tool result is
+                // legitimate.)
+                if matches!(exchange.response, ResponseState::Json) && awaits_answer(exchange) {
+                    return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
+                }
+                return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
             }
         };
         self.read_payload(store, out, now_ms, exchange, body, payload)
@@ -210,31 +185,20 @@ impl Engine {
                 return chunk.to_vec();
             }
         };
-        let mut events = match parser.push(chunk) {
+        let read = parser.push(chunk).and_then(|mut events| {
+            if end {
+                events.extend(parser.close()?);
+            }
+            Ok(events)
+        });
+        let events = match read {
             Ok(events) => events,
             Err(e) => {
-                return self.drop_stream(
-                    store,
-                    out,
-                    now_ms,
-                    exchange,
-                    &format!("unreadable event stream: {e}"),
-                );
+                let why = format!("unreadable event stream: {e}");
+                return self.drop_stream(store, out, now_ms, exchange, &why);
             }
         };
         if end {
-            match parser.close() {
-                Ok(more) => events.extend(more),
-                Err(e) => {
-                    return self.drop_stream(
-                        store,
-                        out,
-                        now_ms,
-                        exchange,
-                        &format!("unreadable event stream: {e}"),
-                    );
-                }
-            }
             // An unterminated last event is discarded by SSE clients; never forward it unchecked.
             let _ = parser.finish();
         }
@@ -310,16 +274,12 @@ impl Engine {
     ) -> Option<Value> {
         self.served_list = None;
         let replaced = self.server_payload(store, out, now_ms, exchange, &payload);
-        match replaced {
-            Some(replaced) => {
-                self.served_list = None;
-                Some(replaced)
-            }
-            None => {
-                self.remember_served_list(&exchange.server, body, payload);
-                None
-            }
+        // The list check leaves the fingerprint of a list it served; only an answer forwarded
+        // unchanged is the server's bytes to remember.
+        if let (None, Some(fingerprint)) = (&replaced, self.served_list.take()) {
+            self.remember_served_list(&exchange.server, body, payload, fingerprint);
         }
+        replaced
     }
 
     /// The messages of a response payload; returns the payload to forward instead, if any
@@ -470,25 +430,24 @@ impl Engine {
         why: &str,
         body: &[u8],
     ) -> Option<Vec<u8>> {
-        if may_hold_tools(body) {
-            return Some(
-                self.fail_closed(store, out, now_ms, exchange, why)
-                    .to_string()
-                    .into_bytes(),
-            );
-        }
-        let enforced =
-            self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
-        if exchange.pending_lists.is_empty()
-            && !(enforced && exchange.pending_calls.iter().any(|c| c.check_result))
-        {
+        if !may_hold_tools(body) && !self.must_read(exchange) {
             return None;
         }
-        Some(
-            self.fail_closed(store, out, now_ms, exchange, why)
-                .to_string()
-                .into_bytes(),
-        )
+        Some(self.fail_closed_bytes(store, out, now_ms, exchange, why))
+    }
+
+    /// [`Engine::fail_closed`] as the bytes of the body that replaces the answer.
+    fn fail_closed_bytes(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        why: &str,
+    ) -> Vec<u8> {
+        self.fail_closed(store, out, now_ms, exchange, why)
+            .to_string()
+            .into_bytes()
     }
 
     /// The error that replaces an uninspectable answer, one per request it was to answer.

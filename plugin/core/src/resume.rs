@@ -11,6 +11,7 @@
 //! collision evicts, and an evicted call's result is then read as an unknown answer.
 
 use crate::engine::{Engine, Exchange, PendingCall};
+use crate::response::same_id;
 use crate::state::slot;
 use crate::store::{Expect, StateStore};
 use serde_json::{Value, json};
@@ -31,7 +32,7 @@ impl Engine {
         let slots = self.config.limits.session_slots;
         let mut calls = awaited(store, &exchange.server, session, slots);
         for call in exchange.pending_calls.iter().filter(|c| c.check_result) {
-            calls.retain(|kept| kept.id != call.id);
+            calls.retain(|kept| !same_id(&kept.id, &call.id));
             calls.push(call.clone());
         }
         let excess = calls.len().saturating_sub(MAX_AWAITED);
@@ -59,7 +60,11 @@ impl Engine {
             self.config.limits.session_slots,
         );
         for call in calls {
-            if !exchange.pending_calls.iter().any(|c| c.id == call.id) {
+            if !exchange
+                .pending_calls
+                .iter()
+                .any(|c| same_id(&c.id, &call.id))
+            {
                 exchange.pending_calls.push(call);
             }
         }
