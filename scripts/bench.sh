@@ -5,7 +5,8 @@
 #   2. `toolseal bench --sessions N`: shared-state size under N distinct sessions
 #      (BENCH_SESSIONS, default 1000000);
 #   3. envoy/bench/run.py: Envoy CPU per request and latency, toolseal side by side with the
-#      router alone, the buffer filter, and Envoy's native MCP filter + RBAC
+#      router alone, the buffer filter, Envoy's native MCP filter + RBAC and a Wasm filter
+#      that decides nothing (the floor of any proxy-wasm filter)
 #      (BENCH_DURATION seconds per run, BENCH_REPEAT runs per point);
 #   4. envoy/bench/plot.py: target/bench/tools-curve.svg.
 # Bounded: every run has a fixed duration or iteration budget. Loopback only.
@@ -16,6 +17,8 @@ out="$repo/target/bench"
 mkdir -p "$out"
 
 "$repo/scripts/build-wasm.sh"
+# The floor of the Envoy benchmark: a Wasm filter that decides nothing (envoy/bench/floor).
+cargo build --quiet -p toolseal-bench-floor --target wasm32-wasip1 --profile wasm
 "$repo/scripts/setup-python.sh" >/dev/null
 "$repo/scripts/setup-bench.sh" >/dev/null
 cargo build --quiet --release -p toolseal

@@ -8,7 +8,14 @@ all but the native peer come from the same renderer as the shipped ``envoy.yaml`
 - ``buffer``: the buffer filter, then the router;
 - ``mcp_rbac``: Envoy's native ``envoy.filters.http.mcp`` (pass-through) and an RBAC tool
   allowlist over its dynamic metadata (FIELD-NOTES, "The native peer");
-- ``toolseal``: toolseal (wasm, V8) -> buffer -> router, as shipped.
+- ``toolseal``: toolseal (wasm, V8) -> buffer -> router, as shipped;
+- ``wasm_empty`` and ``wasm_read``: the floor (``envoy/bench/floor``), a Wasm filter that
+  decides nothing, in toolseal's place in the same chain (same VM settings, buffer, router):
+  ``empty`` continues every callback at once, ``read`` reads the headers and whole bodies as
+  any MCP-inspecting filter must. Their cost is what any proxy-wasm filter pays in this Envoy;
+  toolseal's own work is the difference to them;
+- ``toolseal@LABEL``: toolseal as shipped with another ``.wasm`` (``run.py --variant``), to
+  compare two builds in the same run.
 
 The upstream is another Envoy answering every path with a canned body (``direct_response``),
 so the upstream costs next to nothing and is never the bottleneck.
@@ -22,7 +29,8 @@ from pathlib import Path
 import envoyctl
 from envoyctl import McpRoute
 
-CONFIGS = ("router", "buffer", "mcp_rbac", "toolseal")
+CONFIGS = ("router", "buffer", "mcp_rbac", "wasm_empty", "wasm_read", "toolseal")
+FLOORS = {"wasm_empty": "empty", "wasm_read": "read"}
 SERVER_ID = "bench"
 # Tool-set sizes served on their own routes besides the 100-tool server.
 SIZED_LISTS = (10, 1000)
@@ -93,15 +101,20 @@ def native_peer_filters(allowed_tools: list[str]) -> str:
 
 
 def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
-          wasm: Path, allowed_tools: list[str]) -> str:
-    """The front Envoy's config for configuration ``name``."""
+          wasm: Path, allowed_tools: list[str], floor_wasm: Path | None = None) -> str:
+    """The front Envoy's config for configuration ``name``; ``wasm`` is toolseal's module
+    (for ``toolseal`` and ``toolseal@LABEL``), ``floor_wasm`` the floor's."""
     # One server id per tool-set size (a server serves one set); the last route catches the
     # rest (/list/, /call/: the 100-tool server).
     routes = [McpRoute(f"{SERVER_ID}{n}", upstream_port, match_prefix=f"/list{n}/") for n in SIZED_LISTS]
     routes.append(McpRoute(SERVER_ID, upstream_port, match_prefix="/"))
     common = dict(listen_port=listen_port, admin_port=admin_port, routes=routes, wasm_path=wasm)
-    if name == "toolseal":
+    if name == "toolseal" or name.startswith("toolseal@"):
         return envoyctl.render(**common)
+    if name in FLOORS:
+        if floor_wasm is None:
+            raise ValueError(f"{name} needs the floor's .wasm")
+        return envoyctl.render(**{**common, "wasm_path": floor_wasm}, plugin_config=FLOORS[name])
     if name == "buffer":
         return envoyctl.render(**common, with_plugin=False)
     if name == "router":

@@ -4,6 +4,7 @@ Envoy's native MCP filter + RBAC, in one run, on loopback.
 Usage (from the repository root, after scripts/setup-python.sh and scripts/setup-bench.sh):
     .venv/bin/python envoy/bench/run.py [--duration 5] [--repeat 3] [--connections 4]
         [--only call_json,list100_sse] [--json target/bench/envoy.json]
+        [--variant LABEL=PATH.wasm ...]
 
 Design decision: the four front Envoys (``--concurrency 2`` each) and one canned upstream
 Envoy run at the same time and the wrk runs are interleaved (repetition, then workload, then
@@ -38,6 +39,7 @@ import configs  # noqa: E402
 import workload  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+FLOOR_WASM = Path("target/wasm32-wasip1/wasm/toolseal_bench_floor.wasm")
 LIST_TOOLS = 100
 # workload name -> (upstream path, request body, response content type, response body)
 WORKLOADS = {
@@ -104,10 +106,11 @@ def post(url: str, body: str) -> tuple[int, str]:
 class Bench:
     """The running Envoys of one benchmark run; stops every one of them on exit."""
 
-    def __init__(self, workdir: Path, names: list[str], wasm: Path) -> None:
+    def __init__(self, workdir: Path, names: list[str], wasm: dict[str, Path], floor_wasm: Path | None) -> None:
         self.workdir = workdir
         self.names = names
         self.wasm = wasm
+        self.floor_wasm = floor_wasm
         self.fronts: dict[str, envoyctl.EnvoyProcess] = {}
         self.upstream: envoyctl.EnvoyProcess | None = None
 
@@ -143,7 +146,8 @@ class Bench:
         for name in self.names:
             port, admin = free_port(), free_port()
             text = configs.front(name, listen_port=port, admin_port=admin, upstream_port=up_port,
-                                 wasm=self.wasm, allowed_tools=allowed)
+                                 wasm=self.wasm.get(name, self.wasm["toolseal"]), allowed_tools=allowed,
+                                 floor_wasm=self.floor_wasm)
             self.fronts[name] = envoyctl.start(text, self.workdir / name, admin_port=admin,
                                                listen_port=port, concurrency=2)
         for name, front in self.fronts.items():
@@ -168,7 +172,7 @@ class Bench:
         if summary["errors"] or summary["non2xx"] or completed <= 0:
             raise EnvoyError(f"{config} {name}: {summary['errors']} errors, {summary['non2xx']} non-2xx, "
                              f"{completed} 2xx")
-        if config == "toolseal":
+        if config.startswith("toolseal"):
             check_toolseal_counters(name, stats_before, stats_after, completed, connections)
         cpu_seconds = (cpu_after - cpu_before) / CLK_TCK
         return {
@@ -203,7 +207,7 @@ def median_runs(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str]) -> None:
     """One block per workload; ratios to the router-only configuration."""
-    print(f"{'workload':<14} {'config':<10} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
+    print(f"{'workload':<14} {'config':<16} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
           f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}")
     for name, per_config in results.items():
         base = per_config.get("router")
@@ -212,7 +216,7 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str
             cpu_x = m["cpu_us_per_request"] / base["cpu_us_per_request"] if base else float("nan")
             p50_x = m["p50_us"] / base["p50_us"] if base else float("nan")
             p99_x = m["p99_us"] / base["p99_us"] if base else float("nan")
-            print(f"{name:<14} {config:<10} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
+            print(f"{name:<14} {config:<16} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
                   f"{m['p50_us']:>8.0f} {p50_x:>6.2f}x {m['p99_us']:>8.0f} {p99_x:>6.2f}x")
 
 
@@ -225,16 +229,33 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--configs", default=",".join(configs.CONFIGS))
     parser.add_argument("--json", type=Path, default=envoyctl.REPO / "target" / "bench" / "envoy.json")
     parser.add_argument("--no-startup", action="store_true", help="skip the startup-time runs")
+    parser.add_argument("--floor-wasm", type=Path, default=envoyctl.REPO / FLOOR_WASM,
+                        help="the floor filter's .wasm (configs wasm_empty, wasm_read)")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL=PATH",
+                        help="also run toolseal with another .wasm, as configuration toolseal@LABEL")
     args = parser.parse_args(argv)
     names = [c for c in args.configs.split(",") if c]
     if "router" not in names:
         names.insert(0, "router")
     selected = [w for w in args.only.split(",") if w] or list(WORKLOADS)
     wasm = envoyctl.wasm_file().resolve()
+    modules = {"toolseal": wasm}
+    for variant in args.variant:
+        label, _, path = variant.partition("=")
+        if not label or not Path(path).is_file():
+            raise EnvoyError(f"--variant {variant!r}: expected LABEL=PATH of an existing .wasm")
+        modules[f"toolseal@{label}"] = Path(path).resolve()
+        names.append(f"toolseal@{label}")
+    floor_wasm = None
+    if any(name in configs.FLOORS for name in names):
+        if not args.floor_wasm.is_file():
+            raise EnvoyError(f"{args.floor_wasm} does not exist: build it with `cargo build -p "
+                             "toolseal-bench-floor --target wasm32-wasip1 --profile wasm`")
+        floor_wasm = args.floor_wasm.resolve()
     results: dict[str, dict[str, list[dict[str, float]]]] = {w: {c: [] for c in names} for w in selected}
     with tempfile.TemporaryDirectory(prefix="toolseal-bench-") as tmp:
         workdir = Path(tmp)
-        with Bench(workdir, names, wasm) as bench:
+        with Bench(workdir, names, modules, floor_wasm) as bench:
             for rep in range(args.repeat):
                 for name in selected:
                     for config in names:
@@ -246,7 +267,8 @@ def main(argv: list[str]) -> int:
           f"{args.connections} connections, front --concurrency 2, upstream: canned Envoy")
     print_table(medians, names)
     wasm_bytes = wasm.stat().st_size
-    print(f".wasm: {wasm_bytes} bytes")
+    print(f".wasm: {wasm_bytes} bytes" + "".join(
+        f", {name}: {path.stat().st_size} bytes" for name, path in modules.items() if name != "toolseal"))
     if startup:
         print(f"startup to /ready: {startup['without_plugin'] * 1000:.0f} ms without the plugin, "
               f"{startup['with_plugin'] * 1000:.0f} ms with it")
