@@ -7,6 +7,7 @@
 //! so `content-length` is removed whenever the body may be rewritten.
 
 use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData};
+use crate::telemetry::Published;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType};
@@ -48,7 +49,7 @@ impl RootContext for Root {
         };
         let mut out = EnvoyOutputs {
             metrics: &mut shared.metrics,
-            last: None,
+            published: &mut Published::default(),
         };
         shared
             .engine
@@ -66,6 +67,7 @@ impl RootContext for Root {
             headers: Headers::default(),
             exchange: Exchange::default(),
             plan: BodyPlan::Pass,
+            published: Published::default(),
         }))
     }
 
@@ -92,6 +94,8 @@ struct Http {
     headers: Headers,
     exchange: Exchange,
     plan: BodyPlan,
+    /// What this stream's filter state holds (see `telemetry`).
+    published: Published,
 }
 
 impl Context for Http {}
@@ -161,7 +165,7 @@ impl HttpContext for Http {
         let Shared { engine, metrics } = &mut *shared;
         let mut out = EnvoyOutputs {
             metrics,
-            last: None,
+            published: &mut self.published,
         };
         let verdict = engine.request_headers(
             &mut SharedData,
@@ -186,7 +190,7 @@ impl HttpContext for Http {
             let Shared { engine, metrics } = &mut *shared;
             let mut out = EnvoyOutputs {
                 metrics,
-                last: None,
+                published: &mut self.published,
             };
             let reply =
                 engine.request_too_large(&mut SharedData, &mut out, host::now_ms(), &self.exchange);
@@ -211,7 +215,7 @@ impl HttpContext for Http {
         let Shared { engine, metrics } = &mut *shared;
         let mut out = EnvoyOutputs {
             metrics,
-            last: None,
+            published: &mut self.published,
         };
         let verdict = engine.request_body(
             &mut SharedData,
@@ -278,7 +282,7 @@ impl HttpContext for Http {
         let Shared { engine, metrics } = &mut *shared;
         let mut out = EnvoyOutputs {
             metrics,
-            last: None,
+            published: &mut self.published,
         };
         let now = host::now_ms();
         let replacement = match self.plan {
@@ -333,7 +337,7 @@ impl Http {
         let Shared { engine, metrics } = shared;
         let mut out = EnvoyOutputs {
             metrics,
-            last: None,
+            published: &mut self.published,
         };
         let reply = engine.admin(
             &mut SharedData,

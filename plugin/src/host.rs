@@ -2,6 +2,7 @@
 //! state store, the Envoy log and stats as outputs, headers and dynamic metadata as the
 //! caller's identity.
 
+use crate::telemetry::Published;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{LogLevel, MapType, MetricType, Status};
 use serde_json::Value;
@@ -75,12 +76,13 @@ impl Metrics {
     }
 }
 
-/// Outputs to Envoy: audit lines at info, decision records at debug, stats counters.
+/// Outputs to Envoy: audit lines at info, decision records at debug and in the stream's
+/// filter state, stats counters.
 pub struct EnvoyOutputs<'a> {
     /// Counters.
     pub metrics: &'a mut Metrics,
-    /// The last decision of this request (for the access log).
-    pub last: Option<Decision>,
+    /// What the current stream's filter state holds.
+    pub published: &'a mut Published,
 }
 
 impl Outputs for EnvoyOutputs<'_> {
@@ -97,8 +99,7 @@ impl Outputs for EnvoyOutputs<'_> {
             let line = format!("{DECISION_LOG_PREFIX}{}", decision.to_json());
             let _ = hostcalls::log(LogLevel::Debug, &line);
         }
-        crate::telemetry::publish(decision);
-        self.last = Some(decision.clone());
+        self.published.publish(decision);
     }
 
     fn count(&mut self, counter: Counter, detail: Option<&str>) {

@@ -8,10 +8,11 @@
 //! `wasm.toolseal.error_code`. One request can carry several decisions (a batch, a call and
 //! its result); the most severe one stays (deny over rewrite over allow over pass), and a
 //! decision of equal severity replaces the earlier one, so a `tools/list` shows the status
-//! after its response. The hostcall is made directly: the SDK's wrapper panics on any status
-//! other than `Ok`, and Envoy answers `NotFound` when there is no stream (a panic kills the VM).
+//! after its response. The stream context remembers the severity it recorded ([`Published`]),
+//! so the host is never asked what the filter state holds. The hostcall is made directly: the
+//! SDK's wrapper panics on any status other than `Ok`, and Envoy answers `NotFound` when there
+//! is no stream (a panic kills the VM).
 
-use proxy_wasm::hostcalls;
 use toolseal_core::audit::Decision;
 
 /// Filter-state names (without Envoy's `wasm.` prefix) and how each is read from a decision.
@@ -23,9 +24,6 @@ pub const FIELDS: [&str; 6] = [
     "toolseal.decision",
     "toolseal.error_code",
 ];
-
-/// The entry whose value decides whether a later decision may replace the recorded one.
-const DECISION_KEY: &str = "toolseal.decision";
 
 /// Longest value written, in bytes: tool names and server ids come from the client.
 const MAX_VALUE_BYTES: usize = 128;
@@ -74,17 +72,25 @@ fn bounded(text: &str) -> &str {
     text.get(..end).unwrap_or_default()
 }
 
-/// Records `decision` in the current stream's filter state unless a more severe decision
-/// is already recorded there. Failures are ignored: telemetry never changes a verdict.
-pub fn publish(decision: &Decision) {
-    let recorded = hostcalls::get_property(vec![DECISION_KEY]).ok().flatten();
-    if recorded.is_some_and(|bytes| {
-        severity(&String::from_utf8_lossy(&bytes)) > severity(decision.decision)
-    }) {
-        return;
-    }
-    for (name, value) in FIELDS.iter().zip(values(decision)) {
-        set(name, bounded(value));
+/// What one stream has recorded in its filter state so far (kept in the stream's context).
+#[derive(Debug, Default)]
+pub struct Published {
+    /// Severity of the recorded decision; `None` before the first one.
+    severity: Option<u8>,
+}
+
+impl Published {
+    /// Records `decision` in the current stream's filter state unless a more severe decision
+    /// is already recorded there. Failures are ignored: telemetry never changes a verdict.
+    pub fn publish(&mut self, decision: &Decision) {
+        let severity = severity(decision.decision);
+        if self.severity.is_some_and(|recorded| recorded > severity) {
+            return;
+        }
+        self.severity = Some(severity);
+        for (name, value) in FIELDS.iter().zip(values(decision)) {
+            set(name, bounded(value));
+        }
     }
 }
 
