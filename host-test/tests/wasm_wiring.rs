@@ -296,6 +296,17 @@ fn an_endless_loop_runs_out_of_fuel() {
 }
 
 #[test]
+fn an_unmetered_engine_runs_without_fuel() {
+    // The benchmark runs the plugin as Envoy does, without metering: a budget that would stop
+    // the first callback of a metered VM changes nothing there.
+    let engine = toolseal::wasm::engine_with(toolseal::wasm::Metering::Off).unwrap();
+    let mut vm = PluginVm::start(&engine, &module(&engine, PLUGIN_WAT), settings(b"")).unwrap();
+    vm.set_fuel_per_call(1);
+    let outcome = exchange::run(&mut vm, &exchange("", ""), &ExchangeSetup::default());
+    assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+#[test]
 fn a_refused_configuration_is_exit_status_2() {
     let engine = engine();
     let err = PluginVm::start(&engine, &module(&engine, PLUGIN_WAT), settings(b"refuse"))

@@ -8,6 +8,7 @@
 
 use super::messages::Runtime;
 use super::scenario::Scenario;
+use crate::wasm::Metering;
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::process::Command;
@@ -28,20 +29,31 @@ pub fn available() -> bool {
 }
 
 /// Instructions per message of `scenario` on `runtime`.
-pub fn instructions_per_message(scenario: &Scenario, runtime: Runtime, wasm: &Path) -> Result<f64> {
+pub fn instructions_per_message(
+    scenario: &Scenario,
+    runtime: Runtime,
+    wasm: &Path,
+    metering: Metering,
+) -> Result<f64> {
     if runtime == Runtime::Wasm && !WARMED.swap(true, Ordering::Relaxed) {
         // Under valgrind wasmtime sees other CPU features, so the first run compiles the
         // module (and stores it in the cache): keep that out of the counts.
-        collected(scenario, runtime, wasm, RUNS.0)?;
+        collected(scenario, runtime, wasm, metering, RUNS.0)?;
     }
-    let low = collected(scenario, runtime, wasm, RUNS.0)?;
-    let high = collected(scenario, runtime, wasm, RUNS.1)?;
+    let low = collected(scenario, runtime, wasm, metering, RUNS.0)?;
+    let high = collected(scenario, runtime, wasm, metering, RUNS.1)?;
     let runs = (RUNS.1 - RUNS.0) as f64;
     Ok((high as f64 - low as f64) / runs)
 }
 
 /// Total instructions callgrind collected for one run of `iterations` messages.
-fn collected(scenario: &Scenario, runtime: Runtime, wasm: &Path, iterations: usize) -> Result<u64> {
+fn collected(
+    scenario: &Scenario,
+    runtime: Runtime,
+    wasm: &Path,
+    metering: Metering,
+    iterations: usize,
+) -> Result<u64> {
     let exe = std::env::current_exe().context("locating the toolseal executable")?;
     let output = Command::new("valgrind")
         .args([
@@ -61,6 +73,7 @@ fn collected(scenario: &Scenario, runtime: Runtime, wasm: &Path, iterations: usi
         .arg("--wasm")
         .arg(wasm)
         .args(["--iters", &iterations.to_string()])
+        .args((metering == Metering::Fuel).then_some("--fuel"))
         .output()
         .context("running valgrind")?;
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -68,15 +68,16 @@ pub struct Module {
 }
 
 impl Module {
-    /// Loads `path` (through the precompiled-module cache when there is one).
-    pub fn load(path: &Path) -> Result<Self> {
+    /// Loads `path` (through the precompiled-module cache when there is one) for an engine
+    /// with `metering`.
+    pub fn load(path: &Path, metering: crate::wasm::Metering) -> Result<Self> {
         let wasm = std::fs::read(path).with_context(|| {
             format!(
                 "reading {} (build it: cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm)",
                 path.display()
             )
         })?;
-        let engine = crate::wasm::engine()?;
+        let engine = crate::wasm::engine_with(metering)?;
         let cache = module_cache::default_cache_dir();
         let (module, _) = module_cache::load(&engine, &wasm, cache.as_deref())?;
         Ok(Module { engine, module })

@@ -18,6 +18,7 @@ pub mod workload;
 
 use crate::cli::args::Args;
 use crate::input_error::input_error;
+use crate::wasm::Metering;
 use anyhow::Result;
 use messages::Runtime;
 use scenario::Scenario;
@@ -26,11 +27,12 @@ use std::path::PathBuf;
 /// Usage of `toolseal bench`.
 pub const USAGE: &str = "\
   toolseal bench [--wasm PATH] [--runtime native|wasm|both] [--only TEXT] [--quick]
-                 [--callgrind] [--json FILE]
+                 [--callgrind] [--fuel] [--json FILE]
       Per-message cost of tools/call (small and 64 KiB arguments) and tools/list (10, 100,
       1000 tools), verified and filtered path, JSON and SSE responses: native toolseal-core
       and the .wasm on wasmtime, with the wasm/native ratio. --callgrind adds instructions
-      per message (valgrind). --only keeps rows whose name contains TEXT.
+      per message (valgrind). --only keeps rows whose name contains TEXT. The .wasm runs
+      without fuel metering, as in Envoy; --fuel meters it as `toolseal replay` does.
   toolseal bench --sessions N
       Runs N distinct sessions (list + call each) natively and prints the state store's
       key count and bytes at every power of ten: they must plateau.";
@@ -38,7 +40,7 @@ pub const USAGE: &str = "\
 const WITH_VALUE: [&str; 7] = [
     "wasm", "runtime", "only", "scenario", "iters", "json", "sessions",
 ];
-const SWITCHES: [&str; 2] = ["callgrind", "quick"];
+const SWITCHES: [&str; 3] = ["callgrind", "quick", "fuel"];
 
 /// Runs `toolseal bench` with `rest` (the arguments after `bench`).
 pub fn run(rest: &[String]) -> Result<i32> {
@@ -94,8 +96,12 @@ pub fn run(rest: &[String]) -> Result<i32> {
             "no benchmark scenario matches --only/--scenario",
         ));
     }
+    let metering = match args.has("fuel") {
+        true => Metering::Fuel,
+        false => Metering::Off,
+    };
     let module = if runtimes.contains(&Runtime::Wasm) {
-        Some(gateway::Module::load(&wasm)?)
+        Some(gateway::Module::load(&wasm, metering)?)
     } else {
         None
     };
@@ -124,13 +130,23 @@ pub fn run(rest: &[String]) -> Result<i32> {
         eprintln!("toolseal bench: valgrind not found; instruction counts skipped");
     }
     let mut rows = Vec::new();
-    report::print_header(&wasm, callgrind);
+    report::print_header(&wasm, callgrind, metering);
     for scenario in &scenarios {
         let row = messages::measure(scenario, &runtimes, module.as_ref(), budget)?;
         let counts = if callgrind {
             Some(report::Counts {
-                native: callgrind::instructions_per_message(scenario, Runtime::Native, &wasm)?,
-                wasm: callgrind::instructions_per_message(scenario, Runtime::Wasm, &wasm)?,
+                native: callgrind::instructions_per_message(
+                    scenario,
+                    Runtime::Native,
+                    &wasm,
+                    metering,
+                )?,
+                wasm: callgrind::instructions_per_message(
+                    scenario,
+                    Runtime::Wasm,
+                    &wasm,
+                    metering,
+                )?,
             })
         } else {
             None
@@ -140,7 +156,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
     }
     report::print_summary(&rows);
     if let Some(path) = args.value("json") {
-        std::fs::write(path, report::json(&rows, &wasm).to_string())?;
+        std::fs::write(path, report::json(&rows, &wasm, metering).to_string())?;
     }
     Ok(0)
 }

@@ -5,6 +5,7 @@
 //! the raw medians so that documents and plots are generated, never typed in.
 
 use super::messages::Row;
+use crate::wasm::Metering;
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -29,7 +30,7 @@ fn ratio(r: Option<f64>) -> String {
 }
 
 /// Prints the table header.
-pub fn print_header(wasm: &Path, callgrind: bool) {
+pub fn print_header(wasm: &Path, callgrind: bool, metering: Metering) {
     let size = std::fs::metadata(wasm).map(|m| m.len()).unwrap_or(0);
     let clock = if super::timing::measures_cpu_time() {
         "thread CPU time"
@@ -39,8 +40,12 @@ pub fn print_header(wasm: &Path, callgrind: bool) {
     println!(
         "toolseal bench: one exchange (request + response) per message; median of batches; {clock}"
     );
+    let metering = match metering {
+        Metering::Fuel => "with fuel metering (as `toolseal replay`)",
+        Metering::Off => "without fuel metering (as Envoy's V8)",
+    };
     println!(
-        "plugin: {} ({size} bytes); wasmtime with fuel metering (as `toolseal replay`)",
+        "plugin: {} ({size} bytes); wasmtime {metering}",
         wasm.display()
     );
     let mut header = format!(
@@ -97,7 +102,7 @@ pub fn print_summary(rows: &[(Row, Option<Counts>)]) {
 }
 
 /// Every row as JSON (times in nanoseconds).
-pub fn json(rows: &[(Row, Option<Counts>)], wasm: &Path) -> Value {
+pub fn json(rows: &[(Row, Option<Counts>)], wasm: &Path, metering: Metering) -> Value {
     let rows: Vec<Value> = rows
         .iter()
         .map(|(row, counts)| {
@@ -116,6 +121,7 @@ pub fn json(rows: &[(Row, Option<Counts>)], wasm: &Path) -> Value {
     json!({
         "wasm": wasm.display().to_string(),
         "wasm_bytes": std::fs::metadata(wasm).map(|m| m.len()).ok(),
+        "fuel": metering == Metering::Fuel,
         "rows": rows,
     })
 }

@@ -112,7 +112,8 @@ pub struct PluginVm {
     instance: Instance,
     root_id: u32,
     next_id: u32,
-    fuel_per_call: u64,
+    /// Fuel each guest call gets; `None` when the engine does not meter.
+    fuel_per_call: Option<u64>,
     /// Exports already looked up, by name: each holds a `TypedFunc<P, R>` (Envoy resolves
     /// the callbacks once per VM; a lookup by name per call cost ~60K instructions per
     /// exchange, a fifth of a small `tools/call`).
@@ -147,7 +148,11 @@ impl PluginVm {
                 missing.join(", ")
             );
         }
-        store.set_fuel(FUEL_PER_CALL).map_err(anyhow::Error::from)?;
+        // `get_fuel` fails exactly when the engine does not meter.
+        let fuel_per_call = store.get_fuel().is_ok().then_some(FUEL_PER_CALL);
+        if let Some(fuel) = fuel_per_call {
+            store.set_fuel(fuel).map_err(anyhow::Error::from)?;
+        }
         let instance = linker
             .instantiate(&mut store, module)
             .map_err(anyhow::Error::from)
@@ -159,7 +164,7 @@ impl PluginVm {
             instance,
             root_id: 1,
             next_id: 2,
-            fuel_per_call: FUEL_PER_CALL,
+            fuel_per_call,
             exports: HashMap::new(),
         };
         vm.run_start_sequence()?;
@@ -223,9 +228,12 @@ impl PluginVm {
         &mut self.store.data_mut().host
     }
 
-    /// Sets the fuel each later guest call gets (about one unit per wasm instruction).
+    /// Sets the fuel each later guest call gets (about one unit per wasm instruction); no
+    /// effect on an engine without metering.
     pub fn set_fuel_per_call(&mut self, fuel: u64) {
-        self.fuel_per_call = fuel;
+        if self.fuel_per_call.is_some() {
+            self.fuel_per_call = Some(fuel);
+        }
     }
 
     /// The root context id.
@@ -297,9 +305,9 @@ impl PluginVm {
         R: WasmResults + 'static,
     {
         let func = self.export::<P, R>(name)?;
-        self.store
-            .set_fuel(self.fuel_per_call)
-            .map_err(anyhow::Error::from)?;
+        if let Some(fuel) = self.fuel_per_call {
+            self.store.set_fuel(fuel).map_err(anyhow::Error::from)?;
+        }
         func.call(&mut self.store, params)
             .map_err(|trap| self.fault(name, &trap).into())
     }
