@@ -139,7 +139,7 @@ impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
-        self.headers = Headers::read_request();
+        self.headers = host::request_headers();
         let path = self.headers.get(":path").unwrap_or_default().to_string();
         if shared.engine.is_admin_path(&path) {
             self.mode = Mode::Admin;

@@ -2,6 +2,7 @@
 //! state store, the Envoy log and stats as outputs, headers and dynamic metadata as the
 //! caller's identity.
 
+pub use crate::pairs::Headers;
 use crate::telemetry::Published;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{LogLevel, MapType, MetricType, Status};
@@ -138,36 +139,37 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// Request headers, read once in the request-headers callback (Envoy refuses header-map
-/// access from body callbacks, and the SDK would panic on that refusal).
-#[derive(Debug, Default, Clone)]
-pub struct Headers {
-    pairs: Vec<(String, String)>,
+#[link(wasm_import_module = "env")]
+#[allow(clashing_extern_declarations)]
+unsafe extern "C" {
+    /// `proxy_get_header_map_pairs` (proxy-wasm ABI 0.2.1): the map in the pair format, in a
+    /// buffer the host allocates through the guest's `proxy_on_memory_allocate`.
+    fn proxy_get_header_map_pairs(
+        map_type: u32,
+        return_data: *mut *mut u8,
+        return_size: *mut usize,
+    ) -> u32;
 }
 
-impl Headers {
-    /// Reads the current request headers (call from the request-headers callback only).
-    pub fn read_request() -> Self {
-        let pairs = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| {
-                (
-                    k.to_ascii_lowercase(),
-                    String::from_utf8_lossy(&v).into_owned(),
-                )
-            })
-            .collect();
-        Headers { pairs }
+/// The request headers, read once in the request-headers callback (Envoy refuses header-map
+/// access from body callbacks, and the SDK would panic on that refusal) and kept as the one
+/// buffer the host wrote. Any failure gives an empty map (the request then fails closed).
+pub fn request_headers() -> Headers {
+    let mut data: *mut u8 = std::ptr::null_mut();
+    let mut size: usize = 0;
+    // SAFETY: both out-pointers point to live locals for the duration of the call.
+    let status = unsafe {
+        proxy_get_header_map_pairs(MapType::HttpRequestHeaders as u32, &mut data, &mut size)
+    };
+    if status != 0 || data.is_null() {
+        return Headers::default();
     }
-
-    /// The first value of `name` (lower case).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
+    // SAFETY: the host wrote `size` bytes into a block it obtained from
+    // `proxy_on_memory_allocate(size)`, which the SDK serves with a `Vec<u8>` of capacity
+    // `size` from this module's global allocator; ownership passes to us (as in the SDK's own
+    // `get_map_bytes`).
+    let bytes = unsafe { Vec::from_raw_parts(data, size, size) };
+    Headers::from_serialized(bytes)
 }
 
 /// The caller as Envoy sees it: request headers and dynamic metadata.
@@ -201,40 +203,17 @@ pub fn decode_property(bytes: &[u8]) -> Value {
 }
 
 fn decode_pairs(bytes: &[u8]) -> Option<Value> {
-    let word = |at: usize| -> Option<usize> {
-        let b = bytes.get(at..at.checked_add(4)?)?;
-        usize::try_from(u32::from_le_bytes([
-            *b.first()?,
-            *b.get(1)?,
-            *b.get(2)?,
-            *b.get(3)?,
-        ]))
-        .ok()
+    let spans = crate::pairs::spans(bytes).filter(|spans| !spans.is_empty())?;
+    let text = |range: &std::ops::Range<usize>| -> Option<String> {
+        Some(
+            std::str::from_utf8(bytes.get(range.clone())?)
+                .ok()?
+                .to_string(),
+        )
     };
-    let count = word(0)?;
-    if count == 0 || count > 4096 {
-        return None;
-    }
-    let mut offset = 4usize.checked_add(count.checked_mul(8)?)?;
-    let mut take = |len: usize| -> Option<String> {
-        let end = offset.checked_add(len)?;
-        let text = std::str::from_utf8(bytes.get(offset..end)?)
-            .ok()?
-            .to_string();
-        if bytes.get(end) != Some(&0) {
-            return None;
-        }
-        offset = end.checked_add(1)?;
-        Some(text)
-    };
-    let mut pairs = Vec::with_capacity(count);
-    for i in 0..count {
-        let at = 4usize.checked_add(i.checked_mul(8)?)?;
-        let (key_len, value_len) = (word(at)?, word(at.checked_add(4)?)?);
-        pairs.push((take(key_len)?, take(value_len)?));
-    }
-    if offset != bytes.len() {
-        return None;
+    let mut pairs = Vec::with_capacity(spans.len());
+    for (k, v) in &spans {
+        pairs.push((text(k)?, text(v)?));
     }
     if pairs.iter().all(|(_, v)| v.is_empty()) {
         return Some(Value::Array(

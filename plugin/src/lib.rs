@@ -11,6 +11,7 @@
 mod filter;
 #[cfg(target_arch = "wasm32")]
 mod host;
+pub mod pairs;
 #[cfg(target_arch = "wasm32")]
 mod telemetry;
 
