@@ -64,41 +64,60 @@ pub fn serialize<K: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
     out
 }
 
-/// A header map read in place: the host's pair buffer and the spans of its entries. Names are
+/// A header map read in place: the text part of the host's pair buffer (every key and value,
+/// each followed by a NUL) checked as UTF-8 once, and the spans of its entries. Names are
 /// lower case and every name and value is valid UTF-8: a buffer where that does not hold is
-/// rewritten once (names lowered, invalid bytes replaced by U+FFFD), so lookups never see raw
-/// bytes; a malformed buffer is an empty map.
+/// rewritten once (names lowered, invalid bytes replaced by U+FFFD); a malformed buffer is an
+/// empty map.
 #[derive(Debug, Default, Clone)]
 pub struct Headers {
-    bytes: Vec<u8>,
+    text: String,
     spans: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl Headers {
     /// The headers serialized in `bytes` (the pair format).
-    pub fn from_serialized(bytes: Vec<u8>) -> Self {
+    pub fn from_serialized(mut bytes: Vec<u8>) -> Self {
         let Some(spans) = spans(&bytes) else {
             return Headers::default();
         };
-        let text = |range: &Range<usize>| std::str::from_utf8(bytes.get(range.clone())?).ok();
-        let clean = spans.iter().all(|(k, v)| {
-            text(k).is_some_and(|k| !k.bytes().any(|b| b.is_ascii_uppercase())) && text(v).is_some()
-        });
-        if clean {
-            return Headers { bytes, spans };
-        }
-        let lossy = |range: &Range<usize>| {
-            String::from_utf8_lossy(bytes.get(range.clone()).unwrap_or_default()).into_owned()
+        // The parts start right after the length table (the first span, when there is one).
+        let start = spans.first().map_or(bytes.len(), |(k, _)| k.start);
+        let shift = |r: &Range<usize>| r.start.saturating_sub(start)..r.end.saturating_sub(start);
+        let spans: Vec<_> = spans.iter().map(|(k, v)| (shift(k), shift(v))).collect();
+        bytes.drain(..start);
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => return Self::normalized(e.as_bytes(), &spans),
         };
-        let normalized: Vec<(String, String)> = spans
-            .iter()
-            .map(|(k, v)| (lossy(k).to_ascii_lowercase(), lossy(v)))
-            .collect();
-        let bytes = serialize(&normalized);
-        match self::spans(&bytes) {
-            Some(spans) => Headers { bytes, spans },
-            None => Headers::default(),
+        let lower = |k: &Range<usize>| {
+            text.get(k.clone())
+                .is_some_and(|k| !k.bytes().any(|b| b.is_ascii_uppercase()))
+        };
+        if !spans.iter().all(|(k, _)| lower(k)) {
+            return Self::normalized(text.as_bytes(), &spans);
         }
+        Headers { text, spans }
+    }
+
+    /// The map of `parts` (the text part of a pair buffer) and its `spans`, names lowered and
+    /// invalid UTF-8 replaced.
+    fn normalized(parts: &[u8], spans: &[(Range<usize>, Range<usize>)]) -> Self {
+        let lossy = |range: &Range<usize>| {
+            String::from_utf8_lossy(parts.get(range.clone()).unwrap_or_default()).into_owned()
+        };
+        let mut text = String::new();
+        let mut push = |part: &str| {
+            let range = text.len()..text.len() + part.len();
+            text.push_str(part);
+            text.push('\0');
+            range
+        };
+        let spans = spans
+            .iter()
+            .map(|(k, v)| (push(&lossy(k).to_ascii_lowercase()), push(&lossy(v))))
+            .collect();
+        Headers { text, spans }
     }
 
     /// The first value of `name` (lower case).
@@ -106,7 +125,7 @@ impl Headers {
         let (_, value) = self
             .spans
             .iter()
-            .find(|(k, _)| self.bytes.get(k.clone()) == Some(name.as_bytes()))?;
-        std::str::from_utf8(self.bytes.get(value.clone())?).ok()
+            .find(|(k, _)| self.text.get(k.clone()) == Some(name))?;
+        self.text.get(value.clone())
     }
 }
