@@ -134,19 +134,14 @@ pub fn run(rest: &[String]) -> Result<i32> {
     for scenario in &scenarios {
         let row = messages::measure(scenario, &runtimes, module.as_ref(), budget)?;
         let counts = if callgrind {
+            let (native, _) =
+                callgrind::instructions_per_message(scenario, Runtime::Native, &wasm, metering)?;
+            let (through_wasm, guest) =
+                callgrind::instructions_per_message(scenario, Runtime::Wasm, &wasm, metering)?;
             Some(report::Counts {
-                native: callgrind::instructions_per_message(
-                    scenario,
-                    Runtime::Native,
-                    &wasm,
-                    metering,
-                )?,
-                wasm: callgrind::instructions_per_message(
-                    scenario,
-                    Runtime::Wasm,
-                    &wasm,
-                    metering,
-                )?,
+                native,
+                wasm: through_wasm,
+                guest,
             })
         } else {
             None
