@@ -79,8 +79,6 @@ pub struct SseParser {
     /// The bytes of the unfinished event (held from earlier chunks).
     buf: Vec<u8>,
     scanner: Scanner,
-    /// The events completed by the current push (kept for its allocation).
-    completed: Vec<Completed>,
     failed: Option<SseError>,
 }
 
@@ -91,7 +89,6 @@ impl SseParser {
             max_event_bytes,
             buf: Vec::new(),
             scanner: Scanner::new(),
-            completed: Vec::new(),
             failed: None,
         }
     }
@@ -196,8 +193,7 @@ impl SseParser {
             return Err(err.clone());
         }
         let base = self.buf.len();
-        let mut completed = std::mem::take(&mut self.completed);
-        completed.clear();
+        let mut completed = Vec::new();
         let stream = Stream {
             held: &self.buf,
             chunk,
@@ -212,10 +208,9 @@ impl SseParser {
                 .extend_from_slice(chunk.get(..rest).unwrap_or_default());
         }
         let result = self.use_completed(chunk, base, &completed, unfinished, use_events);
-        self.completed = completed;
         match result {
             Ok(value) => {
-                if !self.completed.is_empty() {
+                if !completed.is_empty() {
                     // The unfinished event starts in the chunk: only its bytes are kept.
                     self.buf.clear();
                     self.buf.extend_from_slice(
