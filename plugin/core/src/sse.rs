@@ -119,7 +119,7 @@ impl SseParser {
     ///
     /// The events are read before any is handed out: on an error `f` is never called, as
     /// [`SseParser::push`] returns no event then. Returns whether the events are exactly the
-    /// chunk's bytes.
+    /// chunk's bytes ([`Coverage::Exact`]) or not.
     pub fn push_with(
         &mut self,
         chunk: &[u8],
@@ -170,7 +170,8 @@ impl SseParser {
     }
 
     /// End of stream: returns the raw bytes of an unterminated event (no blank line at the
-    /// end), or `None` when the stream ended cleanly. The parser is reset.
+    /// end), or `None` when the stream ended cleanly. The parser is reset. (After an error,
+    /// the bytes are those held when it occurred, not a reading of the stream.)
     pub fn finish(&mut self) -> Option<Vec<u8>> {
         let leftover = std::mem::take(&mut self.buf);
         *self = SseParser::new(self.max_event_bytes);
