@@ -216,24 +216,23 @@ impl Engine {
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &mut Exchange,
-        data: &str,
+        data: &[u8],
     ) -> Option<String> {
         let relevant = !exchange.pending_lists.is_empty()
             || !exchange.pending_calls.is_empty()
-            || data.contains("list_changed")
-            || may_hold_tools(data.as_bytes());
+            || data.windows(12).any(|w| w == b"list_changed")
+            || may_hold_tools(data);
         if !relevant {
             return None;
         }
-        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data.as_bytes())
-        {
+        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data) {
             return verdict.map(|v| v.to_string());
         }
-        match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
+        match jsonrpc::parse_payload(data, self.config.limits.max_depth) {
             Ok(payload) => self
-                .read_payload(store, out, now_ms, exchange, data.as_bytes(), payload)
+                .read_payload(store, out, now_ms, exchange, data, payload)
                 .map(|v| v.to_string()),
-            Err(e) if self.must_read(exchange) || may_hold_tools(data.as_bytes()) => {
+            Err(e) if self.must_read(exchange) || may_hold_tools(data) => {
                 let why = format!("unreadable event data: {e}");
                 Some(
                     self.fail_closed(store, out, now_ms, exchange, &why)

@@ -505,7 +505,9 @@ fn seen_owned(e: &SseEvent) -> Seen {
 fn seen_ref(e: &EventRef<'_>) -> Seen {
     (
         e.raw.to_vec(),
-        e.data.as_deref().map(str::to_owned),
+        e.data
+            .as_deref()
+            .map(|d| String::from_utf8(d.to_vec()).unwrap()),
         e.event_type.map(str::to_owned),
         e.id.map(str::to_owned),
     )
@@ -617,10 +619,13 @@ fn rewrite_forwards_the_chunk_or_the_events_with_replacements() {
     for body in TRICKY {
         let (owned, _) = parse_whole(body);
         // Events whose data is exactly "x" are replaced; all others pass.
-        let replacement = |data: Option<&str>| (data == Some("x")).then(|| b"data: R\n\n".to_vec());
+        let replacement =
+            |data: Option<&[u8]>| (data == Some(b"x")).then(|| b"data: R\n\n".to_vec());
         let want: Vec<u8> = owned
             .iter()
-            .flat_map(|e| replacement(e.data.as_deref()).unwrap_or_else(|| e.raw.clone()))
+            .flat_map(|e| {
+                replacement(e.data.as_ref().map(String::as_bytes)).unwrap_or_else(|| e.raw.clone())
+            })
             .collect();
         for chunks in splits(body) {
             let mut parser = SseParser::new(BIG);
@@ -656,8 +661,8 @@ fn one_data_line_is_borrowed_several_are_joined() {
     let mut kinds = Vec::new();
     let mut note = |e: EventRef<'_>| {
         kinds.push(match e.data {
-            Some(Cow::Borrowed(s)) => format!("borrowed {s}"),
-            Some(Cow::Owned(s)) => format!("joined {s}"),
+            Some(Cow::Borrowed(s)) => format!("borrowed {}", String::from_utf8_lossy(s)),
+            Some(Cow::Owned(s)) => format!("joined {}", String::from_utf8_lossy(&s)),
             None => "none".to_string(),
         })
     };
@@ -685,4 +690,28 @@ fn one_data_line_is_borrowed_several_are_joined() {
             "borrowed 2"
         ]
     );
+}
+
+/// The UTF-8 check tests sixteen bytes per step for ASCII first: a byte that is not ASCII
+/// anywhere in an event (in a block or in the tail) must still get the full check.
+#[test]
+fn utf8_check_sees_every_position_of_the_event() {
+    for len in 0..48 {
+        for at in 0..len {
+            for (insert, valid) in [(&b"\xFF"[..], false), (b"\xC3", false), (b"\xC3\xA9", true)] {
+                let mut body = b"data: ".to_vec();
+                let mut value = vec![b'a'; len];
+                value.splice(at..at + 1, insert.iter().copied());
+                body.extend_from_slice(&value);
+                body.extend_from_slice(b"\n\n");
+                let got = parse_chunks(&[&body], BIG).map(|(events, _)| events.len());
+                let want = if valid {
+                    Ok(1)
+                } else {
+                    Err(SseError::InvalidUtf8)
+                };
+                assert_eq!(got, want, "{len} {at} {insert:?}");
+            }
+        }
+    }
 }
