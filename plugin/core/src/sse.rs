@@ -268,7 +268,7 @@ impl SseParser {
 
     /// The fields of one complete event, read at the spans the scan noted.
     fn read_event<'a>(&self, raw: &'a [u8], event: &Completed) -> Result<EventRef<'a>, SseError> {
-        if !is_utf8(raw) {
+        if !event.ascii && std::str::from_utf8(raw).is_err() {
             return Err(SseError::InvalidUtf8);
         }
         let bytes = |span: scan::Span| raw.get(span.start..span.end).unwrap_or_default();
@@ -301,21 +301,4 @@ impl SseParser {
             stream_bom: event.stream_bom,
         })
     }
-}
-
-/// Whether `bytes` are UTF-8. Most events are ASCII, which a test of sixteen bytes per step
-/// settles (`str::from_utf8` goes four bytes per step on wasm32, where it cost about two
-/// instructions per byte of a tool list); others get the full check.
-fn is_utf8(bytes: &[u8]) -> bool {
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut blocks = bytes.chunks_exact(16);
-    let mut high = 0;
-    for block in blocks.by_ref() {
-        let (low, upper) = block.split_at(8);
-        // A half that is not 8 bytes (never) reads as all high bits: the full check.
-        let word = |half: &[u8]| u64::from_le_bytes(half.try_into().unwrap_or([0x80; 8]));
-        high |= word(low) | word(upper);
-    }
-    let ascii = high & HIGHS == 0 && blocks.remainder().is_ascii();
-    ascii || std::str::from_utf8(bytes).is_ok()
 }

@@ -692,25 +692,33 @@ fn one_data_line_is_borrowed_several_are_joined() {
     );
 }
 
-/// The UTF-8 check tests sixteen bytes per step for ASCII first: a byte that is not ASCII
-/// anywhere in an event (in a block or in the tail) must still get the full check.
+/// The UTF-8 check is settled for ASCII events by the line-break search: a byte that is not
+/// ASCII anywhere in an event (in a 16-byte block, in a tail, in a line's first byte, split
+/// from the rest of the event by a chunk end) must still get the full check.
 #[test]
 fn utf8_check_sees_every_position_of_the_event() {
-    for len in 0..48 {
-        for at in 0..len {
-            for (insert, valid) in [(&b"\xFF"[..], false), (b"\xC3", false), (b"\xC3\xA9", true)] {
-                let mut body = b"data: ".to_vec();
-                let mut value = vec![b'a'; len];
-                value.splice(at..at + 1, insert.iter().copied());
-                body.extend_from_slice(&value);
-                body.extend_from_slice(b"\n\n");
-                let got = parse_chunks(&[&body], BIG).map(|(events, _)| events.len());
-                let want = if valid {
-                    Ok(1)
-                } else {
-                    Err(SseError::InvalidUtf8)
-                };
-                assert_eq!(got, want, "{len} {at} {insert:?}");
+    let prefixes: [&[u8]; 3] = [b"data: ", b"", b": x\r\n\r\n"];
+    for prefix in prefixes {
+        for len in 0..40 {
+            for at in 0..len {
+                for (insert, valid) in
+                    [(&b"\xFF"[..], false), (b"\xC3", false), (b"\xC3\xA9", true)]
+                {
+                    let mut value = vec![b'a'; len];
+                    value.splice(at..at + 1, insert.iter().copied());
+                    let body = [prefix, &value, b"\n\n"].concat();
+                    let want = if valid {
+                        Ok(body.len())
+                    } else {
+                        Err(SseError::InvalidUtf8)
+                    };
+                    for cut in 0..=body.len() {
+                        let (a, b) = body.split_at(cut);
+                        let got = parse_chunks(&[a, b], BIG)
+                            .map(|(events, _)| events.iter().map(|e| e.raw.len()).sum());
+                        assert_eq!(got, want, "{prefix:?} {len} {at} {insert:?} cut at {cut}");
+                    }
+                }
             }
         }
     }

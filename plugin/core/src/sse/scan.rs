@@ -11,6 +11,8 @@ use std::ops::Range;
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 const LF: u8 = b'\n';
 const CR: u8 = b'\r';
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// A byte range inside one event, relative to the event's first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +34,8 @@ pub(super) struct Completed {
     pub(super) id: Option<Span>,
     /// The event opens with the stream's BOM.
     pub(super) stream_bom: bool,
+    /// Every byte of the event is ASCII (so it is UTF-8 without further check).
+    pub(super) ascii: bool,
 }
 
 /// The bytes one push scans: those held from earlier chunks (already scanned: the start of
@@ -89,6 +93,9 @@ pub(super) struct Scanner {
     pub(super) data_spans: Vec<Span>,
     /// Where the unfinished event's values start in `data_spans`.
     current_data: usize,
+    /// The OR of the unfinished event's bytes (perhaps of a few after it too): its high bits
+    /// tell whether the event may hold a byte that is not ASCII.
+    seen: u64,
     event_type: Option<Span>,
     id: Option<Span>,
 }
@@ -105,6 +112,7 @@ impl Scanner {
             line_start: 0,
             data_spans: Vec::new(),
             current_data: 0,
+            seen: 0,
             event_type: None,
             id: None,
         }
@@ -127,7 +135,7 @@ impl Scanner {
             // line non-empty, so skip to the next CR or LF in one search.
             if self.pending_cr.is_none() && self.bom_done && byte != LF && byte != CR {
                 let rest = stream.chunk.get(pos - base..).unwrap_or_default();
-                pos += find_line_break(rest).unwrap_or(rest.len());
+                pos += search(rest, &mut self.seen).unwrap_or(rest.len());
                 self.line_empty = false;
                 continue;
             }
@@ -145,6 +153,7 @@ impl Scanner {
                     event_start = self.complete(event_start..pos - 1, done);
                 }
             }
+            self.seen |= u64::from(byte);
             if self.skip_bom_byte(byte) {
                 if self.bom_done {
                     self.line_start = pos - event_start;
@@ -191,6 +200,7 @@ impl Scanner {
             event_type: self.event_type.take(),
             id: self.id.take(),
             stream_bom: std::mem::take(&mut self.strip_bom),
+            ascii: std::mem::take(&mut self.seen) & HIGHS == 0,
         });
         self.current_data = self.data_spans.len();
         self.line_start = 0;
@@ -273,36 +283,34 @@ fn field_at(stream: Stream<'_>, start: usize, end: usize) -> Option<(Field, usiz
 }
 
 /// The offset of the first CR or LF in `bytes`. Events carrying a tool list are one long
-/// `data:` line, so this search is the parser's inner loop. It tests sixteen bytes per step
-/// with a cheap filter (SWAR: `(x - 14) & !x` keeps a lane's high bit when some byte is below
-/// 14; CR is 13 and LF 10, and text rarely holds other control bytes) and looks at the bytes
-/// one by one only in a block that passes it.
+/// `data:` line, so this search is the parser's inner loop.
 pub fn find_line_break(bytes: &[u8]) -> Option<usize> {
-    let mut blocks = bytes.chunks_exact(16);
+    search(bytes, &mut 0)
+}
+
+/// [`find_line_break`], also ORing into `seen` every byte it looked at (and a few after the
+/// break, which only makes a non-ASCII byte seem likelier): the same pass settles most of
+/// the UTF-8 check. It tests sixteen bytes per step with a cheap filter (SWAR:
+/// `(x - 14) & !x` keeps a lane's high bit when some byte is below 14; CR is 13 and LF 10,
+/// and text rarely holds other control bytes) and looks at the bytes one by one only in a
+/// block that passes it (a borrow only starts at a byte below 14, so none is missed).
+fn search(bytes: &[u8], seen: &mut u64) -> Option<usize> {
+    let below = |w: u64| w.wrapping_sub(ONES * 14) & !w;
+    let (blocks, rest) = bytes.as_chunks::<16>();
     let mut offset = 0;
-    for block in blocks.by_ref() {
-        if may_hold_break(block)
+    for block in blocks {
+        let both = u128::from_le_bytes(*block);
+        let (low, high) = (both as u64, (both >> 64) as u64);
+        *seen |= low | high;
+        if (below(low) | below(high)) & HIGHS != 0
             && let Some(at) = block.iter().position(|&b| b == LF || b == CR)
         {
             return Some(offset + at);
         }
         offset += 16;
     }
-    blocks
-        .remainder()
-        .iter()
+    *seen |= rest.iter().fold(0, |all, &b| all | u64::from(b));
+    rest.iter()
         .position(|&b| b == LF || b == CR)
         .map(|p| offset + p)
-}
-
-/// Whether a 16-byte block may hold a CR or LF: it holds a byte below 14. Never false for a
-/// block that holds one (a borrow only starts at a byte below 14).
-fn may_hold_break(block: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let (low, high) = block.split_at(block.len() / 2);
-    // A half that is not 8 bytes (never, for a 16-byte block) reads as zeros: a pass.
-    let word = |half: &[u8]| u64::from_le_bytes(half.try_into().unwrap_or([0; 8]));
-    let below = |w: u64| w.wrapping_sub(ONES * 14) & !w;
-    (below(word(low)) | below(word(high))) & HIGHS != 0
 }
