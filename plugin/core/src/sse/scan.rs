@@ -1,9 +1,11 @@
-//! The one pass over an event stream's bytes: line ends, event ends and field spans.
+//! The one pass over an event stream's bytes: line ends, event ends, field spans, and
+//! whether an event is plain ASCII.
 //!
 //! Main design decision: every byte is looked at once, where it arrives (in the chunk, or in
 //! the bytes held from earlier chunks), and what the pass learns is kept as offsets relative
 //! to the event's first byte. Those offsets stay true whether the event is later read in
-//! place from the chunk or from the parser's buffer, so the fields are never searched again.
+//! place from the chunk or from the parser's buffer, so the fields are never searched again
+//! (and an ASCII event is not read again for the UTF-8 check).
 
 use std::ops::Range;
 
