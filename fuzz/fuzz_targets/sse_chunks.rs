@@ -2,11 +2,14 @@
 //! how many, then two bytes per cut), the event size cap, and the body. The events (raw
 //! bytes and fields), the error and the unterminated remainder must be those of a one-shot
 //! parse; on success the raw bytes of the events plus the remainder are the body.
-//! `SseEvent::with_data` must give back an event that reads as the new data.
+//! `SseEvent::with_data` must give back an event that reads as the new data. The in-place
+//! path (`push_with`, `rewrite`) under the same chunking must give the owned path's events
+//! and error, and `rewrite` must forward exactly the events' bytes (the chunk itself only
+//! when that is what they are).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolseal_core::sse::{SseError, SseEvent, SseParser};
+use toolseal_core::sse::{EventRef, SseError, SseEvent, SseParser};
 use toolseal_fuzz::split_at_cuts;
 
 type Outcome = (Vec<SseEvent>, Result<Option<Vec<u8>>, SseError>);
@@ -27,6 +30,40 @@ fn parse(pieces: &[&[u8]], cap: usize) -> Outcome {
     (events, Ok(parser.finish()))
 }
 
+/// The pieces, each with whether the stream ends with it (an empty last piece if none).
+fn with_end<'a>(pieces: &[&'a [u8]]) -> Vec<(&'a [u8], bool)> {
+    match pieces.split_last() {
+        Some((last, rest)) => rest.iter().map(|p| (*p, false)).chain([(*last, true)]).collect(),
+        None => vec![(&[][..], true)],
+    }
+}
+
+/// `push_with` over `pieces`, the stream ending with the last.
+fn parse_in_place(pieces: &[&[u8]], cap: usize) -> Outcome {
+    let mut parser = SseParser::new(cap);
+    let mut events = Vec::new();
+    for (piece, end) in with_end(pieces) {
+        if let Err(e) = parser.push_with(piece, end, |e: EventRef<'_>| events.push(e.to_event())) {
+            return (events, Err(e));
+        }
+    }
+    (events, Ok(parser.finish()))
+}
+
+/// What `rewrite` forwards over `pieces` when it replaces nothing (the chunk when it
+/// answers `None`), or its error.
+fn forward_unchanged(pieces: &[&[u8]], cap: usize) -> Result<Vec<u8>, SseError> {
+    let mut parser = SseParser::new(cap);
+    let mut forwarded = Vec::new();
+    for (piece, end) in with_end(pieces) {
+        match parser.rewrite(piece, end, |_| None)? {
+            Some(bytes) => forwarded.extend(bytes),
+            None => forwarded.extend_from_slice(piece),
+        }
+    }
+    Ok(forwarded)
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&count, rest)) = data.split_first() else { return };
     let Some((&cap_byte, rest)) = rest.split_first() else { return };
@@ -41,6 +78,23 @@ fuzz_target!(|data: &[u8]| {
     let (cut_events, cut_end) = parse(&pieces, cap);
     let bytes: Vec<&[u8]> = body.iter().map(std::slice::from_ref).collect();
     let (byte_events, byte_end) = parse(&bytes, cap);
+
+    let (place_events, place_end) = parse_in_place(&pieces, cap);
+    let forwarded = forward_unchanged(&pieces, cap);
+    match &cut_end {
+        Ok(_) => {
+            assert_eq!(place_end, cut_end, "in place: another end of the stream");
+            assert_eq!(place_events, cut_events, "in place: other events");
+            let raws: Vec<u8> = cut_events.iter().flat_map(|e| e.raw.iter().copied()).collect();
+            assert_eq!(forwarded, Ok(raws), "rewrite forwarded other bytes than the events'");
+        }
+        Err(e) => {
+            assert_eq!(place_end.as_ref().err(), Some(e), "in place: another error");
+            assert_eq!(forwarded.as_ref().err(), Some(e), "rewrite: another error");
+            // The owned path may have returned the last piece's events before close failed.
+            assert!(cut_events.starts_with(&place_events), "in place: events not a prefix");
+        }
+    }
 
     match &whole_end {
         Ok(rest) => {

@@ -289,18 +289,14 @@ impl HttpContext for Http {
             BodyPlan::Buffer => {
                 engine.response_json(&mut SharedData, &mut out, now, &mut self.exchange, &chunk)
             }
-            _ => {
-                let forward = engine.response_sse(
-                    &mut SharedData,
-                    &mut out,
-                    now,
-                    &mut self.exchange,
-                    &chunk,
-                    end_of_stream,
-                );
-                // wasi-libc's memcmp goes byte by byte: compare by words.
-                (!toolseal_core::envelope::same_bytes(&forward, &chunk)).then_some(forward)
-            }
+            _ => engine.response_sse(
+                &mut SharedData,
+                &mut out,
+                now,
+                &mut self.exchange,
+                &chunk,
+                end_of_stream,
+            ),
         };
         let oversized = self.plan == BodyPlan::Buffer && !end_of_stream;
         match replacement {

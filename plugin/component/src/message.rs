@@ -114,13 +114,13 @@ fn http_response(
         BodyPlan::Buffer => {
             engine.response_json(&mut HostStore, &mut HostOutputs, now_ms, exchange, body)
         }
-        BodyPlan::Stream => Some(engine.response_sse(
+        BodyPlan::Stream => engine.response_sse(
             &mut HostStore,
             &mut HostOutputs,
             now_ms,
             exchange,
             body,
             true,
-        )),
+        ),
     }
 }

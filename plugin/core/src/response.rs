@@ -164,7 +164,9 @@ impl Engine {
     }
 
     /// One chunk of an event stream (`end`: the stream ends with it); returns the bytes to
-    /// forward now in place of the chunk.
+    /// forward now in place of the chunk: `None` to forward the chunk unchanged (nothing held
+    /// from earlier chunks, nothing held back, no event replaced), `Some(bytes)` otherwise
+    /// (`Some(vec![])` to forward nothing yet).
     pub fn response_sse(
         &mut self,
         store: &mut dyn StateStore,
@@ -173,29 +175,30 @@ impl Engine {
         exchange: &mut Exchange,
         chunk: &[u8],
         end: bool,
-    ) -> Vec<u8> {
+    ) -> Option<Vec<u8>> {
         let mut parser = match std::mem::take(&mut exchange.response) {
             ResponseState::Sse(parser) => parser,
             ResponseState::Dropped => {
                 exchange.response = ResponseState::Dropped;
-                return Vec::new();
+                return Some(Vec::new());
             }
             other => {
                 exchange.response = other;
-                return chunk.to_vec();
+                return None;
             }
         };
-        let read = parser.push(chunk).and_then(|mut events| {
-            if end {
-                events.extend(parser.close()?);
-            }
-            Ok(events)
+        // Events are read in place; bytes are copied only when something differs.
+        let read = parser.rewrite(chunk, end, |event| match event.data.as_deref() {
+            Some(data) if !data.is_empty() => self
+                .server_data(store, out, now_ms, exchange, data)
+                .map(|new_data| event.with_data(&new_data)),
+            _ => None,
         });
-        let events = match read {
-            Ok(events) => events,
+        let forward = match read {
+            Ok(forward) => forward,
             Err(e) => {
                 let why = format!("unreadable event stream: {e}");
-                return self.drop_stream(store, out, now_ms, exchange, &why);
+                return Some(self.drop_stream(store, out, now_ms, exchange, &why));
             }
         };
         if end {
@@ -203,18 +206,6 @@ impl Engine {
             let _ = parser.finish();
         }
         exchange.response = ResponseState::Sse(parser);
-        let mut forward = Vec::new();
-        for event in events {
-            match event.data.as_deref() {
-                Some(data) if !data.is_empty() => {
-                    match self.server_data(store, out, now_ms, exchange, data) {
-                        Some(new_data) => forward.extend_from_slice(&event.with_data(&new_data)),
-                        None => forward.extend_from_slice(&event.raw),
-                    }
-                }
-                _ => forward.extend_from_slice(&event.raw),
-            }
-        }
         forward
     }
 
@@ -225,24 +216,23 @@ impl Engine {
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &mut Exchange,
-        data: &str,
+        data: &[u8],
     ) -> Option<String> {
         let relevant = !exchange.pending_lists.is_empty()
             || !exchange.pending_calls.is_empty()
-            || data.contains("list_changed")
-            || may_hold_tools(data.as_bytes());
+            || data.windows(12).any(|w| w == b"list_changed")
+            || may_hold_tools(data);
         if !relevant {
             return None;
         }
-        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data.as_bytes())
-        {
+        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data) {
             return verdict.map(|v| v.to_string());
         }
-        match jsonrpc::parse_payload(data.as_bytes(), self.config.limits.max_depth) {
+        match jsonrpc::parse_payload(data, self.config.limits.max_depth) {
             Ok(payload) => self
-                .read_payload(store, out, now_ms, exchange, data.as_bytes(), payload)
+                .read_payload(store, out, now_ms, exchange, data, payload)
                 .map(|v| v.to_string()),
-            Err(e) if self.must_read(exchange) || may_hold_tools(data.as_bytes()) => {
+            Err(e) if self.must_read(exchange) || may_hold_tools(data) => {
                 let why = format!("unreadable event data: {e}");
                 Some(
                     self.fail_closed(store, out, now_ms, exchange, &why)

@@ -1,10 +1,13 @@
 //! Incremental Server-Sent Events parsing for streamed MCP responses.
 //!
-//! Main design decision: while bytes arrive, the parser only looks for event boundaries (a
-//! blank line) and keeps every event's exact bytes in [`SseEvent::raw`]; fields are read once
-//! the event is complete. An event the engine does not change is therefore forwarded byte for
-//! byte, and the result never depends on where the body was cut into chunks (inside a UTF-8
-//! character, between `\r` and `\n`, inside a leading BOM).
+//! Main design decision: each byte is scanned once, where it arrives, for line ends and event
+//! boundaries (a blank line), noting where the values of the fields the engine reads lie; a
+//! complete event is then read in place from the chunk that holds it, its data borrowed from
+//! its one `data:` line. Only the bytes of an unfinished event are copied, to wait for the
+//! next chunk. Every event keeps its exact bytes ([`EventRef::raw`]), so an event the engine
+//! does not change is forwarded byte for byte (a chunk of such events, as the chunk itself:
+//! see [`SseParser::rewrite`]), and the result never depends on where the body was cut into
+//! chunks (inside a UTF-8 character, between `\r` and `\n`, inside a leading BOM).
 //!
 //! Framing follows the WHATWG `text/event-stream` rules: lines end with CRLF, LF or CR; a
 //! leading UTF-8 BOM is skipped; `:` starts a comment; a field without a colon has an empty
@@ -15,12 +18,15 @@
 //! (keep-alive comments, a lone `retry:`) is still returned, with `data: None`, so that it can
 //! be forwarded unchanged.
 
-use std::fmt;
+mod event;
+mod scan;
 
-/// The UTF-8 byte order mark that may open a stream.
-const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
-const LF: u8 = b'\n';
-const CR: u8 = b'\r';
+pub use event::{EventRef, SseEvent};
+pub use scan::find_line_break;
+
+use scan::{Completed, Scanner, Stream};
+use std::borrow::Cow;
+use std::fmt;
 
 /// Why an event stream could not be parsed. The stream cannot be resynchronized after an
 /// error: the parser keeps returning it.
@@ -54,177 +60,15 @@ impl fmt::Display for SseError {
 
 impl std::error::Error for SseError {}
 
-/// One complete event of a `text/event-stream` body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
-    /// The exact bytes of the event, including its terminating blank line (and the stream's
-    /// BOM for the first event), so that an unchanged event is forwarded byte-identical.
-    pub raw: Vec<u8>,
-    /// The `data` lines joined with `\n`; `None` when the event has no `data` field
-    /// (a keep-alive comment, for example). A priming event `data:` gives `Some("")`.
-    pub data: Option<String>,
-    /// The last `event:` value; `None` when absent (SSE clients then use `message`).
-    pub event_type: Option<String>,
-    /// The last `id:` value (without NUL); `None` when absent. `id:` alone gives `Some("")`.
-    pub id: Option<String>,
-    /// `raw` opens with the stream's BOM (first event only); a BOM later in a stream is
-    /// line content, which [`SseEvent::with_data`] must keep as such.
-    stream_bom: bool,
-}
-
-impl SseEvent {
-    /// Re-encodes the event with its data replaced by `data`.
-    ///
-    /// Every other line (`id`, `event`, `retry`, comments, unknown fields) is kept in place
-    /// with its own line ending; the new `data:` lines take the position of the first old
-    /// `data` line (or go just before the blank line when there was none) and end like the
-    /// line they stand in for; a CR line end that would meet the blank line's LF is written
-    /// as CRLF (the same to a client), so the event always ends. Data holding line breaks (CRLF, LF or CR) becomes several
-    /// `data:` lines, so a client reads it back with `\n` separators. A leading BOM in `raw`
-    /// is kept: as the stream's BOM on the first event, as line content on a later one.
-    pub fn with_data(&self, data: &str) -> Vec<u8> {
-        let text = String::from_utf8_lossy(&self.raw);
-        let (bom, body) = match text.strip_prefix('\u{FEFF}') {
-            Some(body) if self.stream_bom => ("\u{FEFF}", body),
-            _ => ("", &*text),
-        };
-        let eol = match split_line(body).1 {
-            "" => "\n",
-            term => term,
-        };
-        let mut out = Vec::with_capacity(self.raw.len() + data.len());
-        out.extend_from_slice(bom.as_bytes());
-        let mut data_written = false;
-        let mut rest = body;
-        loop {
-            let (line, term, next) = split_line(rest);
-            let term = if term.is_empty() { eol } else { term };
-            if line.is_empty() {
-                if !data_written {
-                    write_data_lines(&mut out, data, term);
-                }
-                // Lines are dropped and inserted here: a CR-ended line now right before an
-                // LF blank line would read as one CRLF and the event would never end. Make
-                // that CR a CRLF (the same line end to a client).
-                if term.starts_with('\n') && out.ends_with(b"\r") {
-                    out.push(b'\n');
-                }
-                out.extend_from_slice(term.as_bytes());
-                return out;
-            }
-            if field_name(line) == Some("data") {
-                if !data_written {
-                    write_data_lines(&mut out, data, term);
-                    data_written = true;
-                }
-            } else {
-                out.extend_from_slice(line.as_bytes());
-                out.extend_from_slice(term.as_bytes());
-            }
-            rest = next;
-        }
-    }
-}
-
-/// Splits `data` at line breaks and writes one `data: ` line per piece.
-fn write_data_lines(out: &mut Vec<u8>, data: &str, eol: &str) {
-    let mut rest = data;
-    loop {
-        let (piece, term, next) = split_line(rest);
-        out.extend_from_slice(b"data: ");
-        out.extend_from_slice(piece.as_bytes());
-        out.extend_from_slice(eol.as_bytes());
-        if term.is_empty() {
-            return;
-        }
-        rest = next;
-    }
-}
-
-/// Splits off the first line of `s`: `(line, terminator, rest)`. The terminator is `\r\n`,
-/// `\r`, `\n`, or empty when `s` has no line break.
-fn split_line(s: &str) -> (&str, &str, &str) {
-    // A byte search: CR and LF are ASCII, so their offsets are char boundaries, and `find`
-    // with a char set decodes every character (the parser's main cost on a large event).
-    let Some(pos) = find_line_break(s.as_bytes()) else {
-        return (s, "", "");
-    };
-    let Some((line, after)) = s.split_at_checked(pos) else {
-        return (s, "", "");
-    };
-    let term_len = if after.starts_with("\r\n") { 2 } else { 1 };
-    match after.split_at_checked(term_len) {
-        Some((term, rest)) => (line, term, rest),
-        None => (line, after, ""),
-    }
-}
-
-/// The offset of the first CR or LF in `bytes`. Events carrying a tool list are one long
-/// `data:` line, so this search is the parser's inner loop: it tests eight bytes per step
-/// (SWAR: a byte equal to the target makes its lane's high bit survive `(x - 1) & !x`; the
-/// lowest flagged lane is always exact, higher ones may be borrow artefacts and are ignored).
-pub fn find_line_break(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut words = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for word in words.by_ref() {
-        let mut lanes = [0u8; 8];
-        lanes.copy_from_slice(word);
-        let w = u64::from_le_bytes(lanes);
-        let lf = w ^ (ONES * u64::from(LF));
-        let cr = w ^ (ONES * u64::from(CR));
-        let hits = (lf.wrapping_sub(ONES) & !lf | cr.wrapping_sub(ONES) & !cr) & HIGHS;
-        if hits != 0 {
-            return Some(offset + (hits.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    words
-        .remainder()
-        .iter()
-        .position(|&b| b == LF || b == CR)
-        .map(|p| offset + p)
-}
-
-/// The field name of a non-blank line; `None` for a comment.
-fn field_name(line: &str) -> Option<&str> {
-    if line.starts_with(':') {
-        return None;
-    }
-    Some(line.split_once(':').map_or(line, |(name, _)| name))
-}
-
-/// Reads the fields of one complete event (`text` without the stream BOM).
-fn read_fields(text: &str) -> (Option<String>, Option<String>, Option<String>) {
-    let mut data: Option<String> = None;
-    let mut event_type = None;
-    let mut id = None;
-    let mut rest = text;
-    loop {
-        let (line, _, next) = split_line(rest);
-        if line.is_empty() {
-            return (data, event_type, id);
-        }
-        let (name, value) = match line.split_once(':') {
-            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
-        };
-        match name {
-            "" => {} // a comment line
-            "data" => match data.as_mut() {
-                Some(joined) => {
-                    joined.push('\n');
-                    joined.push_str(value);
-                }
-                None => data = Some(value.to_owned()),
-            },
-            "event" => event_type = Some(value.to_owned()),
-            "id" if !value.contains('\0') => id = Some(value.to_owned()),
-            _ => {} // retry and unknown fields are kept in `raw` only
-        }
-        rest = next;
-    }
+/// How the events of one push relate to its chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// The events are the chunk, byte for byte: nothing was held from earlier chunks and
+    /// nothing of this one is held back.
+    Exact,
+    /// Bytes held from earlier chunks open the first event, or bytes of this chunk are held
+    /// back (an unfinished event, or a blank line's CR waiting for a possible LF).
+    Shifted,
 }
 
 /// An incremental `text/event-stream` parser: feed chunks as they arrive, get the events
@@ -232,21 +76,9 @@ fn read_fields(text: &str) -> (Option<String>, Option<String>, Option<String>) {
 #[derive(Debug, Clone)]
 pub struct SseParser {
     max_event_bytes: usize,
-    /// Bytes of the events not yet returned (a partial event, at most).
+    /// The bytes of the unfinished event (held from earlier chunks).
     buf: Vec<u8>,
-    /// How many bytes of `buf` the boundary scan has already looked at.
-    scanned: usize,
-    /// The line being scanned has no byte yet.
-    line_empty: bool,
-    /// The last scanned byte was a CR ending a line (`Some(true)` if that line was blank):
-    /// a following LF belongs to the same line ending.
-    pending_cr: Option<bool>,
-    /// How many leading stream bytes matched the BOM so far.
-    bom_matched: usize,
-    /// The BOM question is settled (matched in full, or the stream started otherwise).
-    bom_done: bool,
-    /// The next event returned is the first of a stream that opened with a BOM.
-    strip_bom: bool,
+    scanner: Scanner,
     failed: Option<SseError>,
 }
 
@@ -256,12 +88,7 @@ impl SseParser {
         SseParser {
             max_event_bytes,
             buf: Vec::new(),
-            scanned: 0,
-            line_empty: true,
-            pending_cr: None,
-            bom_matched: 0,
-            bom_done: false,
-            strip_bom: false,
+            scanner: Scanner::new(),
             failed: None,
         }
     }
@@ -273,30 +100,78 @@ impl SseParser {
     /// until the next byte shows whether an LF follows (so `raw` never depends on the
     /// chunking); at end of stream call [`SseParser::close`] to release it.
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
-        self.buf.extend_from_slice(chunk);
-        let ends = self.scan();
-        self.take_events(&ends)
+        self.feed(chunk, false, |events, _| {
+            events.iter().map(EventRef::to_event).collect()
+        })
     }
 
     /// End of stream: returns the event held back because its last byte was a CR (see
     /// [`SseParser::push`]), if any. Call it before [`SseParser::finish`].
     pub fn close(&mut self) -> Result<Vec<SseEvent>, SseError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
-        if self.pending_cr != Some(true) {
-            return Ok(Vec::new());
-        }
-        self.pending_cr = None;
-        let end = self.buf.len();
-        self.take_events(&[end])
+        self.feed(&[], true, |events, _| {
+            events.iter().map(EventRef::to_event).collect()
+        })
+    }
+
+    /// In place: feeds the next chunk and hands `f` every event it completed, in order,
+    /// borrowed from the chunk (or from the held bytes, for an event begun in an earlier
+    /// chunk). `end`: the stream ends with this chunk, as if [`SseParser::close`] followed.
+    ///
+    /// The events are read before any is handed out: on an error `f` is never called, as
+    /// [`SseParser::push`] returns no event then. Returns whether the events are exactly the
+    /// chunk's bytes ([`Coverage::Exact`]) or not.
+    pub fn push_with(
+        &mut self,
+        chunk: &[u8],
+        end: bool,
+        mut f: impl FnMut(EventRef<'_>),
+    ) -> Result<Coverage, SseError> {
+        self.feed(chunk, end, |events, coverage| {
+            events.into_iter().for_each(&mut f);
+            coverage
+        })
+    }
+
+    /// In place: feeds the next chunk (`end` as for [`SseParser::push_with`]) and asks
+    /// `replace` for each event it completed whether other bytes stand in for it. Returns
+    /// `None` when the bytes to forward are the chunk itself (coverage [`Coverage::Exact`]
+    /// and no event replaced), else the bytes to forward in place of the chunk: the events'
+    /// bytes or their replacements, in order (empty when nothing is complete yet).
+    pub fn rewrite(
+        &mut self,
+        chunk: &[u8],
+        end: bool,
+        mut replace: impl FnMut(&EventRef<'_>) -> Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>, SseError> {
+        self.feed(chunk, end, |events, coverage| {
+            let mut forward = match coverage {
+                Coverage::Exact => None,
+                Coverage::Shifted => {
+                    Some(Vec::with_capacity(events.iter().map(|e| e.raw.len()).sum()))
+                }
+            };
+            for (index, event) in events.iter().enumerate() {
+                match (replace(event), forward.as_mut()) {
+                    (Some(new), Some(bytes)) => bytes.extend_from_slice(&new),
+                    (None, Some(bytes)) => bytes.extend_from_slice(event.raw),
+                    (None, None) => {}
+                    (Some(new), None) => {
+                        // The first change in a chunk forwarded so far as it is.
+                        let before = events.get(..index).unwrap_or_default();
+                        let mut bytes: Vec<u8> =
+                            before.iter().flat_map(|e| e.raw).copied().collect();
+                        bytes.extend_from_slice(&new);
+                        forward = Some(bytes);
+                    }
+                }
+            }
+            forward
+        })
     }
 
     /// End of stream: returns the raw bytes of an unterminated event (no blank line at the
-    /// end), or `None` when the stream ended cleanly. The parser is reset.
+    /// end), or `None` when the stream ended cleanly. The parser is reset. (After an error,
+    /// the bytes are those held when it occurred, not a reading of the stream.)
     pub fn finish(&mut self) -> Option<Vec<u8>> {
         let leftover = std::mem::take(&mut self.buf);
         *self = SseParser::new(self.max_event_bytes);
@@ -307,113 +182,123 @@ impl SseParser {
         }
     }
 
-    /// Scans the new bytes of `buf` and returns the end offsets of the events they complete.
-    fn scan(&mut self) -> Vec<usize> {
-        let mut ends = Vec::new();
-        let mut pos = self.scanned;
-        while let Some(&byte) = self.buf.get(pos) {
-            // Fast path: a run of line content (no CR pending, BOM settled) only makes the
-            // line non-empty, so skip to the next CR or LF in one search.
-            if self.pending_cr.is_none() && self.bom_done && byte != LF && byte != CR {
-                let rest = self.buf.get(pos..).unwrap_or_default();
-                pos += find_line_break(rest).unwrap_or(rest.len());
-                self.line_empty = false;
-                continue;
-            }
-            pos += 1;
-            if let Some(blank) = self.pending_cr.take() {
-                if byte == LF {
-                    if blank {
-                        ends.push(pos);
-                    }
-                    continue;
+    /// The one parsing path: scans `chunk`, reads the events it completed (every check
+    /// passes before `use_events` sees any), then keeps the unfinished event's bytes.
+    fn feed<R>(
+        &mut self,
+        chunk: &[u8],
+        end: bool,
+        use_events: impl FnOnce(Vec<EventRef<'_>>, Coverage) -> R,
+    ) -> Result<R, SseError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let base = self.buf.len();
+        let mut completed = Vec::new();
+        let stream = Stream {
+            held: &self.buf,
+            chunk,
+        };
+        let unfinished = self.scanner.scan(stream, end, &mut completed);
+        // An event begun in the held bytes is completed there, so that it is one slice.
+        if let Some(first) = completed.first()
+            && first.bytes.start < base
+            && let Some(rest) = first.bytes.end.checked_sub(base)
+        {
+            self.buf
+                .extend_from_slice(chunk.get(..rest).unwrap_or_default());
+        }
+        let result = self.use_completed(chunk, base, &completed, unfinished, use_events);
+        match result {
+            Ok(value) => {
+                if !completed.is_empty() {
+                    // The unfinished event starts in the chunk: only its bytes are kept.
+                    self.buf.clear();
+                    self.buf.extend_from_slice(
+                        chunk
+                            .get(unfinished.saturating_sub(base)..)
+                            .unwrap_or_default(),
+                    );
+                } else {
+                    self.buf.extend_from_slice(chunk);
                 }
-                if blank {
-                    ends.push(pos - 1);
-                }
+                self.scanner.forget_completed();
+                Ok(value)
             }
-            if self.skip_bom_byte(byte) {
-                continue;
-            }
-            match byte {
-                LF if self.line_empty => ends.push(pos),
-                LF => self.line_empty = true,
-                CR => {
-                    self.pending_cr = Some(self.line_empty);
-                    self.line_empty = true;
-                }
-                _ => self.line_empty = false,
+            Err(err) => {
+                self.failed = Some(err.clone());
+                Err(err)
             }
         }
-        self.scanned = pos;
-        ends
     }
 
-    /// Whether `byte` is part of the BOM that opens the stream.
-    fn skip_bom_byte(&mut self, byte: u8) -> bool {
-        if self.bom_done {
-            return false;
-        }
-        if BOM.get(self.bom_matched) == Some(&byte) {
-            self.bom_matched += 1;
-            if self.bom_matched == BOM.len() {
-                self.bom_done = true;
-                self.strip_bom = true;
-            }
-            return true;
-        }
-        // Not a BOM after all: the bytes taken so far were ordinary line content.
-        self.bom_done = true;
-        if self.bom_matched > 0 {
-            self.line_empty = false;
-        }
-        false
-    }
-
-    /// Cuts the events ending at `ends` out of `buf` and reads their fields.
-    fn take_events(&mut self, ends: &[usize]) -> Result<Vec<SseEvent>, SseError> {
-        let result = self.read_events(ends);
-        if let Err(err) = &result {
-            self.failed = Some(err.clone());
-        }
-        result
-    }
-
-    fn read_events(&mut self, ends: &[usize]) -> Result<Vec<SseEvent>, SseError> {
+    /// Reads the `completed` events (from `buf` when begun before the chunk, which starts at
+    /// stream position `base`) and hands them to `use_events`; refuses an event over the cap
+    /// or not UTF-8, and an unfinished event (from `unfinished` on) already over the cap.
+    fn use_completed<R>(
+        &self,
+        chunk: &[u8],
+        base: usize,
+        completed: &[Completed],
+        unfinished: usize,
+        use_events: impl FnOnce(Vec<EventRef<'_>>, Coverage) -> R,
+    ) -> Result<R, SseError> {
         let limit = self.max_event_bytes;
-        let mut events = Vec::with_capacity(ends.len());
-        let mut start = 0;
-        for &end in ends {
-            let raw = self.buf.get(start..end).unwrap_or_default();
-            if raw.len() > limit {
+        let mut events = Vec::with_capacity(completed.len());
+        for event in completed {
+            if event.bytes.len() > limit {
                 return Err(SseError::EventTooLarge { limit });
             }
-            events.push(self.read_event(raw.to_vec())?);
-            start = end;
+            let raw = match event.bytes.start.checked_sub(base) {
+                Some(start) => chunk.get(start..event.bytes.end - base),
+                None => self.buf.get(event.bytes.clone()),
+            };
+            events.push(self.read_event(raw.unwrap_or_default(), event)?);
         }
-        let start = start.min(self.buf.len());
-        self.buf.drain(..start);
-        self.scanned = self.scanned.saturating_sub(start);
-        if self.buf.len() > limit {
+        let total = base + chunk.len();
+        if total.saturating_sub(unfinished) > limit {
             return Err(SseError::EventTooLarge { limit });
         }
-        Ok(events)
+        let coverage = match base == 0 && unfinished >= total {
+            true => Coverage::Exact,
+            false => Coverage::Shifted,
+        };
+        Ok(use_events(events, coverage))
     }
 
-    fn read_event(&mut self, raw: Vec<u8>) -> Result<SseEvent, SseError> {
-        let text = std::str::from_utf8(&raw).map_err(|_| SseError::InvalidUtf8)?;
-        let stream_bom = std::mem::take(&mut self.strip_bom);
-        let body = match stream_bom {
-            true => text.strip_prefix('\u{FEFF}').unwrap_or(text),
-            false => text,
+    /// The fields of one complete event, read at the spans the scan noted.
+    fn read_event<'a>(&self, raw: &'a [u8], event: &Completed) -> Result<EventRef<'a>, SseError> {
+        if !event.ascii && std::str::from_utf8(raw).is_err() {
+            return Err(SseError::InvalidUtf8);
+        }
+        let bytes = |span: scan::Span| raw.get(span.start..span.end).unwrap_or_default();
+        // Short values: checked again as they become `&str` (never fails: the event is UTF-8).
+        let text = |span: scan::Span| std::str::from_utf8(bytes(span)).ok();
+        let spans = self
+            .scanner
+            .data_spans
+            .get(event.data.clone())
+            .unwrap_or_default();
+        let data = match spans {
+            [] => None,
+            [one] => Some(Cow::Borrowed(bytes(*one))),
+            several => {
+                let mut joined = Vec::with_capacity(raw.len());
+                for (index, span) in several.iter().enumerate() {
+                    if index > 0 {
+                        joined.push(b'\n');
+                    }
+                    joined.extend_from_slice(bytes(*span));
+                }
+                Some(Cow::Owned(joined))
+            }
         };
-        let (data, event_type, id) = read_fields(body);
-        Ok(SseEvent {
+        Ok(EventRef {
             raw,
             data,
-            event_type,
-            id,
-            stream_bom,
+            event_type: event.event_type.and_then(text),
+            id: event.id.and_then(text),
+            stream_bom: event.stream_bom,
         })
     }
 }

@@ -251,14 +251,17 @@ impl NativeReplay {
                 };
                 let last = pieces.len().saturating_sub(1);
                 for (i, piece) in pieces.into_iter().enumerate() {
-                    forwarded.extend(self.engine.response_sse(
+                    match self.engine.response_sse(
                         &mut self.store,
                         &mut self.out,
                         now,
                         &mut exchange,
                         piece,
                         i == last,
-                    ));
+                    ) {
+                        Some(bytes) => forwarded.extend(bytes),
+                        None => forwarded.extend_from_slice(piece),
+                    }
                 }
                 forwarded
             }
