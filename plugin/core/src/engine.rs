@@ -130,11 +130,13 @@ pub struct Engine {
     pub(crate) records: ParseCache<ServerRecord>,
     /// Session snapshots as last parsed, by slot key.
     pub(crate) snapshots: ParseCache<state::Snapshot>,
-    /// The last whole `tools/list` result served per server, by its bytes.
+    /// The last whole `tools/list` result checked per server (served or filtered), by its
+    /// bytes.
     pub(crate) known_lists: crate::known_list::KnownLists,
-    /// Fingerprint of the whole `tools/list` result the message being read was served
-    /// (left by the list check, taken by the body reader to remember the result's bytes).
-    pub(crate) served_list: Option<String>,
+    /// Fingerprint the list check computed for the whole `tools/list` result of the message
+    /// being read, served or filtered (left by the check, taken by the body reader to
+    /// remember the result's bytes).
+    pub(crate) checked_list: Option<String>,
 }
 
 impl Engine {
@@ -146,7 +148,7 @@ impl Engine {
             records: ParseCache::new(crate::parse_cache::RECORD_ENTRIES),
             snapshots: ParseCache::new(crate::parse_cache::SNAPSHOT_ENTRIES),
             known_lists: crate::known_list::KnownLists::default(),
-            served_list: None,
+            checked_list: None,
         }
     }
 

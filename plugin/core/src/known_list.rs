@@ -2,8 +2,10 @@
 //! not by parsing, canonicalizing and hashing it again.
 //!
 //! Main design decision: only the parse is skipped, never a decision. Each worker remembers,
-//! per server, the raw bytes of the `result` of the last whole `tools/list` it served, with
-//! their parse and the fingerprint of their tools. A later response whose envelope the strict
+//! per server, the raw bytes of the `result` of the last whole `tools/list` it checked,
+//! served or filtered (a drifted server's clients keep listing: each refusal would otherwise
+//! cost a full parse and digest), with their parse and the fingerprint the check computed
+//! for their tools. A later response whose envelope the strict
 //! scanner accepts ([`crate::envelope`]: `jsonrpc`, `id`, `result`, nothing else), whose id
 //! answers a pending `tools/list` and whose `result` bytes are equal to the remembered ones,
 //! goes through the very list check a fresh parse would (status, posture, session snapshot,
@@ -24,7 +26,7 @@ use std::rc::Rc;
 /// Servers whose last served list one worker remembers.
 pub const LIST_SERVERS: usize = 8;
 
-/// The last whole `tools/list` result served for one server.
+/// The last whole `tools/list` result checked for one server.
 #[derive(Debug)]
 pub struct KnownList {
     /// The bytes of the `result` value as the server sent them.
@@ -95,6 +97,13 @@ impl KnownLists {
 }
 
 impl Engine {
+    /// The fingerprint of the list result this worker remembers for `server`, if any.
+    pub fn remembered_list(&self, server: &str) -> Option<String> {
+        self.known_lists
+            .get(server)
+            .map(|list| list.fingerprint.clone())
+    }
+
     /// Checks `body` as a `tools/list` answer served again byte for byte, if it is one:
     /// `Some(replacement)` is the verdict (`Some(None)`: forward unchanged), `None` means
     /// the caller must parse the body as usual.
@@ -127,13 +136,13 @@ impl Engine {
             &known.result,
             Some(&known.fingerprint),
         );
-        self.served_list = None;
+        self.checked_list = None;
         Some(new.map(|new| crate::response::answer(&id, new)))
     }
 
-    /// After the full path read `body` as `payload` and served it unchanged as a whole
-    /// `tools/list` result whose tools have `fingerprint`: remembers its `result` bytes.
-    pub(crate) fn remember_served_list(
+    /// After the full path read `body` as `payload` and checked it as a whole `tools/list`
+    /// result whose tools have `fingerprint`: remembers its `result` bytes.
+    pub(crate) fn remember_checked_list(
         &mut self,
         server: &str,
         body: &[u8],

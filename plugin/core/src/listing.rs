@@ -27,9 +27,9 @@ struct Verdict {
 
 impl Engine {
     /// Checks one `tools/list` result; returns the result to forward instead, if it changes.
-    /// `known`: the fingerprint `result.tools` is known to have (a result served before, byte
-    /// for byte), so that it is not digested again. A whole list that is served leaves its
-    /// fingerprint in `served_list`.
+    /// `known`: the fingerprint `result.tools` is known to have (a result checked before, byte
+    /// for byte), so that it is not digested again. A whole list evaluated as a valid set,
+    /// served or filtered, leaves the fingerprint computed for it in `checked_list`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_result(
         &mut self,
@@ -46,6 +46,7 @@ impl Engine {
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
         let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
         let whole = !cursor_sent && !next_cursor;
+        self.checked_list = None;
         let verdict = if !whole {
             self.check_page(
                 store,
@@ -59,6 +60,10 @@ impl Engine {
         } else {
             self.check_whole(store, out, now_ms, exchange, tools, known)
         };
+        if !whole {
+            // The last page completes a set over every page: no single result's bytes.
+            self.checked_list = None;
+        }
         let status = verdict
             .record
             .as_ref()
@@ -66,10 +71,6 @@ impl Engine {
         let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
         decision.tools_in = Some(tools_in);
         if verdict.serve {
-            if whole {
-                // The record the check just wrote holds this list's fingerprint as `live`.
-                self.served_list = verdict.record.as_ref().and_then(|r| r.live.clone());
-            }
             out.count(Counter::ListsVerified, None);
             if let (Some(session), Some(baseline)) = (
                 exchange.session.as_deref(),
@@ -194,15 +195,24 @@ impl Engine {
                 }
             }
         };
-        self.transition(
-            store,
-            out,
-            &server,
-            session.as_deref(),
-            &Event::Live(live),
-            now_ms,
-        )
-        .map_err(|e| e.to_string())
+        let checked = match &live {
+            LiveSet::Valid { fingerprint, .. } => Some(fingerprint.clone()),
+            LiveSet::Invalid { .. } => None,
+        };
+        let record = self
+            .transition(
+                store,
+                out,
+                &server,
+                session.as_deref(),
+                &Event::Live(live),
+                now_ms,
+            )
+            .map_err(|e| e.to_string())?;
+        // Computed here from the tools themselves (or the cached set of the known
+        // fingerprint), never read back from the record.
+        self.checked_list = checked;
+        Ok(record)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -468,7 +478,18 @@ impl Engine {
 
 /// The result with every tool removed and the reason in `_meta`.
 fn filtered(result: &Value, server: &str, record: Option<&ServerRecord>, reason: &str) -> Value {
-    let mut out = result.clone();
+    // Every member but the tools is copied (copying the whole result only to drop its tools
+    // was most of a refused list's cost once the list itself was recognized).
+    let mut out = match result.as_object() {
+        Some(obj) => {
+            let mut members = serde_json::Map::new();
+            for (key, value) in obj.iter().filter(|(key, _)| *key != "tools") {
+                members.insert(key.clone(), value.clone());
+            }
+            Value::Object(members)
+        }
+        None => result.clone(),
+    };
     if let Some(obj) = out.as_object_mut() {
         obj.insert("tools".into(), json!([]));
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));

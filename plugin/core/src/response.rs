@@ -251,7 +251,7 @@ impl Engine {
                 && exchange.pending_calls.iter().any(|c| c.check_result))
     }
 
-    /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a served list's
+    /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a checked list's
     /// bytes (see [`crate::known_list`]).
     fn read_payload(
         &mut self,
@@ -262,12 +262,13 @@ impl Engine {
         body: &[u8],
         payload: Payload,
     ) -> Option<Value> {
-        self.served_list = None;
+        self.checked_list = None;
         let replaced = self.server_payload(store, out, now_ms, exchange, &payload);
-        // The list check leaves the fingerprint of a list it served; only an answer forwarded
-        // unchanged is the server's bytes to remember.
-        if let (None, Some(fingerprint)) = (&replaced, self.served_list.take()) {
-            self.remember_served_list(&exchange.server, body, payload, fingerprint);
+        // The list check leaves the fingerprint it computed for a whole list, served or
+        // filtered: `body` and `payload` are the server's bytes and their parse either way
+        // (a filtered answer is rebuilt from them the next time too).
+        if let Some(fingerprint) = self.checked_list.take() {
+            self.remember_checked_list(&exchange.server, body, payload, fingerprint);
         }
         replaced
     }

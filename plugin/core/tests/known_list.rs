@@ -383,3 +383,73 @@ fn the_word_compare_of_the_wasm_build_is_byte_equality() {
         }
     }
 }
+
+/// One step of the lockstep replay below.
+enum Step {
+    List(u64, String),
+    Approve,
+}
+
+#[test]
+fn a_drifted_list_checked_again_is_remembered_and_decides_as_a_cold_worker() {
+    for framing in [Framing::Json, Framing::Sse] {
+        let drifted = result_bytes().replacen("Weather for", "Weather fOr", 1);
+        // Refused three times, approved, served, then the old bytes drift from the new
+        // baseline: every step must decide as a worker whose caches are cold.
+        let steps = [
+            Step::List(2, drifted.clone()),
+            Step::List(3, drifted.clone()),
+            Step::List(4, drifted.clone()),
+            Step::Approve,
+            Step::List(5, drifted.clone()),
+            Step::List(6, result_bytes()),
+            Step::List(7, result_bytes()),
+        ];
+        let mut warm = served_once(framing);
+        let mut cold = served_once(framing);
+        let served_fp = warm.engine.remembered_list("srv").unwrap();
+        let mut drifted_fp = None;
+        let mut served = Vec::new();
+        for step in &steps {
+            let (audits, decisions) = (warm.out.audits.len(), warm.out.decisions.len());
+            cold.engine = Engine::new(config());
+            match step {
+                Step::Approve => {
+                    let body = json!({"fingerprint": drifted_fp.clone().unwrap()});
+                    assert_eq!(admin(&mut warm, "servers/srv/approve", body.clone()), 200);
+                    assert_eq!(admin(&mut cold, "servers/srv/approve", body), 200);
+                }
+                Step::List(id, result) => {
+                    let ex = list_exchange(json!(id), false, &plain_answer(*id, result), framing);
+                    let got = warm.exchange("srv", &ex, 4096);
+                    let want = cold.exchange("srv", &ex, 4096);
+                    assert_eq!(got, want, "list {id}");
+                    served.push(served_tools(&got, framing));
+                    // Whatever the verdict, the worker remembers these bytes' fingerprint.
+                    let remembered = warm.engine.remembered_list("srv").unwrap();
+                    if *result == drifted {
+                        assert_ne!(remembered, served_fp);
+                        assert_eq!(*drifted_fp.get_or_insert(remembered.clone()), remembered);
+                    } else {
+                        assert_eq!(remembered, served_fp);
+                    }
+                }
+            }
+            assert_eq!(warm.out.audits[audits..], cold.out.audits[audits..]);
+            assert_eq!(
+                warm.out.decisions[decisions..],
+                cold.out.decisions[decisions..]
+            );
+            assert_eq!(warm.out.counts, cold.out.counts);
+            let entries = |gw: &NativeReplay| -> Vec<(String, Vec<u8>)> {
+                gw.store
+                    .entries()
+                    .map(|(k, v)| (k.to_string(), v.to_vec()))
+                    .collect()
+            };
+            assert_eq!(entries(&warm), entries(&cold));
+        }
+        // Filtered, filtered, filtered; approved and served; the old set is now drift.
+        assert_eq!(served, [0, 0, 0, 2, 0, 0]);
+    }
+}
