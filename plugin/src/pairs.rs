@@ -47,23 +47,6 @@ pub fn spans(bytes: &[u8]) -> Option<Vec<(Range<usize>, Range<usize>)>> {
     (offset == bytes.len()).then_some(pairs)
 }
 
-/// Serializes `pairs` in the pair format (the inverse of [`spans`]).
-pub fn serialize<K: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
-    let le = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
-    let mut out = le(pairs.len()).to_vec();
-    for (k, v) in pairs {
-        out.extend_from_slice(&le(k.as_ref().len()));
-        out.extend_from_slice(&le(v.as_ref().len()));
-    }
-    for (k, v) in pairs {
-        for part in [k.as_ref(), v.as_ref()] {
-            out.extend_from_slice(part);
-            out.push(0);
-        }
-    }
-    out
-}
-
 /// A header map read in place: the text part of the host's pair buffer (every key and value,
 /// each followed by a NUL) checked as UTF-8 once, and the spans of its entries. Names are
 /// lower case and every name and value is valid UTF-8: a buffer where that does not hold is

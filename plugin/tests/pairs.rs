@@ -14,6 +14,23 @@ fn read(bytes: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
     )
 }
 
+/// Serializes `pairs` in the pair format, as the host does (the inverse of `pairs::spans`).
+fn serialize<K: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
+    let le = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    let mut out = le(pairs.len()).to_vec();
+    for (k, v) in pairs {
+        out.extend_from_slice(&le(k.as_ref().len()));
+        out.extend_from_slice(&le(v.as_ref().len()));
+    }
+    for (k, v) in pairs {
+        for part in [k.as_ref(), v.as_ref()] {
+            out.extend_from_slice(part);
+            out.push(0);
+        }
+    }
+    out
+}
+
 #[test]
 fn serialized_pairs_read_back_exactly() {
     let pairs: Vec<(&[u8], &[u8])> = vec![
@@ -22,7 +39,7 @@ fn serialized_pairs_read_back_exactly() {
         (b"", b""),
         (b"x-empty", b""),
     ];
-    let bytes = pairs::serialize(&pairs);
+    let bytes = serialize(&pairs);
     // count, 4 x (key len, value len), then each part and its NUL.
     let parts: usize = pairs.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
     assert_eq!(bytes.len(), 4 + 4 * 8 + parts);
@@ -33,15 +50,12 @@ fn serialized_pairs_read_back_exactly() {
         .collect();
     assert_eq!(back, expected);
     assert_eq!(read(&[]), Some(Vec::new()));
-    assert_eq!(
-        read(&pairs::serialize::<&[u8], &[u8]>(&[])),
-        Some(Vec::new())
-    );
+    assert_eq!(read(&serialize::<&[u8], &[u8]>(&[])), Some(Vec::new()));
 }
 
 #[test]
 fn malformed_buffers_are_refused_whole() {
-    let good = pairs::serialize(&[("a", "b"), ("cc", "dd")]);
+    let good = serialize(&[("a", "b"), ("cc", "dd")]);
     assert!(read(&good).is_some());
     // Cut anywhere: refused.
     for cut in 1..good.len() {
@@ -66,7 +80,7 @@ fn malformed_buffers_are_refused_whole() {
 
 #[test]
 fn headers_are_looked_up_in_place_by_lower_case_name() {
-    let headers = Headers::from_serialized(pairs::serialize(&[
+    let headers = Headers::from_serialized(serialize(&[
         (":path", "/mcp"),
         ("content-type", "application/json"),
         ("x-twice", "first"),
@@ -81,7 +95,7 @@ fn headers_are_looked_up_in_place_by_lower_case_name() {
 
 #[test]
 fn upper_case_names_and_invalid_utf8_are_normalized_once() {
-    let headers = Headers::from_serialized(pairs::serialize::<&[u8], &[u8]>(&[
+    let headers = Headers::from_serialized(serialize::<&[u8], &[u8]>(&[
         (b"Mcp-Session-Id", b"s\xff1"),
         (b"x-ok", b"fine"),
     ]));
@@ -92,7 +106,7 @@ fn upper_case_names_and_invalid_utf8_are_normalized_once() {
 
 #[test]
 fn a_malformed_header_buffer_is_an_empty_map() {
-    let mut bytes = pairs::serialize(&[(":method", "POST")]);
+    let mut bytes = serialize(&[(":method", "POST")]);
     bytes.pop();
     let headers = Headers::from_serialized(bytes);
     assert_eq!(headers.get(":method"), None);

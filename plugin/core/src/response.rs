@@ -521,18 +521,15 @@ impl Engine {
             decision.error_code = Some("UNINSPECTABLE_RESPONSE");
             out.decision(&decision);
         }
-        let errors: Vec<Value> = if answered.is_empty() {
-            vec![jsonrpc::error_response(
-                &Value::Null,
-                jsonrpc::INTERNAL_ERROR,
-                &message,
-            )]
-        } else {
-            answered
-                .iter()
-                .map(|(id, _, _)| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
-                .collect()
+        // No request known to answer: one error with a null id.
+        let ids: Vec<&Value> = match answered.is_empty() {
+            true => vec![&Value::Null],
+            false => answered.iter().map(|(id, _, _)| id).collect(),
         };
+        let errors: Vec<Value> = ids
+            .into_iter()
+            .map(|id| jsonrpc::error_response(id, jsonrpc::INTERNAL_ERROR, &message))
+            .collect();
         match <[Value; 1]>::try_from(errors) {
             Ok([single]) => single,
             Err(many) => Value::Array(many),
