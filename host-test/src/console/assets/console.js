@@ -58,8 +58,9 @@ function renderHeader(state) {
   const summary = document.getElementById("fleet-summary");
   summary.replaceChildren(
     "operator ", el("strong", {text: state.operator}), " · plugin configuration ",
-    el("code", {text: ecds.path}), ecds.error ? el("span", {class: "warning", text: " " + ecds.error})
-      : [" version ", el("code", {id: "ecds-version", text: ecds.version})]);
+    el("code", {text: ecds.path}),
+    ...(ecds.error ? [el("span", {class: "warning", text: " " + ecds.error})]
+      : [" version ", el("code", {id: "ecds-version", text: ecds.version})]));
   document.getElementById("instances").replaceChildren(...state.instances.map((i) =>
     el("li", {class: i.error ? "down" : null, title: i.error || i.admin_url, "data-instance": i.name},
       i.name, i.error ? " — unreachable: " + i.error : "")));
