@@ -114,8 +114,8 @@ impl Response {
     }
 }
 
-/// Sends one request to `url`'s host with the request target `target` and waits for the whole
-/// response (at most `timeout` for each of connect, each read and each write).
+/// Sends one request to `url`'s host with the request target `target` (`Host` is the URL's
+/// authority unless `headers` names one) and waits for the whole response (at most `timeout` for each of connect, each read and each write).
 pub fn request(
     url: &HttpUrl,
     method: &str,
@@ -137,10 +137,12 @@ pub fn request(
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .map_err(|e| format!("{}: {e}", where_()))?;
     let mut head = format!(
-        "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        url.authority(),
+        "{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {}\r\n", url.authority()));
+    }
     for (name, value) in headers {
         if value.contains(['\r', '\n']) {
             return Err(format!("{}: header {name} holds a line break", where_()));

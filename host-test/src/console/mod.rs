@@ -30,7 +30,6 @@ use candidates::CandidateCache;
 use fleet::Fleet;
 use guard::Guard;
 use overview::ActionQueue;
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -154,18 +153,17 @@ pub fn run(rest: &[String]) -> Result<i32> {
         action_lock: Mutex::new(()),
         actions: Mutex::new(ActionQueue::new()),
     });
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "http://{bound}/")?;
-    writeln!(
-        out,
-        "toolseal console: {} instance(s), plugin configuration {}, audit log {}, operator {}",
-        console.fleet.instances.len(),
-        console.fleet.ecds_file.display(),
-        console.fleet.audit_log.display(),
-        console.operator
-    )?;
-    out.flush()?;
-    drop(out);
+    // Best effort: a reader that went away after the URL must not stop the console.
+    let _ = crate::cli::stdout::print_lines(&[
+        format!("http://{bound}/"),
+        format!(
+            "toolseal console: {} instance(s), plugin configuration {}, audit log {}, operator {}",
+            console.fleet.instances.len(),
+            console.fleet.ecds_file.display(),
+            console.fleet.audit_log.display(),
+            console.operator
+        ),
+    ]);
     let handler = Arc::clone(&console);
     web::serve(
         &listener,
