@@ -295,6 +295,9 @@ async def test_the_console_guards_itself_and_binds_approval_to_what_was_reviewed
 
     # DNS rebinding (a foreign Host), no token, a cross-site POST: all refused, nothing written.
     assert rig.api("GET", "/", None, host="evil.example:80").status_code == 403
+    # Another site framing the review page (which would make the console list the server).
+    review = f"/report?server=demo&baseline={FP1}&candidate={FP2}"
+    assert rig.api("GET", review, None, **{"sec-fetch-site": "cross-site"}).status_code == 403
     assert rig.api("GET", "/api/state", None).status_code == 403
     approve = json.dumps({"fingerprint": FP2})
     json_type = {"content-type": "application/json"}

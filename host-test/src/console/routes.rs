@@ -1,7 +1,7 @@
 //! The console's routes: the page and its assets, the JSON API the page calls, and the review
 //! page shown in a sandboxed frame.
 //!
-//! Main design decision: every route checks `Host` first; every `/api/` route checks the
+//! Main design decision: every route checks `Host` and `Sec-Fetch-Site` first; every `/api/` route checks the
 //! per-run token; every change also checks its origin (see `guard`). The page is static
 //! apart from the token in one `<meta>`; all server-controlled text reaches it as JSON and is
 //! put on screen as text by the page's script. The review page is `toolseal report`'s page,
@@ -53,7 +53,11 @@ pub fn review_csp() -> String {
 impl Console {
     /// Answers one request.
     pub fn handle(&self, request: &Request) -> Answer {
-        if let Err(why) = self.guard.check_host(request) {
+        let checked = self.guard.check_host(request).and_then(|()| {
+            let navigation = request.method == "GET" && request.path == "/";
+            self.guard.check_fetch_site(request, navigation)
+        });
+        if let Err(why) = checked {
             return Answer::error(403, &why);
         }
         let api = request.path.starts_with("/api/");
