@@ -314,6 +314,10 @@ async def test_the_console_guards_itself_and_binds_approval_to_what_was_reviewed
     rig.fleet.upstream.restart(rev=3)
     assert await _names(rig.fleet.envoys[0]) == []
     fp3 = server_fingerprint(surface(3))
+    [row] = rig.api("GET", "/api/state", token).json()["servers"]
+    assert (row["server"], row["disagree"]) == ("demo", ["live_fingerprint"])
+    assert [(i["instance"], i["view"]["live_fingerprint"]) for i in row["instances"]] == [
+        ("envoy-0", fp3), ("envoy-1", FP2)]
     refused = rig.api("POST", "/api/servers/demo/approve", token, origin=origin, body=approve, **json_type)
     assert refused.status_code == 409
     assert refused.json()["message"] == (

@@ -15,6 +15,7 @@ use super::ecds::{EcdsDocument, EntryChange};
 use super::instances::server_views;
 use crate::cli::tools_cmd::lock_entry;
 use serde_json::{Value, json};
+use toolseal_core::fingerprint::ToolDigests;
 
 /// Longest quarantine reason accepted.
 const MAX_REASON_CHARS: usize = 500;
@@ -151,9 +152,18 @@ impl Console {
     pub fn act(&self, server: &str, action: &Action) -> Outcome {
         // One action at a time: each reads the configuration, the instances, then writes.
         let _serial = self.action_lock.lock();
+        // Listing the candidate takes the longest: it comes first, so that the instances are
+        // read last, just before the write.
+        let listed = match action {
+            Action::Approve { fingerprint } => Some(
+                EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource)
+                    .and_then(|doc| candidate(self, server, fingerprint, &doc.config.fingerprint)),
+            ),
+            _ => None,
+        };
         let (observed, views, unreadable) = observe(self, server);
         let result = if unreadable.is_empty() {
-            self.write_action(server, action, &views)
+            self.write_action(server, action, &views, listed)
         } else {
             Err((
                 502,
@@ -193,12 +203,14 @@ impl Console {
         }
     }
 
-    /// Writes the change; `(version, message)` or `(status, why not)`.
+    /// Writes the change (an approval's lock from `listed`); `(version, message)` or
+    /// `(status, why not)`.
     fn write_action(
         &self,
         server: &str,
         action: &Action,
         views: &[Value],
+        listed: Option<Result<(Vec<Value>, ToolDigests), String>>,
     ) -> Result<(String, String), (u16, String)> {
         let doc = EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource)
             .map_err(|e| (500, e))?;
@@ -207,7 +219,8 @@ impl Console {
                 if let Some(conflict) = approval_conflict(views, fingerprint) {
                     return Err((409, format!("refused: {conflict}")));
                 }
-                let (tools, set) = candidate(self, server, fingerprint, &doc.config.fingerprint)
+                let (tools, set) = listed
+                    .unwrap_or_else(|| Err("the candidate was not listed".into()))
                     .map_err(|e| (409, format!("refused: {e}")))?;
                 let count = tools.len();
                 let lock = lock_entry(&set, tools)
