@@ -250,19 +250,20 @@ async function refresh() {
   if (refreshing) return;
   refreshing = true;
   try {
-    const state = await api("/api/state");
+    // Everything is fetched first and drawn together, so one screen never mixes two polls.
+    const server = selected;
+    const [state, detail, audit] = await Promise.all([
+      api("/api/state"),
+      server ? api("/api/servers/" + encodeURIComponent(server)) : Promise.resolve(null),
+      api("/api/audit")]);
     if (state.status === 200) {
       lastState = state.body;
       renderHeader(lastState);
       renderServers(lastState);
       renderConvergence(lastState);
     }
-    if (selected) {
-      const detail = await api("/api/servers/" + encodeURIComponent(selected));
-      if (detail.status === 200) lastDetail = detail.body;
-    }
+    if (detail && detail.status === 200 && server === selected) lastDetail = detail.body;
     renderDetail();
-    const audit = await api("/api/audit");
     if (audit.status === 200) renderAudit(audit.body.events);
     document.body.dataset.refreshed = String(Date.now());
   } catch (e) {
