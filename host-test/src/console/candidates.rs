@@ -144,29 +144,22 @@ pub fn tool_set(
             Err(e) => why.push(e),
         }
     }
-    let source = console.fleet.servers.get(server).filter(|_| list);
-    let Some(source) = source else {
-        return Err(format!(
-            "the definitions of {fingerprint} are not available: no instance serves them ({}){}",
-            why.join("; "),
-            if list {
-                format!(" and the fleet file names no servers.{server}.tools_url to list them from")
-            } else {
-                String::new()
-            }
-        ));
+    let unserved = format!("no instance serves {fingerprint} ({})", why.join("; "));
+    let Some(source) = console.fleet.servers.get(server).filter(|_| list) else {
+        let hint = if list {
+            format!(", and the fleet file names no servers.{server}.tools_url to list it from")
+        } else {
+            String::new()
+        };
+        return Err(format!("{unserved}{hint}"));
     };
     let url = source.tools_url.display();
-    let tools = mcp_list::list_tools(&source.tools_url, console.timeout).map_err(|e| {
-        format!(
-            "no instance serves {fingerprint} ({}); listing {server:?}'s tools at {url}: {e}",
-            why.join("; ")
-        )
-    })?;
+    let tools = mcp_list::list_tools(&source.tools_url, console.timeout)
+        .map_err(|e| format!("{unserved}; listing {server:?}'s tools at {url}: {e}"))?;
     let set = checked(tools, fingerprint, fields, format!("listed from {url}")).map_err(|e| {
         format!(
-            "{e} that the Envoys report: the server moved again (or answers the console \
-             differently); wait for the fleet to see the new set and review that"
+            "{unserved}; {e}: the server moved again (or answers the console differently); \
+             wait for the fleet to see the new set and review that"
         )
     })?;
     Ok(remember(console, set, fingerprint))
