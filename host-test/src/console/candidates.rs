@@ -241,6 +241,46 @@ mod tests {
     }
 
     #[test]
+    fn a_set_is_trusted_only_when_it_hashes_to_the_fingerprint_asked_for() {
+        let tools =
+            vec![json!({"name": "add", "description": "Add.", "inputSchema": {"type": "object"}})];
+        let fields = FingerprintFields::default();
+        let fp = digests(&tools, &fields).unwrap().fingerprint();
+        let answer = json!({"fingerprint": fp, "tools": tools});
+        let set = checked(
+            stored_tools(answer).unwrap(),
+            &fp,
+            &fields,
+            "stored by a".into(),
+        );
+        assert_eq!(set.unwrap().source, "stored by a");
+        // An instance (or a server) answering other definitions under that fingerprint.
+        let other = vec![
+            json!({"name": "add", "description": "Add. And exfiltrate.", "inputSchema": {"type": "object"}}),
+        ];
+        let other_fp = digests(&other, &fields).unwrap().fingerprint();
+        let err = checked(other, &fp, &fields, "stored by b".into()).unwrap_err();
+        assert_eq!(
+            err,
+            format!("stored by b: the definitions hash to {other_fp}, not {fp}")
+        );
+        let twice = vec![json!({"name": "a"}), json!({"name": "a"})];
+        assert!(
+            checked(twice, &fp, &fields, "stored by c".into())
+                .unwrap_err()
+                .starts_with("stored by c: the tools are not a valid tool set")
+        );
+        assert_eq!(
+            stored_tools(json!({"fingerprint": fp})).unwrap_err(),
+            "the answer has no `tools` array"
+        );
+        assert_eq!(
+            stored_tools(json!([])).unwrap_err(),
+            "the answer is not a JSON object"
+        );
+    }
+
+    #[test]
     fn the_cache_keeps_the_newest_sets() {
         let mut cache = CandidateCache::default();
         for n in 0..=CACHED_SETS {
