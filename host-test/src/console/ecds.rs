@@ -243,6 +243,11 @@ impl Staged {
         Ok(staged)
     }
 
+    /// The file it will replace.
+    pub fn target(&self) -> &Path {
+        &self.path
+    }
+
     /// Renames the staged file over its target.
     pub fn commit(self) -> Result<(), String> {
         std::fs::rename(&self.temp, &self.path)

@@ -110,24 +110,32 @@ impl FleetConfig {
         let admin_new = Staged::new(self.admin.path(), &admin_bytes)?;
         self.agents.unchanged()?;
         self.admin.unchanged()?;
-        agents_new.commit()?;
-        if let Err(failed) = admin_new.commit() {
-            let agents = self.agents.path().display();
-            return Err(
-                match self.agents.stage_original().and_then(Staged::commit) {
-                    Ok(()) => format!("{failed}; {agents} was put back as it was: nothing changed"),
-                    Err(e) => format!(
-                        "{failed}; putting {agents} back failed too ({e}): the two resources now \
-                         disagree; publish both from one document before any Envoy restarts"
-                    ),
-                },
-            );
-        }
+        commit_pair(agents_new, admin_new, || {
+            self.agents.stage_original().and_then(Staged::commit)
+        })?;
         Ok(Versions {
             agents: agents_version,
             admin: admin_version,
         })
     }
+}
+
+/// Renames `first` into place, then `second`; if `second` fails, `restore` puts `first`'s
+/// file back as it was.
+fn commit_pair(
+    first: Staged,
+    second: Staged,
+    restore: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
+    let restored = first.target().display().to_string();
+    first.commit()?;
+    second.commit().map_err(|failed| match restore() {
+        Ok(()) => format!("{failed}; {restored} was put back as it was: nothing changed"),
+        Err(e) => format!(
+            "{failed}; putting {restored} back failed too ({e}): the two resources now \
+             disagree; publish both from one document before any Envoy restarts"
+        ),
+    })
 }
 
 /// How the admin listener's configuration differs from the agents' beyond its `admin` block
@@ -343,6 +351,40 @@ mod tests {
             .unwrap_err();
         assert!(err.starts_with("refused: the agents' resource"), "{err}");
         assert_eq!(plugin_config(&fleet.ecds_file), data);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn when_the_second_rename_fails_the_first_file_is_put_back() {
+        let dir =
+            std::env::temp_dir().join(format!("toolseal-fleetcfg-pair-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("admin.json")).unwrap();
+        // A non-empty directory where the second file should go: its rename fails.
+        std::fs::write(dir.join("admin.json").join("keep"), b"x").unwrap();
+        let agents = dir.join("agents.json");
+        std::fs::write(&agents, b"old").unwrap();
+        let first = Staged::new(&agents, b"new").unwrap();
+        let second = Staged::new(&dir.join("admin.json"), b"new").unwrap();
+        let restore = || Staged::new(&agents, b"old").and_then(Staged::commit);
+        let err = commit_pair(first, second, restore).unwrap_err();
+        assert!(err.starts_with("cannot rename over"), "{err}");
+        assert!(
+            err.ends_with("agents.json was put back as it was: nothing changed"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&agents).unwrap(), b"old");
+        assert_eq!(files(&dir), ["admin.json", "agents.json"]);
+        // When putting it back fails too, the message says the pair is split.
+        let first = Staged::new(&agents, b"new").unwrap();
+        let second = Staged::new(&dir.join("admin.json"), b"new").unwrap();
+        let err = commit_pair(first, second, || Err("disk full".into())).unwrap_err();
+        assert!(
+            err.contains("putting")
+                && err.contains("back failed too (disk full): the two resources now disagree"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&agents).unwrap(), b"new");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
