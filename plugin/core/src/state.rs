@@ -222,6 +222,14 @@ pub fn put_tool_set(
     }
 }
 
+/// The stored `{"fingerprint", "tools"}` document of a fingerprint, as written.
+pub fn tool_set_document(store: &dyn StateStore, fingerprint: &str) -> Option<Vec<u8>> {
+    store
+        .get(&set_key(fingerprint))
+        .map(|(bytes, _)| bytes)
+        .filter(|bytes| !bytes.is_empty())
+}
+
 /// Reads the stored tool definitions of a fingerprint.
 pub fn get_tool_set(store: &dyn StateStore, fingerprint: &str) -> Option<Vec<Value>> {
     let (bytes, _) = store.get(&set_key(fingerprint))?;
