@@ -16,6 +16,7 @@ use std::rc::Rc;
 use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
 use toolseal_core::response::{BodyPlan, ResponseState};
+use toolseal_core::revision::{ROUTING_HEADERS, RoutingHeaders};
 
 struct Shared {
     engine: Engine,
@@ -128,8 +129,13 @@ impl Http {
             http_method: headers.get(":method").unwrap_or_default(),
             content_type: headers.get("content-type"),
             session: headers.get("mcp-session-id"),
-            mcp_method: headers.get("mcp-method"),
-            mcp_name: headers.get("mcp-name"),
+            routing: RoutingHeaders {
+                present: true,
+                version: headers.get("mcp-protocol-version"),
+                method: headers.get("mcp-method"),
+                name: headers.get("mcp-name"),
+                repeated: headers.repeats_any(&ROUTING_HEADERS),
+            },
             caller,
         }
     }

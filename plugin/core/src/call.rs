@@ -9,6 +9,7 @@ use crate::audit::Counter;
 use crate::denial::{Denial, ErrorCode};
 use crate::engine::{Engine, Exchange, RequestInfo};
 use crate::policy::CallFacts;
+use crate::snapshot_key::ClientKey;
 use crate::state;
 use crate::status::ServerRecord;
 use crate::store::StateStore;
@@ -23,6 +24,8 @@ pub struct Call<'a> {
     pub params: Option<&'a Value>,
     /// The raw request body that carried it (hashed into the audit event).
     pub body: &'a [u8],
+    /// The caller's snapshot key (`None`: the call is checked against the baseline alone).
+    pub key: Option<ClientKey>,
 }
 
 impl Engine {
@@ -63,7 +66,15 @@ impl Engine {
             }
         };
         let record = self.record(store, &exchange.server);
-        let verdict = self.check_call(store, exchange, info, &record, &tool, arguments.as_ref());
+        let verdict = self.check_call(
+            store,
+            exchange,
+            info,
+            call.key.as_ref(),
+            &record,
+            &tool,
+            arguments.as_ref(),
+        );
         let record = record.ok().flatten();
         let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
         let verdict = verdict.map(|_| ());
@@ -81,11 +92,13 @@ impl Engine {
         .map(|t| (t, check_result))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_call(
         &mut self,
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
+        key: Option<&ClientKey>,
         record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
@@ -167,12 +180,12 @@ impl Engine {
                 .denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail)
                 .into());
         };
-        if let Some(session) = exchange.session.as_deref()
+        if let Some(key) = key
             && let Some(seen) = state::get_snapshot_cached(
                 store,
                 &mut self.snapshots,
                 &exchange.server,
-                session,
+                key,
                 self.config.limits.session_slots,
             )
             && seen.fingerprint != baseline_fp
@@ -279,6 +292,11 @@ impl Engine {
                 "arguments".into(),
                 json!(String::from_utf8_lossy(&canonical)),
             );
+            // Which caller snapshot the call was compared with (null: the baseline alone).
+            detail.insert(
+                "snapshot".into(),
+                json!(call.key.as_ref().map(|k| k.source.as_str())),
+            );
         }
         let result = match verdict {
             Ok(()) => {
@@ -340,6 +358,15 @@ impl Engine {
         let mut decision =
             self.decision(exchange, "response", "tools/call", Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
+        if call.stateless
+            && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+        {
+            // An interim answer (MCP 2026-07-28 multi round-trip): the client answers its
+            // questions and calls again; that call is authorized anew, and only its final
+            // result is held to the contract.
+            out.decision(&decision);
+            return None;
+        }
         let problem = if call.check_result {
             self.result_problem(store, record.as_deref(), call, result)
         } else {
@@ -377,7 +404,7 @@ impl Engine {
                 Some(&*record),
                 &problem,
             )
-            .result(),
+            .result(call.stateless),
         )
     }
 
