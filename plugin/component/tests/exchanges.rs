@@ -14,7 +14,11 @@ use toolseal_core::engine::{Exchange, PendingList};
 
 /// The ids of an exchange's pending lists.
 fn ids(exchange: &Exchange) -> Vec<serde_json::Value> {
-    exchange.pending_lists.iter().map(|l| l.id.clone()).collect()
+    exchange
+        .pending_lists
+        .iter()
+        .map(|l| l.id.clone())
+        .collect()
 }
 
 fn pending_list(server: &str, session: &str, id: u64) -> Exchange {

@@ -112,13 +112,17 @@ impl Engine {
                 );
             }
             decision.tools_out = Some(tools_in);
-            out.decision(&decision);
             // The gateway owns cache hints: a client keeps a verified list at most this long.
             let cap = self.config.limits.max_list_ttl_ms;
-            return match result.get("ttlMs").and_then(Value::as_f64) {
-                Some(ttl) if ttl > cap as f64 => ListAnswer::LowerTtl(cap),
+            let answer = match result.get("ttlMs").and_then(Value::as_f64) {
+                Some(ttl) if ttl > cap as f64 => {
+                    decision.decision = "rewrite";
+                    ListAnswer::LowerTtl(cap)
+                }
                 _ => ListAnswer::Unchanged,
             };
+            out.decision(&decision);
+            return answer;
         }
         out.count(Counter::ListsFiltered, None);
         decision.tools_out = Some(0);

@@ -155,7 +155,7 @@ fn meta_version(message: &Message) -> Result<Option<&str>, &'static str> {
 /// `MCP-Protocol-Version` equal to its `_meta` version and `Mcp-Method` equal to its method,
 /// and a `tools/call`/`prompts/get` (`name`) or `resources/read` (`uri`) carries `Mcp-Name`
 /// equal to that param (decoded from the `=?base64?…?=` form). A notification's headers are
-/// compared only when present. No routing header may be repeated.
+/// compared only where the body has the same value. No routing header may be repeated.
 fn stateless_headers(
     headers: &RoutingHeaders<'_>,
     message: &Message,
@@ -167,9 +167,11 @@ fn stateless_headers(
         );
     }
     let request = matches!(message, Message::Request { .. });
-    let differs = |header: Option<&str>, body: Option<&str>| match header {
-        None => request,
-        Some(h) => body != Some(h),
+    // A notification's headers are compared only when the header and the body both have
+    // the value (the revision sets no header rules for them).
+    let differs = |header: Option<&str>, body: Option<&str>| match (header, body) {
+        (Some(h), Some(b)) => h != b,
+        _ => request,
     };
     if differs(headers.version, meta) {
         return Err(
