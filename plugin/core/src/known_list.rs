@@ -166,7 +166,7 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         body: &[u8],
-    ) -> Option<Option<Vec<u8>>> {
+    ) -> Option<Option<crate::response::Forward>> {
         if exchange.pending_lists.is_empty() {
             return None;
         }
@@ -191,12 +191,12 @@ impl Engine {
         if let (ListAnswer::LowerTtl(cap), Some(span)) = (&verdict, &known.ttl) {
             let start = envelope.result.start.saturating_add(span.start);
             let end = envelope.result.start.saturating_add(span.end);
-            return Some(Some(crate::response::splice(body, start..end, *cap)));
+            return Some(Some(crate::response::Forward::Splice(start..end, *cap)));
         }
         Some(
             verdict
                 .into_answer(&envelope.id, &known.result)
-                .map(|v| v.to_string().into_bytes()),
+                .map(|v| crate::response::Forward::Bytes(v.to_string().into_bytes())),
         )
     }
 

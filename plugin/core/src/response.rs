@@ -12,6 +12,7 @@ use crate::jsonrpc::{self, Message, Payload};
 use crate::sse::SseParser;
 use crate::store::StateStore;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// How the host must feed the response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,7 @@ impl Engine {
             return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
         }
         if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, body) {
-            return verdict;
+            return verdict.map(|forward| forward.into_bytes(body));
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
@@ -190,7 +191,23 @@ impl Engine {
         let read = parser.rewrite(chunk, end, |event| match event.data.as_deref() {
             Some(data) if !data.is_empty() => self
                 .server_data(store, out, now_ms, exchange, data)
-                .map(|new_data| event.with_data(&new_data)),
+                .map(|forward| match (forward, &event.data) {
+                    // One `data` line, read in place: the number is spliced into the event's
+                    // own bytes (no re-framing of a large list).
+                    (Forward::Splice(at, n), Some(Cow::Borrowed(line))) => {
+                        let offset =
+                            (line.as_ptr() as usize).wrapping_sub(event.raw.as_ptr() as usize);
+                        let within = event
+                            .raw
+                            .get(offset..offset.saturating_add(line.len()))
+                            .is_some_and(|s| s.as_ptr() == line.as_ptr());
+                        match within {
+                            true => splice(event.raw, shift(at, offset), n),
+                            false => event.with_data(&text(splice(data, at, n))),
+                        }
+                    }
+                    (forward, _) => event.with_data(&text(forward.into_bytes(data))),
+                }),
             _ => None,
         });
         let forward = match read {
@@ -216,7 +233,7 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         data: &[u8],
-    ) -> Option<String> {
+    ) -> Option<Forward> {
         let relevant = !exchange.pending_lists.is_empty()
             || !exchange.pending_calls.is_empty()
             || data.windows(12).any(|w| w == b"list_changed")
@@ -224,23 +241,17 @@ impl Engine {
         if !relevant {
             return None;
         }
-        let text = |bytes: Vec<u8>| {
-            String::from_utf8(bytes)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-        };
         if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data) {
-            return verdict.map(text);
+            return verdict;
         }
         match jsonrpc::parse_payload(data, self.config.limits.max_depth) {
             Ok(payload) => self
                 .read_payload(store, out, now_ms, exchange, data, payload)
-                .map(text),
+                .map(Forward::Bytes),
             Err(e) if self.must_read(exchange) || may_hold_tools(data) => {
                 let why = format!("unreadable event data: {e}");
-                Some(
-                    self.fail_closed(store, out, now_ms, exchange, &why)
-                        .to_string(),
-                )
+                let error = self.fail_closed(store, out, now_ms, exchange, &why);
+                Some(Forward::Bytes(error.to_string().into_bytes()))
             }
             Err(_) => None,
         }
@@ -567,6 +578,33 @@ fn awaits_answer(exchange: &Exchange) -> bool {
 /// A JSON-RPC response carrying `result` for request `id`.
 pub(crate) fn answer(id: &Value, result: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// What replaces a body (or an event's data).
+pub(crate) enum Forward {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// The same bytes with this range replaced by the decimal digits of the number.
+    Splice(std::ops::Range<usize>, u64),
+}
+
+impl Forward {
+    /// The bytes to forward in place of `original`.
+    fn into_bytes(self, original: &[u8]) -> Vec<u8> {
+        match self {
+            Forward::Bytes(bytes) => bytes,
+            Forward::Splice(at, number) => splice(original, at, number),
+        }
+    }
+}
+
+/// Event data as text (it was checked as UTF-8, and a splice writes ASCII digits).
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn shift(at: std::ops::Range<usize>, by: usize) -> std::ops::Range<usize> {
+    at.start.saturating_add(by)..at.end.saturating_add(by)
 }
 
 /// `bytes` with the range `at` replaced by the decimal digits of `number`.
