@@ -27,8 +27,7 @@ fn core_data(name: &str) -> PathBuf {
 }
 
 fn transcript(name: &str) -> Vec<HttpExchange> {
-    parse_transcript(&std::fs::read(core_data(&format!("transcripts/{name}.json"))).unwrap())
-        .unwrap()
+    parse_transcript(&std::fs::read(common::transcript(name)).unwrap()).unwrap()
 }
 
 fn options(server: &str, config: &Value, chunk: usize) -> ReplayOptions {

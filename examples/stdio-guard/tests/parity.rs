@@ -25,9 +25,12 @@ fn core_data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A recording shipped in `examples/transcripts/` (the core's test copies are the same bytes).
 fn transcript(name: &str) -> Vec<HttpExchange> {
-    parse_transcript(&std::fs::read(core_data(&format!("transcripts/{name}.json"))).unwrap())
-        .unwrap()
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../transcripts")
+        .join(format!("{name}.json"));
+    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 
 struct Replay {

@@ -52,7 +52,8 @@ fn workspace() -> PathBuf {
 }
 
 fn transcript(name: &str) -> Vec<HttpExchange> {
-    let path = workspace().join(format!("plugin/core/tests/data/transcripts/{name}.json"));
+    // The recordings shipped in examples/ (the core's test copies are the same bytes).
+    let path = workspace().join(format!("examples/transcripts/{name}.json"));
     parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 

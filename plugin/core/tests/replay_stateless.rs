@@ -26,9 +26,12 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A recording shipped in `examples/transcripts/`.
 fn transcript(name: &str) -> Vec<HttpExchange> {
-    let bytes = std::fs::read(data(&format!("transcripts/{name}.json"))).unwrap();
-    parse_transcript(&bytes).unwrap()
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/transcripts")
+        .join(format!("{name}.json"));
+    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// The real 2026-07-28 recordings of release A (the rug-pull server before the pull).
