@@ -11,7 +11,7 @@ use crate::exchanges::Exchanges;
 use crate::host::{Headers, HostOutputs, HostStore};
 use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::response::BodyPlan;
-use toolseal_core::revision::{RoutingHeaders, routing_repeated};
+use toolseal_core::revision::{RoutingHeaders, is_stateless, routing_repeated};
 
 /// A client → server message.
 pub fn client(
@@ -39,12 +39,15 @@ pub fn client(
         routing: if stdio {
             RoutingHeaders::default()
         } else {
+            let version = headers.get("mcp-protocol-version");
             RoutingHeaders {
                 present: true,
-                version: headers.get("mcp-protocol-version"),
+                version,
                 method: headers.get("mcp-method"),
                 name: headers.get("mcp-name"),
-                repeated: routing_repeated(ctx.headers.iter().map(|(k, _)| k.as_str())),
+                // Only the stateless revision's rules look at repeats.
+                repeated: version.is_some_and(is_stateless)
+                    && routing_repeated(ctx.headers.iter().map(|(k, _)| k.as_str())),
             }
         },
         caller: &headers,

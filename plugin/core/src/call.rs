@@ -25,7 +25,7 @@ pub struct Call<'a> {
     /// The raw request body that carried it (hashed into the audit event).
     pub body: &'a [u8],
     /// The caller's snapshot key (`None`: the call is checked against the baseline alone).
-    pub key: Option<ClientKey>,
+    pub key: Option<ClientKey<'a>>,
 }
 
 impl Engine {
@@ -98,7 +98,7 @@ impl Engine {
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
-        key: Option<&ClientKey>,
+        key: Option<&ClientKey<'_>>,
         record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
@@ -295,7 +295,7 @@ impl Engine {
             // Which caller snapshot the call was compared with (null: the baseline alone).
             detail.insert(
                 "snapshot".into(),
-                json!(call.key.as_ref().map(|k| k.source.as_str())),
+                json!(call.key.as_ref().map(|k| &*k.source)),
             );
         }
         let result = match verdict {

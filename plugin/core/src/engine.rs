@@ -91,7 +91,7 @@ pub struct PendingList {
     /// revision's members (`resultType`, cache hints).
     pub stateless: bool,
     /// The caller's snapshot key: a verified list is recorded as what this caller saw.
-    pub key: Option<ClientKey>,
+    pub key: Option<ClientKey<'static>>,
 }
 
 impl PendingList {
@@ -101,7 +101,7 @@ impl PendingList {
             id,
             cursor: false,
             stateless: false,
-            key: session.map(ClientKey::session),
+            key: session.map(|s| ClientKey::session(s).into_owned()),
         }
     }
 }
@@ -113,7 +113,8 @@ pub struct Exchange {
     pub server: String,
     /// `Mcp-Session-Id` of the request.
     pub session: Option<String>,
-    /// The revision the request declared (header or `_meta`), once its body was read.
+    /// The stateless revision the request declared (header or `_meta`: MCP 2026-07-28 or
+    /// later), once its body was read; `None` for the handshake era.
     pub protocol_version: Option<String>,
     /// `tools/list` requests awaiting their response.
     pub pending_lists: Vec<PendingList>,
@@ -480,7 +481,7 @@ impl Engine {
                     .as_ref()
                     .and_then(|p| p.get("cursor"))
                     .is_some_and(|c| !c.is_null());
-                let key = self.client_key(info);
+                let key = self.client_key(info).map(ClientKey::into_owned);
                 exchange.pending_lists.push(PendingList {
                     id: id.clone(),
                     cursor,
@@ -521,7 +522,7 @@ impl Engine {
     }
 
     /// The snapshot key of a request (`snapshots.key`: its first source the request has).
-    fn client_key(&self, info: &RequestInfo<'_>) -> Option<ClientKey> {
+    fn client_key<'a>(&self, info: &RequestInfo<'a>) -> Option<ClientKey<'a>> {
         crate::snapshot_key::resolve(&self.config.snapshot_key, info.session, info.caller)
     }
 
@@ -692,10 +693,7 @@ impl Engine {
             tool: None,
             decision: "pass",
             error_code: None,
-            protocol_version: exchange
-                .protocol_version
-                .clone()
-                .filter(|v| crate::revision::is_stateless(v)),
+            protocol_version: exchange.protocol_version.clone(),
         }
     }
 

@@ -67,7 +67,9 @@ pub struct RoutingHeaders<'a> {
     pub method: Option<&'a str>,
     /// `Mcp-Name`.
     pub name: Option<&'a str>,
-    /// One of the three headers above appears more than once.
+    /// One of the three headers above appears more than once (hosts may leave it false
+    /// when `MCP-Protocol-Version` names no stateless revision: only that revision's rules
+    /// read it).
     pub repeated: bool,
 }
 
@@ -90,9 +92,9 @@ pub fn routing_repeated<'a>(names: impl IntoIterator<Item = &'a str>) -> bool {
     seen.iter().any(|&n| n > 1)
 }
 
-/// The revision of `payload` (the version it declares, if any), after checking that its
-/// header and body agree. Handshake-era requests keep the gateway's historical header check
-/// (`Mcp-Method`/`Mcp-Name` compared when present, `-32600`).
+/// The stateless revision `payload` declares (`None`: a handshake-era request), after
+/// checking that its header and body agree. Handshake-era requests keep the gateway's
+/// historical header check (`Mcp-Method`/`Mcp-Name` compared when present, `-32600`).
 pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<String>, Mismatch> {
     let header = headers.version.filter(|_| headers.present);
     let header_stateless = header.is_some_and(is_stateless);
@@ -110,7 +112,7 @@ pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<St
                 ));
             }
             legacy_headers(headers, payload)?;
-            return Ok(header.map(str::to_string));
+            return Ok(None);
         }
         Payload::Single(message) => message,
     };
@@ -125,7 +127,7 @@ pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<St
             ));
         }
         legacy_headers(headers, payload)?;
-        return Ok(header.or(meta).map(str::to_string));
+        return Ok(None);
     }
     if headers.present {
         stateless_headers(headers, message, meta).map_err(Mismatch::header)?;

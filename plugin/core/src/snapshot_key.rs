@@ -13,25 +13,35 @@
 use crate::config::SnapshotSource;
 use crate::policy::CallerIdentity;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Longest key value used; a longer one is not a usable key (the next source is tried).
 pub const MAX_KEY_BYTES: usize = 256;
 
-/// A request's snapshot key.
+/// A request's snapshot key (borrowing the session id when it is one: a call's key lives no
+/// longer than its request; a pending list keeps an owned one).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientKey {
+pub struct ClientKey<'a> {
     /// Which source gave it: `session`, `header:NAME` or `metadata:PATH`.
-    pub source: String,
+    pub source: Cow<'static, str>,
     /// Its value.
-    pub value: String,
+    pub value: Cow<'a, str>,
 }
 
-impl ClientKey {
+impl<'a> ClientKey<'a> {
     /// A key from `Mcp-Session-Id`.
-    pub fn session(value: &str) -> Self {
+    pub fn session(value: &'a str) -> Self {
         ClientKey {
-            source: "session".into(),
-            value: value.to_string(),
+            source: Cow::Borrowed("session"),
+            value: Cow::Borrowed(value),
+        }
+    }
+
+    /// The same key, owning its value.
+    pub fn into_owned(self) -> ClientKey<'static> {
+        ClientKey {
+            source: self.source,
+            value: Cow::Owned(self.value.into_owned()),
         }
     }
 
@@ -42,23 +52,26 @@ impl ClientKey {
 }
 
 /// The key of a request: the first source of `sources` it has with a usable value.
-pub fn resolve(
+pub fn resolve<'a>(
     sources: &[SnapshotSource],
-    session: Option<&str>,
+    session: Option<&'a str>,
     caller: &dyn CallerIdentity,
-) -> Option<ClientKey> {
+) -> Option<ClientKey<'a>> {
     sources.iter().find_map(|source| {
-        let value = match source {
-            SnapshotSource::Session => session.map(str::to_string),
-            SnapshotSource::Header(name) => caller.header(name),
+        let value: Cow<'a, str> = match source {
+            SnapshotSource::Session => session.map(Cow::Borrowed),
+            SnapshotSource::Header(name) => caller.header(name).map(Cow::Owned),
             SnapshotSource::Metadata(path) => match caller.metadata(path)? {
-                Value::String(s) => Some(s),
-                Value::Number(n) => Some(n.to_string()),
+                Value::String(s) => Some(Cow::Owned(s)),
+                Value::Number(n) => Some(Cow::Owned(n.to_string())),
                 _ => None,
             },
         }?;
         (!value.is_empty() && value.len() <= MAX_KEY_BYTES).then(|| ClientKey {
-            source: source.label(),
+            source: match source {
+                SnapshotSource::Session => Cow::Borrowed("session"),
+                other => Cow::Owned(other.label()),
+            },
             value,
         })
     })

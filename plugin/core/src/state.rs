@@ -252,7 +252,7 @@ pub fn slot(server: &str, session: &str, slots: usize) -> usize {
 /// The slot identity of a client key: the session id itself (as it always was), or the
 /// source and the value, so keys of different sources never share an identity.
 #[inline(never)]
-pub fn key_identity(key: &ClientKey) -> std::borrow::Cow<'_, str> {
+pub fn key_identity<'k>(key: &'k ClientKey<'_>) -> std::borrow::Cow<'k, str> {
     if key.is_session() {
         std::borrow::Cow::Borrowed(&key.value)
     } else {
@@ -260,7 +260,7 @@ pub fn key_identity(key: &ClientKey) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn snapshot_key(server: &str, key: &ClientKey, slots: usize) -> String {
+fn snapshot_key(server: &str, key: &ClientKey<'_>, slots: usize) -> String {
     format!("ts/v1/sess/{}", slot(server, &key_identity(key), slots))
 }
 
@@ -268,7 +268,7 @@ fn snapshot_key(server: &str, key: &ClientKey, slots: usize) -> String {
 pub fn put_snapshot(
     store: &mut dyn StateStore,
     server: &str,
-    key: &ClientKey,
+    key: &ClientKey<'_>,
     fingerprint: &str,
     slots: usize,
 ) {
@@ -284,7 +284,7 @@ pub fn put_snapshot(
 pub fn get_snapshot(
     store: &dyn StateStore,
     server: &str,
-    key: &ClientKey,
+    key: &ClientKey<'_>,
     slots: usize,
 ) -> Option<String> {
     let (bytes, _) = store.get(&snapshot_key(server, key, slots))?;
@@ -298,7 +298,7 @@ pub fn get_snapshot_cached(
     store: &dyn StateStore,
     snapshots: &mut ParseCache<Snapshot>,
     server: &str,
-    key: &ClientKey,
+    key: &ClientKey<'_>,
     slots: usize,
 ) -> Option<Rc<Snapshot>> {
     let slot_key = snapshot_key(server, key, slots);
@@ -325,7 +325,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Whether the slot holds this (server, key) and not another that hashed to it.
-    fn owns(&self, server: &str, key: &ClientKey) -> bool {
+    fn owns(&self, server: &str, key: &ClientKey<'_>) -> bool {
         let source = self.source.as_deref().unwrap_or("session");
         self.server == server && self.session == key.value && source == key.source
     }

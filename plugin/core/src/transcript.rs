@@ -214,9 +214,13 @@ impl NativeReplay {
                 version: ex.request_header("mcp-protocol-version"),
                 method: ex.request_header("mcp-method"),
                 name: ex.request_header("mcp-name"),
-                repeated: crate::revision::routing_repeated(
-                    ex.request_headers.iter().map(|(k, _)| k.as_str()),
-                ),
+                // Only the stateless revision's rules look at repeats (as every host does).
+                repeated: ex
+                    .request_header("mcp-protocol-version")
+                    .is_some_and(crate::revision::is_stateless)
+                    && crate::revision::routing_repeated(
+                        ex.request_headers.iter().map(|(k, _)| k.as_str()),
+                    ),
             },
             caller: &caller,
         };
