@@ -8,6 +8,7 @@
 use crate::audit::Counter;
 use crate::denial::{Denial, ErrorCode};
 use crate::engine::{Engine, Exchange, RequestInfo};
+use crate::json::put;
 use crate::policy::CallFacts;
 use crate::snapshot_key::ClientKey;
 use crate::state;
@@ -279,23 +280,26 @@ impl Engine {
         let audited = verdict.is_err() || self.config.audit.call_allowed;
         let mut detail = Map::new();
         if audited {
-            detail.insert("tool".into(), json!(tool));
-            detail.insert(
-                "args_sha256".into(),
-                json!(crate::fingerprint::sha256_hex(call.body)),
+            put(&mut detail, "tool", Value::from(tool));
+            put(
+                &mut detail,
+                "args_sha256",
+                Value::from(crate::fingerprint::sha256_hex(call.body)),
             );
             let mut canonical = Vec::new();
             if let Some(args) = arguments {
                 crate::canonical::write_canonical(args, &mut canonical);
             }
-            detail.insert(
-                "arguments".into(),
-                json!(String::from_utf8_lossy(&canonical)),
+            put(
+                &mut detail,
+                "arguments",
+                Value::from(String::from_utf8_lossy(&canonical).into_owned()),
             );
             // Which caller snapshot the call was compared with (null: the baseline alone).
-            detail.insert(
-                "snapshot".into(),
-                json!(call.key.as_ref().map(|k| &*k.source)),
+            put(
+                &mut detail,
+                "snapshot",
+                Value::from(call.key.as_ref().map(|k| &*k.source)),
             );
         }
         let result = match verdict {
@@ -303,7 +307,7 @@ impl Engine {
                 out.count(Counter::CallsAllowed, None);
                 decision.decision = "allow";
                 if self.config.audit.call_allowed {
-                    detail.insert("decision".into(), json!("allow"));
+                    put(&mut detail, "decision", Value::from("allow"));
                     let event = self.event(
                         "call.allowed",
                         exchange,
@@ -320,8 +324,8 @@ impl Engine {
                 out.count(Counter::CallsDenied, Some(denial.code.as_str()));
                 decision.decision = "deny";
                 decision.error_code = Some(denial.code.as_str());
-                detail.insert("decision".into(), json!("deny"));
-                detail.insert("error_code".into(), json!(denial.code.as_str()));
+                put(&mut detail, "decision", Value::from("deny"));
+                put(&mut detail, "error_code", Value::from(denial.code.as_str()));
                 let event = self.event(
                     "call.denied",
                     exchange,
@@ -378,8 +382,8 @@ impl Engine {
         };
         out.count(Counter::ResultMismatches, None);
         let mut detail = Map::new();
-        detail.insert("tool".into(), json!(call.tool));
-        detail.insert("problem".into(), json!(problem));
+        put(&mut detail, "tool", Value::from(call.tool.as_str()));
+        put(&mut detail, "problem", Value::from(problem.as_str()));
         let event = self.event(
             "result.mismatch",
             exchange,

@@ -664,15 +664,6 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
     })
 }
 
-/// `NAMESPACE/key[/key…]`: at least two non-empty segments.
-fn metadata_path(path: &str) -> bool {
-    let b = path.as_bytes();
-    b.first() != Some(&b'/')
-        && b.last() != Some(&b'/')
-        && b.contains(&b'/')
-        && !b.windows(2).any(|w| w == b"//")
-}
-
 fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
     let obj = object(v, "snapshots")?;
     known_keys(obj, "snapshots", &["key"])?;
@@ -688,15 +679,11 @@ fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
     }
     let mut sources = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let one = item.as_object().filter(|o| o.len() == 1);
-        let text = |key: &str| one.and_then(|o| o.get(key)).and_then(Value::as_str);
-        let source = match (item.as_str(), text("header"), text("metadata")) {
-            (Some("session"), _, _) => SnapshotSource::Session,
-            (_, Some(name), _) if valid_header_name(name) => {
-                SnapshotSource::Header(name.to_ascii_lowercase())
-            }
-            (_, _, Some(path)) if metadata_path(path) => SnapshotSource::Metadata(path.to_string()),
-            _ => {
+        let source = match identity_source(item) {
+            _ if item.as_str() == Some("session") => SnapshotSource::Session,
+            Some(IdentitySource::Header(name)) => SnapshotSource::Header(name),
+            Some(IdentitySource::Metadata(path)) => SnapshotSource::Metadata(path),
+            None => {
                 return Err(err(
                     &format!("snapshots.key[{i}]"),
                     "expected \"session\", {\"header\": NAME} or {\"metadata\": \"NAMESPACE/key/…\"}",
@@ -747,25 +734,34 @@ fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
         const FIELD: &str = "admin.identity";
         let identity = object(i, FIELD)?;
         known_keys(identity, FIELD, &["header", "metadata"])?;
-        let text = |key: &str| identity.get(key).and_then(Value::as_str);
-        admin.identity = Some(match (identity.len(), text("header"), text("metadata")) {
-            (1, Some(name), _)
-                if valid_header_name(name) && !name.eq_ignore_ascii_case("authorization") =>
-            {
-                IdentitySource::Header(name.to_ascii_lowercase())
-            }
-            (1, _, Some(path)) if path.trim_matches('/').contains('/') => {
-                IdentitySource::Metadata(path.to_string())
-            }
-            _ => {
-                return Err(err(
-                    FIELD,
-                    "expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
-                ));
-            }
-        });
+        admin.identity = match identity_source(i) {
+            Some(IdentitySource::Header(name)) if name == "authorization" => None,
+            source => source,
+        };
+        if admin.identity.is_none() {
+            return Err(err(
+                FIELD,
+                "expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+            ));
+        }
     }
     Ok(admin)
+}
+
+/// A caller named by `{"header": NAME}` or `{"metadata": "NAMESPACE/key/…"}` (exactly one),
+/// as `admin.identity` and `snapshots.key` name one.
+fn identity_source(v: &Value) -> Option<IdentitySource> {
+    let obj = v.as_object().filter(|o| o.len() == 1)?;
+    let text = |key: &str| obj.get(key).and_then(Value::as_str);
+    match (text("header"), text("metadata")) {
+        (Some(name), _) if valid_header_name(name) => {
+            Some(IdentitySource::Header(name.to_ascii_lowercase()))
+        }
+        (_, Some(path)) if path.trim_matches('/').contains('/') => {
+            Some(IdentitySource::Metadata(path.to_string()))
+        }
+        _ => None,
+    }
 }
 
 fn parse_hex32(hex: &str) -> Option<[u8; 32]> {

@@ -9,6 +9,7 @@ use crate::approved::Approved;
 use crate::audit::Counter;
 use crate::engine::{Engine, Exchange, PendingList};
 use crate::fingerprint::{ToolDigests, digest_tools};
+use crate::json::put;
 use crate::state::{self, PageAccumulator};
 use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
@@ -543,29 +544,40 @@ fn filtered(
         None => result.clone(),
     };
     if let Some(obj) = out.as_object_mut() {
-        obj.insert("tools".into(), json!([]));
+        put(obj, "tools", Value::Array(Vec::new()));
         if stateless || obj.contains_key("ttlMs") || obj.contains_key("cacheScope") {
-            obj.insert("ttlMs".into(), json!(0));
-            obj.insert("cacheScope".into(), json!("private"));
+            put(obj, "ttlMs", Value::from(0));
+            put(obj, "cacheScope", Value::from("private"));
         }
         if stateless {
-            obj.insert("resultType".into(), json!("complete"));
+            put(obj, "resultType", Value::from("complete"));
         }
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
         if !meta.is_object() {
-            *meta = json!({});
+            *meta = Value::Object(serde_json::Map::new());
         }
         if let Some(meta) = meta.as_object_mut() {
-            meta.insert(
-                META_KEY.into(),
-                json!({
-                    "server": server,
-                    "schema_status": record.map_or("unbaselined", |r| r.status.as_str()),
-                    "reason": reason,
-                    "baseline_fingerprint": record.and_then(|r| r.baseline.clone()),
-                    "live_fingerprint": record.and_then(|r| r.live.clone()),
-                }),
+            let mut status = serde_json::Map::new();
+            put(&mut status, "server", Value::from(server));
+            put(
+                &mut status,
+                "schema_status",
+                Value::from(record.map_or("unbaselined", |r| r.status.as_str())),
             );
+            put(&mut status, "reason", Value::from(reason));
+            put(
+                &mut status,
+                "baseline_fingerprint",
+                Value::from(record.and_then(|r| r.baseline.clone())),
+            );
+            put(
+                &mut status,
+                "live_fingerprint",
+                Value::from(record.and_then(|r| r.live.clone())),
+            );
+            put(meta, META_KEY, Value::Object(status));
         }
     }
     out
