@@ -8,7 +8,9 @@
 use crate::audit::Counter;
 use crate::denial::{Denial, ErrorCode};
 use crate::engine::{Engine, Exchange, RequestInfo};
+use crate::json::put;
 use crate::policy::CallFacts;
+use crate::snapshot_key::ClientKey;
 use crate::state;
 use crate::status::ServerRecord;
 use crate::store::StateStore;
@@ -23,6 +25,8 @@ pub struct Call<'a> {
     pub params: Option<&'a Value>,
     /// The raw request body that carried it (hashed into the audit event).
     pub body: &'a [u8],
+    /// The caller's snapshot key (`None`: the call is checked against the baseline alone).
+    pub key: Option<ClientKey<'a>>,
 }
 
 impl Engine {
@@ -63,7 +67,15 @@ impl Engine {
             }
         };
         let record = self.record(store, &exchange.server);
-        let verdict = self.check_call(store, exchange, info, &record, &tool, arguments.as_ref());
+        let verdict = self.check_call(
+            store,
+            exchange,
+            info,
+            call.key.as_ref(),
+            &record,
+            &tool,
+            arguments.as_ref(),
+        );
         let record = record.ok().flatten();
         let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
         let verdict = verdict.map(|_| ());
@@ -81,11 +93,13 @@ impl Engine {
         .map(|t| (t, check_result))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_call(
         &mut self,
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
+        key: Option<&ClientKey<'_>>,
         record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
@@ -167,12 +181,12 @@ impl Engine {
                 .denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail)
                 .into());
         };
-        if let Some(session) = exchange.session.as_deref()
+        if let Some(key) = key
             && let Some(seen) = state::get_snapshot_cached(
                 store,
                 &mut self.snapshots,
                 &exchange.server,
-                session,
+                key,
                 self.config.limits.session_slots,
             )
             && seen.fingerprint != baseline_fp
@@ -266,18 +280,26 @@ impl Engine {
         let audited = verdict.is_err() || self.config.audit.call_allowed;
         let mut detail = Map::new();
         if audited {
-            detail.insert("tool".into(), json!(tool));
-            detail.insert(
-                "args_sha256".into(),
-                json!(crate::fingerprint::sha256_hex(call.body)),
+            put(&mut detail, "tool", Value::from(tool));
+            put(
+                &mut detail,
+                "args_sha256",
+                Value::from(crate::fingerprint::sha256_hex(call.body)),
             );
             let mut canonical = Vec::new();
             if let Some(args) = arguments {
                 crate::canonical::write_canonical(args, &mut canonical);
             }
-            detail.insert(
-                "arguments".into(),
-                json!(String::from_utf8_lossy(&canonical)),
+            put(
+                &mut detail,
+                "arguments",
+                Value::from(String::from_utf8_lossy(&canonical).into_owned()),
+            );
+            // Which caller snapshot the call was compared with (null: the baseline alone).
+            put(
+                &mut detail,
+                "snapshot",
+                Value::from(call.key.as_ref().map(|k| &*k.source)),
             );
         }
         let result = match verdict {
@@ -285,7 +307,7 @@ impl Engine {
                 out.count(Counter::CallsAllowed, None);
                 decision.decision = "allow";
                 if self.config.audit.call_allowed {
-                    detail.insert("decision".into(), json!("allow"));
+                    put(&mut detail, "decision", Value::from("allow"));
                     let event = self.event(
                         "call.allowed",
                         exchange,
@@ -302,8 +324,8 @@ impl Engine {
                 out.count(Counter::CallsDenied, Some(denial.code.as_str()));
                 decision.decision = "deny";
                 decision.error_code = Some(denial.code.as_str());
-                detail.insert("decision".into(), json!("deny"));
-                detail.insert("error_code".into(), json!(denial.code.as_str()));
+                put(&mut detail, "decision", Value::from("deny"));
+                put(&mut detail, "error_code", Value::from(denial.code.as_str()));
                 let event = self.event(
                     "call.denied",
                     exchange,
@@ -340,6 +362,15 @@ impl Engine {
         let mut decision =
             self.decision(exchange, "response", "tools/call", Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
+        if call.stateless
+            && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+        {
+            // An interim answer (MCP 2026-07-28 multi round-trip): the client answers its
+            // questions and calls again; that call is authorized anew, and only its final
+            // result is held to the contract.
+            out.decision(&decision);
+            return None;
+        }
         let problem = if call.check_result {
             self.result_problem(store, record.as_deref(), call, result)
         } else {
@@ -351,8 +382,8 @@ impl Engine {
         };
         out.count(Counter::ResultMismatches, None);
         let mut detail = Map::new();
-        detail.insert("tool".into(), json!(call.tool));
-        detail.insert("problem".into(), json!(problem));
+        put(&mut detail, "tool", Value::from(call.tool.as_str()));
+        put(&mut detail, "problem", Value::from(problem.as_str()));
         let event = self.event(
             "result.mismatch",
             exchange,
@@ -377,7 +408,7 @@ impl Engine {
                 Some(&*record),
                 &problem,
             )
-            .result(),
+            .result(call.stateless),
         )
     }
 

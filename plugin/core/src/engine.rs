@@ -13,6 +13,8 @@ use crate::denial::{Denial, ErrorCode, denial_message};
 use crate::jsonrpc::{self, Message, Payload};
 use crate::parse_cache::ParseCache;
 use crate::policy::{Action, CallFacts, CallerIdentity};
+use crate::revision::RoutingHeaders;
+use crate::snapshot_key::ClientKey;
 use crate::state::{self, StateError};
 use crate::status::{SchemaStatus, ServerRecord};
 use crate::store::StateStore;
@@ -27,11 +29,9 @@ pub struct RequestInfo<'a> {
     pub content_type: Option<&'a str>,
     /// `Mcp-Session-Id` header.
     pub session: Option<&'a str>,
-    /// `Mcp-Method` header (MCP 2026-07-28).
-    pub mcp_method: Option<&'a str>,
-    /// `Mcp-Name` header (MCP 2026-07-28).
-    pub mcp_name: Option<&'a str>,
-    /// Headers and metadata for policy principals.
+    /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` (MCP 2026-07-28 routes on them).
+    pub routing: RoutingHeaders<'a>,
+    /// Headers and metadata for policy principals and snapshot keys.
     pub caller: &'a dyn CallerIdentity,
 }
 
@@ -75,6 +75,35 @@ pub struct PendingCall {
     pub tool: String,
     /// The approved tool has an `outputSchema`: check the result against it.
     pub check_result: bool,
+    /// Asked under a stateless revision (MCP 2026-07-28): the answer may be an interim
+    /// `input_required` one, and a replacement must carry `resultType`.
+    pub stateless: bool,
+}
+
+/// A forwarded `tools/list` awaiting its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingList {
+    /// JSON-RPC id.
+    pub id: Value,
+    /// The request sent a cursor (a later page).
+    pub cursor: bool,
+    /// Asked under a stateless revision (MCP 2026-07-28): a rewritten result must carry that
+    /// revision's members (`resultType`, cache hints).
+    pub stateless: bool,
+    /// The caller's snapshot key: a verified list is recorded as what this caller saw.
+    pub key: Option<ClientKey<'static>>,
+}
+
+impl PendingList {
+    /// A pending handshake-era list of `session` (no cursor).
+    pub fn new(id: Value, session: Option<&str>) -> Self {
+        PendingList {
+            id,
+            cursor: false,
+            stateless: false,
+            key: session.map(|s| ClientKey::session(s).into_owned()),
+        }
+    }
 }
 
 /// What one HTTP exchange (a request and its response stream) remembers between callbacks.
@@ -84,8 +113,11 @@ pub struct Exchange {
     pub server: String,
     /// `Mcp-Session-Id` of the request.
     pub session: Option<String>,
-    /// `tools/list` requests awaiting their response: id and whether a cursor was sent.
-    pub pending_lists: Vec<(Value, bool)>,
+    /// The stateless revision the request declared (header or `_meta`: MCP 2026-07-28 or
+    /// later), once its body was read; `None` for the handshake era.
+    pub protocol_version: Option<String>,
+    /// `tools/list` requests awaiting their response.
+    pub pending_lists: Vec<PendingList>,
     /// `tools/call` requests awaiting their result.
     pub pending_calls: Vec<PendingCall>,
     /// Other requests awaiting an answer (id, method), so each answer's record names its method.
@@ -104,11 +136,21 @@ impl Exchange {
         }
     }
 
+    /// Whether the request was made under a stateless revision (MCP 2026-07-28 or later).
+    pub fn stateless(&self) -> bool {
+        self.protocol_version
+            .as_deref()
+            .is_some_and(crate::revision::is_stateless)
+    }
+
     /// Takes over what `later` (a forwarded message of the same server and session) left
     /// pending, for hosts that keep one exchange per session across messages (the WIT
     /// component); keeps at most `max_pending` ids of each kind, dropping the oldest, so the
     /// exchange stays bounded when answers never come.
     pub fn absorb(&mut self, later: Exchange, max_pending: usize) {
+        if later.protocol_version.is_some() {
+            self.protocol_version = later.protocol_version;
+        }
         self.pending_lists.extend(later.pending_lists);
         self.pending_calls.extend(later.pending_calls);
         self.pending_other.extend(later.pending_other);
@@ -315,16 +357,23 @@ impl Engine {
                 return self.refuse(store, out, now_ms, exchange, 400, e.code(), &e.to_string());
             }
         };
-        if let Err(reason) = check_mcp_headers(info, &payload) {
-            return self.refuse(
-                store,
-                out,
-                now_ms,
-                exchange,
-                400,
-                jsonrpc::INVALID_REQUEST,
-                &reason,
-            );
+        match crate::revision::read(&info.routing, &payload) {
+            Ok(version) => exchange.protocol_version = version,
+            Err(mismatch) => {
+                // The stateless revision answers a header mismatch with the request's id.
+                let id = match (&payload, mismatch.stateless) {
+                    (Payload::Single(m), true) => m.id().cloned(),
+                    _ => None,
+                };
+                return self.refuse_request(
+                    store,
+                    out,
+                    now_ms,
+                    exchange,
+                    (400, mismatch.code, id.as_ref().unwrap_or(&Value::Null)),
+                    &mismatch.reason,
+                );
+            }
         }
         if payload
             .messages()
@@ -379,6 +428,26 @@ impl Engine {
         code: i64,
         reason: &str,
     ) -> RequestVerdict {
+        self.refuse_request(
+            store,
+            out,
+            now_ms,
+            exchange,
+            (status, code, &Value::Null),
+            reason,
+        )
+    }
+
+    /// [`Engine::refuse`] answering `(HTTP status, JSON-RPC code, request id)`.
+    fn refuse_request(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        (status, code, id): (u16, i64, &Value),
+        reason: &str,
+    ) -> RequestVerdict {
         out.count(Counter::RequestsRejected, Some(&status.to_string()));
         let mut detail = Map::new();
         detail.insert("http_status".into(), json!(status));
@@ -386,7 +455,7 @@ impl Engine {
         self.emit(store, out, &event);
         RequestVerdict::Reply(LocalReply::json(
             status,
-            &jsonrpc::error_response(&Value::Null, code, &format!("toolseal: {reason}")),
+            &jsonrpc::error_response(id, code, &format!("toolseal: {reason}")),
         ))
     }
 
@@ -405,13 +474,20 @@ impl Engine {
             self.pass_record(store, out, exchange, "request", message, None);
             return None;
         };
+        let stateless = exchange.stateless();
         match method.as_str() {
             "tools/list" => {
                 let cursor = params
                     .as_ref()
                     .and_then(|p| p.get("cursor"))
                     .is_some_and(|c| !c.is_null());
-                exchange.pending_lists.push((id.clone(), cursor));
+                let key = self.client_key(info).map(ClientKey::into_owned);
+                exchange.pending_lists.push(PendingList {
+                    id: id.clone(),
+                    cursor,
+                    stateless,
+                    key,
+                });
                 self.pass_record(store, out, exchange, "request", message, None);
                 None
             }
@@ -420,6 +496,7 @@ impl Engine {
                     id,
                     params: params.as_ref(),
                     body,
+                    key: self.client_key(info),
                 };
                 match self.authorize_call(store, out, now_ms, exchange, info, &call) {
                     Ok((tool, check_result)) => {
@@ -427,10 +504,11 @@ impl Engine {
                             id: id.clone(),
                             tool,
                             check_result,
+                            stateless,
                         });
                         None
                     }
-                    Err(denial) => Some(denial.response(id)),
+                    Err(denial) => Some(denial.response(id, stateless)),
                 }
             }
             _ => {
@@ -441,6 +519,11 @@ impl Engine {
                 None
             }
         }
+    }
+
+    /// The snapshot key of a request (`snapshots.key`: its first source the request has).
+    fn client_key<'a>(&self, info: &RequestInfo<'a>) -> Option<ClientKey<'a>> {
+        crate::snapshot_key::resolve(&self.config.snapshot_key, info.session, info.caller)
     }
 
     /// A `pass` decision record for a message no check applies to (SPEC section 10: one
@@ -585,8 +668,11 @@ impl Engine {
         now_ms: u64,
         record: Option<&ServerRecord>,
         reason: &str,
-        detail: Map<String, Value>,
+        mut detail: Map<String, Value>,
     ) -> AuditEvent {
+        if exchange.stateless() {
+            detail.insert("protocol_version".into(), json!(exchange.protocol_version));
+        }
         AuditEvent {
             event: name,
             time_ms: now_ms,
@@ -622,6 +708,7 @@ impl Engine {
             tool: None,
             decision: "pass",
             error_code: None,
+            protocol_version: exchange.protocol_version.clone(),
         }
     }
 
@@ -657,39 +744,6 @@ fn is_json(content_type: Option<&str>) -> bool {
     content_type
         .and_then(|ct| ct.split(';').next())
         .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-}
-
-fn check_mcp_headers(info: &RequestInfo<'_>, payload: &Payload) -> Result<(), String> {
-    if info.mcp_method.is_none() && info.mcp_name.is_none() {
-        return Ok(());
-    }
-    let Payload::Single(message) = payload else {
-        return Err("Mcp-Method/Mcp-Name headers cannot describe a batch".into());
-    };
-    if let Some(header) = info.mcp_method
-        && message.method() != Some(header)
-    {
-        return Err(format!(
-            "Mcp-Method header {header:?} does not match the body's method"
-        ));
-    }
-    if let Some(header) = info.mcp_name {
-        let params = match message {
-            Message::Request { params, .. } | Message::Notification { params, .. } => {
-                params.as_ref()
-            }
-            _ => None,
-        };
-        let body_name = params
-            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-            .and_then(Value::as_str);
-        if body_name != Some(header) {
-            return Err(format!(
-                "Mcp-Name header {header:?} does not match the body's params.name"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The answer for a batch element that was allowed but not forwarded because another

@@ -101,6 +101,7 @@ fn awaited(store: &dyn StateStore, server: &str, session: &str, slots: usize) ->
                 id: e.get("id")?.clone(),
                 tool: e.get("tool")?.as_str()?.to_string(),
                 check_result: true,
+                stateless: false,
             })
         })
         .collect()

@@ -11,13 +11,15 @@
 //! - `servers` — JSON array of known server ids (bounded by `limits.max_servers`);
 //! - `srv/<id>` — the [`ServerRecord`] of one server;
 //! - `set/<fingerprint>` — `{"fingerprint", "tools": [...]}` of a baseline or candidate;
-//! - `sess/<slot>` — `{"server","session","fingerprint"}`: the set last served to a session;
+//! - `sess/<slot>` — `{"server","session","fingerprint","source"}`: the set last served to a
+//!   caller, by its snapshot key ([`crate::snapshot_key`]: `session` is the Mcp-Session-Id);
 //! - `page/<slot>` — tools accumulated over the pages of a paginated `tools/list`;
 //! - `wait/<slot>` — checked `tools/call`s of a session still awaiting their result
 //!   ([`crate::resume`]);
 //! - `audit/head` and `audit/<n>` — the audit ring.
 
 use crate::parse_cache::ParseCache;
+use crate::snapshot_key::ClientKey;
 use crate::status::{Event, Refusal, ServerRecord};
 use crate::store::{Expect, StateStore, StoreError};
 use serde_json::{Value, json};
@@ -255,34 +257,47 @@ pub fn slot(server: &str, session: &str, slots: usize) -> usize {
     usize::try_from(u64::from_le_bytes(n) % slots).unwrap_or(0)
 }
 
-/// Records that `session` was served the set approved as `fingerprint`.
-pub fn put_snapshot(
-    store: &mut dyn StateStore,
-    server: &str,
-    session: &str,
-    fingerprint: &str,
-    slots: usize,
-) {
-    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
-    let value = json!({"server": server, "session": session, "fingerprint": fingerprint});
-    if let Ok(bytes) = serde_json::to_vec(&value) {
-        let _ = store.set(&key, &bytes, Expect::Any);
+/// The slot identity of a client key: the session id itself (as it always was), or the
+/// source and the value, so keys of different sources never share an identity.
+#[inline(never)]
+pub fn key_identity<'k>(key: &'k ClientKey<'_>) -> std::borrow::Cow<'k, str> {
+    if key.is_session() {
+        std::borrow::Cow::Borrowed(&key.value)
+    } else {
+        std::borrow::Cow::Owned(format!("{}\0{}", key.source, key.value))
     }
 }
 
-/// The fingerprint of the set last served to `session` (`None`: unknown or evicted).
+fn snapshot_key(server: &str, key: &ClientKey<'_>, slots: usize) -> String {
+    format!("ts/v1/sess/{}", slot(server, &key_identity(key), slots))
+}
+
+/// Records that the caller of `key` was served the set approved as `fingerprint`.
+pub fn put_snapshot(
+    store: &mut dyn StateStore,
+    server: &str,
+    key: &ClientKey<'_>,
+    fingerprint: &str,
+    slots: usize,
+) {
+    let value = json!({"server": server, "session": key.value, "fingerprint": fingerprint,
+        "source": key.source});
+    if let Ok(bytes) = serde_json::to_vec(&value) {
+        let _ = store.set(&snapshot_key(server, key, slots), &bytes, Expect::Any);
+    }
+}
+
+/// The fingerprint of the set last served to the caller of `key` (`None`: unknown or
+/// evicted).
 pub fn get_snapshot(
     store: &dyn StateStore,
     server: &str,
-    session: &str,
+    key: &ClientKey<'_>,
     slots: usize,
 ) -> Option<String> {
-    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
-    let (bytes, _) = store.get(&key)?;
+    let (bytes, _) = store.get(&snapshot_key(server, key, slots))?;
     let snapshot = parse_snapshot(&bytes)?;
-    snapshot
-        .owns(server, session)
-        .then_some(snapshot.fingerprint)
+    snapshot.owns(server, key).then_some(snapshot.fingerprint)
 }
 
 /// [`get_snapshot`] through a worker's cache of parsed snapshots (by slot key): the store
@@ -291,32 +306,36 @@ pub fn get_snapshot_cached(
     store: &dyn StateStore,
     snapshots: &mut ParseCache<Snapshot>,
     server: &str,
-    session: &str,
+    key: &ClientKey<'_>,
     slots: usize,
 ) -> Option<Rc<Snapshot>> {
-    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
-    let (bytes, version) = store.get(&key)?;
+    let slot_key = snapshot_key(server, key, slots);
+    let (bytes, version) = store.get(&slot_key)?;
     let snapshot = snapshots
-        .get_or_parse(&key, bytes, version, |b| parse_snapshot(b).ok_or(()))
+        .get_or_parse(&slot_key, bytes, version, |b| parse_snapshot(b).ok_or(()))
         .ok()?;
-    snapshot.owns(server, session).then_some(snapshot)
+    snapshot.owns(server, key).then_some(snapshot)
 }
 
-/// What a session slot holds: the set last served to one (server, session).
+/// What a snapshot slot holds: the set last served to one (server, caller key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     /// Server id.
     pub server: String,
-    /// `Mcp-Session-Id`.
+    /// The key's value (`Mcp-Session-Id` for the session source).
     pub session: String,
+    /// The key's source (`session`, `header:NAME`, `metadata:PATH`; absent in slots written
+    /// before snapshot keys had sources: `session`).
+    pub source: Option<String>,
     /// Fingerprint of the set served.
     pub fingerprint: String,
 }
 
 impl Snapshot {
-    /// Whether the slot holds this (server, session) and not another that hashed to it.
-    fn owns(&self, server: &str, session: &str) -> bool {
-        self.server == server && self.session == session
+    /// Whether the slot holds this (server, key) and not another that hashed to it.
+    fn owns(&self, server: &str, key: &ClientKey<'_>) -> bool {
+        let source = self.source.as_deref().unwrap_or("session");
+        self.server == server && self.session == key.value && source == key.source
     }
 }
 
@@ -326,6 +345,7 @@ fn parse_snapshot(bytes: &[u8]) -> Option<Snapshot> {
     Some(Snapshot {
         server: text("server")?,
         session: text("session")?,
+        source: text("source"),
         fingerprint: text("fingerprint")?,
     })
 }
