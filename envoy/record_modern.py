@@ -15,8 +15,8 @@ byte of the transcripts is what the two SDKs exchanged:
   called the way an agent would after the redeploy.
 
 ``--typescript`` records ``typescript-sdk-2.4.0-rev1.json`` instead: the TypeScript SDK v2
-client (``testclients/ts/client.mjs``, pinned to 2026-07-28) against the TypeScript SDK v2
-server (``testserver/ts/server.mjs``).
+client (``modern/ts_client.mjs``, pinned to 2026-07-28) against the TypeScript SDK v2 server
+(``modern/ts_server.mjs``, serving the same surface); ``scripts/setup-node-mcp2.sh`` first.
 
 Usage: .venv-mcp2/bin/python envoy/record_modern.py [--out examples/transcripts] [--typescript]
 """
@@ -42,8 +42,11 @@ from mcp import Client  # noqa: E402
 import envoyctl  # noqa: E402
 from recorder import Recorder  # noqa: E402
 
+sys.path.insert(0, str(ENVOY_DIR / "testserver"))
+from surface import REVISIONS, modern_tool_surface  # noqa: E402
+
 RUGPULL_MODERN = ENVOY_DIR / "testserver" / "rugpull_modern.py"
-TS_DIR = ENVOY_DIR / "testserver" / "ts"
+MODERN_DIR = ENVOY_DIR / "modern"
 
 
 class Server:
@@ -150,23 +153,29 @@ def record_python(out: Path, workdir: Path) -> list[Path]:
 
 def record_typescript(out: Path, workdir: Path) -> list[Path]:
     port = envoyctl.free_port()
-    server = Server(["node", str(TS_DIR / "server.mjs"), "--port", str(port), "--rev", "1",
-                     "--log", str(workdir / "ts.jsonl"), "--list-ttl-ms", "3600000",
-                     "--list-scope", "public"], port, workdir)
+    surface = workdir / "surface.json"
+    surface.write_text(json.dumps({str(rev): modern_tool_surface(rev) for rev in REVISIONS}))
+    server = Server(["node", str(MODERN_DIR / "ts_server.mjs"), "--port", str(port), "--rev", "1",
+                     "--surface", str(surface), "--log", str(workdir / "ts.jsonl"),
+                     "--list-ttl-ms", "3600000", "--list-scope", "public"], port, workdir)
     try:
         with Recorder(server.port) as recorder:
             plan = [
-                {"op": "connect", "url": recorder.url + "/mcp", "era": "modern"},
+                {"op": "connect", "url": recorder.url + "/mcp", "era": "2026-07-28"},
                 {"op": "list"},
                 {"op": "call", "name": "add", "arguments": {"a": 2, "b": 3}},
                 {"op": "call", "name": "get_weather", "arguments": {"city": "Paris"}},
                 {"op": "call", "name": "rollback_preview", "arguments": {"branch": "fix-login"}},
+                {"op": "listen_once", "trigger": f"http://127.0.0.1:{port}/control/list-changed"},
+                {"op": "list"},
             ]
-            run = subprocess.run(["node", str(TS_DIR / "client.mjs")], input="\n".join(
+            run = subprocess.run(["node", str(MODERN_DIR / "ts_client.mjs")], input="\n".join(
                 json.dumps(step) for step in plan) + "\n", capture_output=True, text=True,
                 timeout=60, check=False, env=dict(os.environ))
-            if run.returncode != 0:
-                raise envoyctl.EnvoyError(f"TypeScript client failed: {run.stderr[-2000:]}")
+            failed = [line for line in run.stdout.splitlines() if not json.loads(line)["ok"]]
+            if run.returncode != 0 or failed:
+                raise envoyctl.EnvoyError(f"TypeScript client failed: {failed} {run.stderr[-2000:]}")
+            recorder.wait_for(len(plan))
             path = out / "typescript-sdk-2.4.0-rev1.json"
             recorder.write(path)
             return [path]

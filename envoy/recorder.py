@@ -134,9 +134,23 @@ def _messages(content_type: str, body: str, events: list[dict[str, Any]]) -> lis
     return messages
 
 
+def _default_label(http_method: str, body: bytes) -> str:
+    """``tools-call-NAME``, ``tools-list``, … from the JSON-RPC request; else the HTTP method."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return http_method.lower()
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return http_method.lower()
+    label = message["method"].replace("/", "-")
+    name = (message.get("params") or {}).get("name") if isinstance(message.get("params"), dict) else None
+    return f"{label}-{name}" if isinstance(name, str) else label
+
+
 class Recorder:
     """The proxy on 127.0.0.1:``port`` in front of 127.0.0.1:``upstream_port``, on its own
-    thread and event loop; ``label(name)`` names the next exchange; ``transcript()`` is the
+    thread and event loop; ``label(name)`` names the next exchange (else it is named after its
+    JSON-RPC method); ``transcript()`` is the
     recording so far, in ``seq`` order."""
 
     def __init__(self, upstream_port: int) -> None:
@@ -223,13 +237,14 @@ class Recorder:
         with self._lock:
             seq = self._next_seq
             self._next_seq += 1
-            label = self._labels.pop(0) if self._labels else f"exchange-{seq}"
+            label = self._labels.pop(0) if self._labels else None
         started = self._now_ms()
         request_line, request_headers = _parse_head(head)
         method, path, _ = request_line.split(" ", 2)
         upstream_w.write(head)
         request_body = bytearray()
         await _forward_body(client_r, upstream_w, request_headers, False, request_body)
+        label = label or _default_label(method, bytes(request_body))
 
         response_head = await _read_head(upstream_r)
         if response_head is None:
