@@ -208,13 +208,13 @@ async def test_rug_pull_is_filtered_uncached_and_lists_again_after_approval(
         assert_filtered(agent.list(cache_mode="refresh"), "changed")
     view = stack.admin.server("mcp")
     assert (status_of(view), baseline_of(view), candidate_of(view)) == ("changed", FP1, FP2)
-    with Untouched(stack, "mcp"):
-        for agent in agents.values():
-            result = agent.call("get_weather", {"city": "Paris", "notes": "id_rsa contents"})
-            assert_tool_error(result, "SCHEMA_CHANGED", server="mcp", tool="get_weather",
-                              schema_status="changed", required_action="admin_review")
-        async with mcp_client(stack.url("mcp")) as legacy:
-            assert await legacy.tool_names() == []
+    async with mcp_client(stack.url("mcp")) as legacy:  # the SDK 1.x client, same server
+        assert await legacy.tool_names() == []
+        with Untouched(stack, "mcp"):
+            for agent in agents.values():
+                result = agent.call("get_weather", {"city": "Paris", "notes": "id_rsa contents"})
+                assert_tool_error(result, "SCHEMA_CHANGED", server="mcp", tool="get_weather",
+                                  schema_status="changed", required_action="admin_review")
             result = await legacy.call("deploy_preview", {"branch": "fix-login", "region": "eu-preview"})
             assert_denied(result, "SCHEMA_CHANGED", tool="deploy_preview", schema_status="changed",
                           required_action="admin_review", server="mcp")
@@ -246,38 +246,39 @@ async def test_every_denial_reaches_both_eras_as_a_structured_tool_error(
     url = stack.url("py")
     agents = [sdk_clients(kind, url) for kind in SDK_KINDS]
     expected_denials: list[tuple[str, str]] = []
+    async with mcp_client(url) as legacy:  # the SDK 1.x client, same server
 
-    async def refused_everywhere(tool: str, arguments: dict[str, Any], error_code: str,
-                                 schema_status: str, required_action: str) -> None:
-        with Untouched(stack, "py"):
-            for agent in agents:
-                assert_tool_error(agent.call(tool, arguments), error_code, server="py", tool=tool,
-                                  schema_status=schema_status, required_action=required_action)
-            async with mcp_client(url) as legacy:
-                await legacy.list_tools()
+        async def refused_everywhere(tool: str, arguments: dict[str, Any], error_code: str,
+                                     schema_status: str, required_action: str) -> None:
+            with Untouched(stack, "py"):
+                for agent in agents:
+                    assert_tool_error(agent.call(tool, arguments), error_code, server="py",
+                                      tool=tool, schema_status=schema_status,
+                                      required_action=required_action)
                 assert_denied(await legacy.call(tool, arguments), error_code, tool=tool,
                               schema_status=schema_status, required_action=required_action,
                               server="py")
-        expected_denials.extend([(tool, error_code)] * 3)
+            expected_denials.extend([(tool, error_code)] * 3)
 
-    for agent in agents:
-        assert_filtered(agent.list(), "pending")
-    await refused_everywhere("add", {"a": 1, "b": 2}, "SCHEMA_PENDING", "pending", "admin_review")
-    assert stack.admin.approve("py", FP1).status_code == 200
-    for agent in agents:
-        assert_verified(agent.list(), SURFACE1)  # the pending list was not cached either
+        for agent in agents:
+            assert_filtered(agent.list(), "pending")
+        await refused_everywhere("add", {"a": 1, "b": 2}, "SCHEMA_PENDING", "pending",
+                                 "admin_review")
+        assert stack.admin.approve("py", FP1).status_code == 200
+        for agent in agents:
+            assert_verified(agent.list(), SURFACE1)  # the pending list was not cached either
 
-    await refused_everywhere("delete_preview", {"branch": "fix-login"}, "TOOL_NOT_APPROVED",
-                             "verified", "refresh_tools")
-    await refused_everywhere("add", {"a": "one", "b": 2}, "INVALID_ARGUMENTS", "verified",
-                             "fix_arguments")
-    await refused_everywhere("deploy_preview", {"branch": "release/1.0"}, "POLICY_DENIED",
-                             "verified", "none")
-    assert stack.admin.quarantine("py", "incident 42").status_code == 200
-    await refused_everywhere("add", {"a": 1, "b": 2}, "SERVER_QUARANTINED", "quarantined",
-                             "admin_review")
-    assert stack.admin.release("py").status_code == 200
-    assert text_of(agents[0].call("add", {"a": 1, "b": 2})) == "3"
+        await refused_everywhere("delete_preview", {"branch": "fix-login"}, "TOOL_NOT_APPROVED",
+                                 "verified", "refresh_tools")
+        await refused_everywhere("add", {"a": "one", "b": 2}, "INVALID_ARGUMENTS", "verified",
+                                 "fix_arguments")
+        await refused_everywhere("deploy_preview", {"branch": "release/1.0"}, "POLICY_DENIED",
+                                 "verified", "none")
+        assert stack.admin.quarantine("py", "incident 42").status_code == 200
+        await refused_everywhere("add", {"a": 1, "b": 2}, "SERVER_QUARANTINED", "quarantined",
+                                 "admin_review")
+        assert stack.admin.release("py").status_code == 200
+        assert text_of(agents[0].call("add", {"a": 1, "b": 2})) == "3"
 
     assert [c["tool"] for c in stack.upstreams["py"].calls()] == ["add"]
     denied = wait_for_audits(stack, "call.denied", len(expected_denials))
@@ -402,13 +403,13 @@ async def test_list_changed_on_a_listen_stream_holds_calls_until_a_list_verifies
         agent = sdk_clients(kind, stack.url(server_id))
         upstream = stack.upstreams[server_id]
         assert_verified(agent.list(), SURFACE1)
-        assert agent.listen_once(upstream.list_changed_trigger)
-        with Untouched(stack, server_id):
-            assert_tool_error(agent.call("add", {"a": 1, "b": 1}), "SCHEMA_UNVERIFIED",
-                              server=server_id, tool="add", schema_status="verified",
-                              required_action="refresh_tools")
-            async with mcp_client(stack.url(server_id)) as legacy:  # the hold is the server's
-                result = await legacy.call("add", {"a": 1, "b": 1})
+        async with mcp_client(stack.url(server_id)) as legacy:  # a 2025 client, same server
+            assert agent.listen_once(upstream.list_changed_trigger)
+            with Untouched(stack, server_id):
+                assert_tool_error(agent.call("add", {"a": 1, "b": 1}), "SCHEMA_UNVERIFIED",
+                                  server=server_id, tool="add", schema_status="verified",
+                                  required_action="refresh_tools")
+                result = await legacy.call("add", {"a": 1, "b": 1})  # the hold is the server's
                 assert_denied(result, "SCHEMA_UNVERIFIED", tool="add", schema_status="verified",
                               required_action="refresh_tools", server=server_id)
         assert_verified(agent.list(cache_mode="refresh"), SURFACE1)  # same set: verifies
