@@ -21,8 +21,9 @@ def signing_key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
-def jwt_filter(key: rsa.RSAPrivateKey) -> str:
-    """``pre_filters`` YAML: jwt_authn on ``/``, tokens optional (a request without one passes
+def jwt_filter(key: rsa.RSAPrivateKey, prefix: str = "/mcp") -> str:
+    """``pre_filters`` YAML: jwt_authn on the routes under ``prefix`` (not the admin API,
+    whose bearer token is not a JWT), tokens optional (a request without one passes
     unauthenticated, with no payload metadata)."""
     public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     public_jwk.update({"kid": "k1", "alg": "RS256", "use": "sig"})
@@ -38,7 +39,7 @@ def jwt_filter(key: rsa.RSAPrivateKey) -> str:
                   payload_in_metadata: payload
                   forward: true
               rules:
-              - match: {{ prefix: "/" }}
+              - match: {{ prefix: "{prefix}" }}
                 requires:
                   requires_any:
                     requirements:

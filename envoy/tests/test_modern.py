@@ -29,10 +29,12 @@ same run, on the same Envoy. This proves:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
+import anyio
 import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -41,7 +43,7 @@ import envoyctl
 from fingerprint_ref import server_fingerprint
 from jwt_identity import PAYLOAD, jwt_filter, signing_key, token
 from modern_stack import ModernStack, ModernUpstream, SdkClient, start_modern_stack
-from stack import baseline_of, candidate_of, mcp_client, status_of
+from stack import McpClient, baseline_of, candidate_of, mcp_client, status_of
 from surface import modern_tool_surface
 from toolseal_checks import STATUS_META_KEY, assert_denied, wait_for_audits
 
@@ -146,6 +148,21 @@ def http_methods(upstream: ModernUpstream) -> list[str]:
     return [m for e in upstream.events("http") for m in e["jsonrpc_methods"]]
 
 
+@contextlib.asynccontextmanager
+async def legacy_client(stack: ModernStack, server_id: str,
+                        headers: dict[str, str] | None = None) -> AsyncIterator[McpClient]:
+    """The SDK 1.x client (2025-11-25 handshake) once its whole handshake has reached the
+    server: it posts ``notifications/initialized`` in the background, which must not land in
+    a window that asserts the upstream is untouched."""
+    upstream = stack.upstreams[server_id]
+    before = http_methods(upstream).count("notifications/initialized")
+    async with mcp_client(stack.url(server_id), headers=headers) as client:
+        with anyio.fail_after(10):
+            while http_methods(upstream).count("notifications/initialized") == before:
+                await anyio.sleep(0.02)
+        yield client
+
+
 class Untouched:
     """Asserts that nothing reached an upstream while the block ran: neither Envoy's
     ``upstream_rq_total`` nor the upstream's own request log moved."""
@@ -160,8 +177,8 @@ class Untouched:
 
     def __exit__(self, kind: Any, *rest: Any) -> None:
         if kind is None:
-            assert self.stack.upstream_requests(self.server_id) == self.rq
             assert self.stack.upstreams[self.server_id].events()[self.logged:] == []
+            assert self.stack.upstream_requests(self.server_id) == self.rq
 
 
 async def test_both_eras_list_and_call_through_one_envoy(
@@ -177,7 +194,7 @@ async def test_both_eras_list_and_call_through_one_envoy(
             assert client.call("get_weather", {"city": "Paris"})["structuredContent"] == WEATHER
             confirmed = client.call("rollback_preview", {"branch": "fix-login"})
             assert confirmed["structuredContent"] == {"branch": "fix-login", "rolled_back": True}
-        async with mcp_client(url) as legacy:  # the SDK 1.x client: 2025-11-25 handshake
+        async with legacy_client(stack, server_id) as legacy:  # SDK 1.x: 2025-11-25 handshake
             assert await legacy.tool_names() == NAMES
             result = await legacy.call("add", {"a": 20, "b": 22})
             assert (result.isError, result.content[0].text) == (False, "42")
@@ -208,7 +225,7 @@ async def test_rug_pull_is_filtered_uncached_and_lists_again_after_approval(
         assert_filtered(agent.list(cache_mode="refresh"), "changed")
     view = stack.admin.server("mcp")
     assert (status_of(view), baseline_of(view), candidate_of(view)) == ("changed", FP1, FP2)
-    async with mcp_client(stack.url("mcp")) as legacy:  # the SDK 1.x client, same server
+    async with legacy_client(stack, "mcp") as legacy:  # the SDK 1.x client, same server
         assert await legacy.tool_names() == []
         with Untouched(stack, "mcp"):
             for agent in agents.values():
@@ -246,7 +263,7 @@ async def test_every_denial_reaches_both_eras_as_a_structured_tool_error(
     url = stack.url("py")
     agents = [sdk_clients(kind, url) for kind in SDK_KINDS]
     expected_denials: list[tuple[str, str]] = []
-    async with mcp_client(url) as legacy:  # the SDK 1.x client, same server
+    async with legacy_client(stack, "py") as legacy:  # the SDK 1.x client, same server
 
         async def refused_everywhere(tool: str, arguments: dict[str, Any], error_code: str,
                                      schema_status: str, required_action: str) -> None:
@@ -305,7 +322,7 @@ async def test_stale_call_without_a_relist_is_refused_per_snapshot_key(
             return {"x-agent-id": name}
     else:
         plugin["snapshots"] = {"key": [{"metadata": f"{PAYLOAD}/sub"}]}
-        pre_filters = jwt_filter(key)
+        pre_filters = jwt_filter(key, prefix="/py/")
 
         def headers(name: str) -> dict[str, str]:
             return {"authorization": f"Bearer {token(key, sub=name)}"}
@@ -317,7 +334,7 @@ async def test_stale_call_without_a_relist_is_refused_per_snapshot_key(
     ts_agent = sdk_clients("typescript", url, headers("agent-b"))
     for agent in (python_agent, ts_agent):
         assert_verified(agent.list(), SURFACE1)  # each plans against release A
-    async with mcp_client(url, headers=headers("agent-c")) as legacy:
+    async with legacy_client(stack, "py", headers("agent-c")) as legacy:
         assert await legacy.tool_names() == NAMES
         upstream.set_revision(2)
         reviewer = sdk_clients("python", url, headers("reviewer"))
@@ -403,7 +420,7 @@ async def test_list_changed_on_a_listen_stream_holds_calls_until_a_list_verifies
         agent = sdk_clients(kind, stack.url(server_id))
         upstream = stack.upstreams[server_id]
         assert_verified(agent.list(), SURFACE1)
-        async with mcp_client(stack.url(server_id)) as legacy:  # a 2025 client, same server
+        async with legacy_client(stack, server_id) as legacy:  # a 2025 client, same server
             assert agent.listen_once(upstream.list_changed_trigger)
             with Untouched(stack, server_id):
                 assert_tool_error(agent.call("add", {"a": 1, "b": 1}), "SCHEMA_UNVERIFIED",
