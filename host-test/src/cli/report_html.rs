@@ -15,14 +15,17 @@ mod word_diff;
 
 pub use word_diff::{WordOp, word_diff};
 
-use super::args::Args;
+use super::args::{Parsed, invocation_error, is_help, parser};
+use super::stdout::{print, print_lines};
 use super::tool_source::load_tools;
 use crate::input_error::InputError;
 use anyhow::Result;
+use lexopt::Arg;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
 use toolseal_core::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tools};
 use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
 
@@ -407,14 +410,46 @@ pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
     out
 }
 
+/// Usage of `toolseal report`.
+pub const USAGE: &str = "\
+usage: toolseal report OLD NEW > report.html
+  Writes the classified drift between two tool sets as one self-contained HTML page for
+  reviewers (no script, no external resource): every change with its class, and both
+  definitions of every changed tool.
+  OLD, NEW   a tools/list result, a bare array of tools, or a recorded transcript
+exit status: 0 same, 1 additive changes only, 2 anything else or unusable input.";
+
+fn parse(args: &[OsString]) -> Result<Parsed<Vec<PathBuf>>, lexopt::Error> {
+    let mut files = Vec::new();
+    let mut parser = parser(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            arg if is_help(&arg) => return Ok(Parsed::Help),
+            Arg::Value(file) => files.push(PathBuf::from(file)),
+            other => return Err(other.unexpected()),
+        }
+    }
+    Ok(Parsed::Run(files))
+}
+
 /// `toolseal report OLD NEW`: prints the page; exit 0 same, 1 additive, 2 otherwise.
-pub fn run(rest: &[String]) -> Result<i32> {
-    let args = Args::parse(rest, &[], &[])?;
-    let [old, new] = args.positionals.as_slice() else {
+pub fn run(args: &[OsString]) -> Result<i32> {
+    let files = match parse(args).map_err(|e| invocation_error("report", e))? {
+        Parsed::Help => {
+            print_lines(&[USAGE])?;
+            return Ok(0);
+        }
+        Parsed::Run(files) => files,
+    };
+    let [old, new] = files.as_slice() else {
         return Err(InputError("usage: toolseal report OLD NEW > report.html".into()).into());
     };
-    let old_tools = load_tools(Path::new(old))?;
-    let new_tools = load_tools(Path::new(new))?;
-    print!("{}", render((old, new), &old_tools, &new_tools));
+    let old_tools = load_tools(old)?;
+    let new_tools = load_tools(new)?;
+    let names = (
+        old.to_string_lossy().into_owned(),
+        new.to_string_lossy().into_owned(),
+    );
+    print(&render((&names.0, &names.1), &old_tools, &new_tools))?;
     Ok(diff_tools(&old_tools, &new_tools).exit_code())
 }
