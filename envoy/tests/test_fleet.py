@@ -108,7 +108,7 @@ class Fleet:
 
 
 def plugin_config(**servers: dict[str, Any]) -> dict[str, Any]:
-    """Strict posture with locks: the production setting (SPEC section 7)."""
+    """Strict posture with locks: the production setting (docs/config.md)."""
     return {**envoyctl.default_plugin_config(), "posture": "strict", "servers": servers}
 
 
