@@ -8,6 +8,8 @@
 //! no input can panic the VM.
 
 #[cfg(target_arch = "wasm32")]
+mod abi;
+#[cfg(target_arch = "wasm32")]
 mod filter;
 #[cfg(target_arch = "wasm32")]
 mod host;

@@ -183,7 +183,7 @@ impl Engine {
     /// The admin view of one server (with the full classified diff when `full`).
     fn server_view(&mut self, store: &dyn StateStore, id: &str, full: bool) -> Option<Value> {
         let (record, _) = state::load_record(store, id).ok().flatten()?;
-        let diff = self.diff(store, &record);
+        let diff = self.diff(store, id, &record);
         let mut view = record_view(id, &record, self.config.posture_of(id).as_str());
         if let Some(obj) = view.as_object_mut() {
             obj.insert(

@@ -13,6 +13,14 @@ pub const AUDIT_LOG_PREFIX: &str = "toolseal.audit ";
 /// The stable prefix of per-message decision records in a host log (debug level).
 pub const DECISION_LOG_PREFIX: &str = "toolseal.decision ";
 
+/// `error_code` of a request refused before any check could run (HTTP 415, 400, 413, a
+/// header that contradicts the body, a request the host could not hand over).
+pub const REQUEST_REJECTED: &str = "REQUEST_REJECTED";
+
+/// `error_code` of a batch element that was not forwarded because another element of the
+/// batch was refused (the batch is answered locally as a whole).
+pub const BATCH_REFUSED: &str = "BATCH_REFUSED";
+
 /// One audit event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEvent {
@@ -70,7 +78,8 @@ impl AuditEvent {
 pub struct Decision {
     /// `request` (client → server) or `response` (server → client).
     pub direction: &'static str,
-    /// JSON-RPC method (for responses: the method of the request they answer, when known).
+    /// JSON-RPC method (for responses: the method of the request they answer, when known);
+    /// empty when unknown (a request refused before its body was read), written as null.
     pub method: String,
     /// JSON-RPC id as JSON text, or null for notifications.
     pub id: Option<String>,
@@ -97,7 +106,8 @@ impl Decision {
     pub fn to_json(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("direction".into(), json!(self.direction));
-        obj.insert("method".into(), json!(self.method));
+        let method = Some(self.method.as_str()).filter(|m| !m.is_empty());
+        obj.insert("method".into(), json!(method));
         let id = self
             .id
             .as_deref()

@@ -136,8 +136,8 @@ impl CallerIdentity for Headers<'_> {
     fn header(&self, name: &str) -> Option<String> {
         self.0.request_header(name).map(str::to_string)
     }
-    fn metadata(&self, _path: &str) -> Option<Value> {
-        None
+    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
+        Ok(None)
     }
 }
 
@@ -171,9 +171,11 @@ impl NativeReplay {
             out: CollectedOutputs::default(),
             now_ms: 1_800_000_000_000,
         };
-        replay
-            .engine
-            .configure(&mut replay.store, &mut replay.out, replay.now_ms);
+        // An in-memory store never fails; a problem would still be in `config.loaded`.
+        let _configured =
+            replay
+                .engine
+                .configure(&mut replay.store, &mut replay.out, replay.now_ms);
         replay
     }
 

@@ -10,6 +10,9 @@
 use serde_json::{Value, json};
 use toolseal_core::policy::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
 
+/// A metadata path the test caller cannot read (as when the host fails the property read).
+const UNREADABLE: &str = "ns/unreadable";
+
 /// A caller with fixed headers and metadata.
 #[derive(Default)]
 struct Caller {
@@ -24,11 +27,15 @@ impl CallerIdentity for Caller {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| (*v).to_owned())
     }
-    fn metadata(&self, path: &str) -> Option<Value> {
-        self.metadata
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String> {
+        if path == UNREADABLE {
+            return Err("status 10".into());
+        }
+        Ok(self
+            .metadata
             .iter()
             .find(|(p, _)| *p == path)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| v.clone()))
     }
 }
 
