@@ -197,7 +197,9 @@ impl HttpContext for Http {
         self.headers = match host::request_headers() {
             Ok(headers) => headers,
             Err(abi::Status(code)) => {
-                // Neither the path nor the server can be told: nothing can be checked.
+                // Nothing can be checked; the server is named when its id is not a header.
+                let server = self.server_id(&self.shared.borrow().engine.config);
+                self.exchange = Exchange::new(&server.unwrap_or_default(), None);
                 let what = format!("the request headers (status {code})");
                 return self.refuse(
                     |engine, out, exchange| {
@@ -394,7 +396,13 @@ impl HttpContext for Http {
                 match abi::set_buffer(Buffer::ResponseBody, 0, body_size, &bytes) {
                     Ok(()) => Action::Continue,
                     // The original bytes must not leave in place of their replacement.
-                    Err(_) => self.stop(Stream::Response),
+                    Err(_) => {
+                        self.shared
+                            .borrow_mut()
+                            .engine
+                            .response_stopped(&self.exchange);
+                        self.stop(Stream::Response)
+                    }
                 }
             }
         }

@@ -85,6 +85,15 @@ impl Engine {
         }
     }
 
+    /// The host could not deliver what the engine decided for a response (a replacement it
+    /// could not write): the stream is reset. A tool list the stream still owed was never
+    /// checked, so this worker holds calls to the server until a list verifies.
+    pub fn response_stopped(&mut self, exchange: &Exchange) {
+        if !exchange.pending_lists.is_empty() {
+            self.hold(&exchange.server);
+        }
+    }
+
     /// The host could not hand over a chunk of a body that must be read: what it holds can
     /// never be checked, so the body fails closed (the error answers every request it was to
     /// answer) and the rest of it is dropped.

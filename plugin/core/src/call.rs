@@ -133,6 +133,12 @@ impl Engine {
         if let Some(code) = ErrorCode::for_closed(record.status) {
             return Err(self.denial(code, exchange, tool, r, "").into());
         }
+        if self.held.contains(&exchange.server) {
+            let why = "the last tools/list of this server could not be checked; list tools again";
+            return Err(self
+                .denial(ErrorCode::SchemaUnverified, exchange, tool, r, why)
+                .into());
+        }
         if record.awaiting_verification() {
             return Err(self
                 .denial(

@@ -158,6 +158,10 @@ pub struct Engine {
     /// being read, served or filtered (left by the check, taken by the body reader to
     /// remember the result's bytes).
     pub(crate) checked_list: Option<String>,
+    /// Servers whose last `tools/list` this worker could not check (unreadable, or the check
+    /// could not read or write the state): their live set is unknown, so calls to them are
+    /// refused until a list verifies here. At most `limits.max_servers` entries.
+    pub(crate) held: std::collections::BTreeSet<String>,
 }
 
 impl Engine {
@@ -170,6 +174,23 @@ impl Engine {
             snapshots: ParseCache::new(crate::parse_cache::SNAPSHOT_ENTRIES),
             known_lists: crate::known_list::KnownLists::default(),
             checked_list: None,
+            held: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Holds calls to `server` on this worker (see [`Engine::held`]). Beyond
+    /// `limits.max_servers` held servers, no more are added (the registry refuses more
+    /// servers than that anyway).
+    pub(crate) fn hold(&mut self, server: &str) {
+        if self.held.len() < self.config.limits.max_servers {
+            self.held.insert(server.to_string());
+        }
+    }
+
+    /// A list of `server` verified on this worker: its calls are no longer held.
+    pub(crate) fn release(&mut self, server: &str) {
+        if !self.held.is_empty() {
+            self.held.remove(server);
         }
     }
 
@@ -320,7 +341,9 @@ impl Engine {
 
     /// Refuses a request the host could not hand over whole (its headers or its body): it
     /// cannot be checked, so it never reaches the server (HTTP 503, audited and recorded).
-    /// `what` says what could not be read.
+    /// `what` says what could not be read. The request may have been a `tools/list` whose
+    /// answer would have shown a drift, so this worker holds calls to the server until a list
+    /// verifies.
     pub fn request_unreadable(
         &mut self,
         store: &mut dyn StateStore,
@@ -329,6 +352,9 @@ impl Engine {
         exchange: &Exchange,
         what: &str,
     ) -> LocalReply {
+        if !exchange.server.is_empty() {
+            self.hold(&exchange.server);
+        }
         let reason = format!("the host could not hand over {what}, so it cannot be checked");
         self.reply_refused(store, out, now_ms, exchange, Refusal::unavailable(&reason))
     }

@@ -9,7 +9,7 @@ use crate::approved::Approved;
 use crate::audit::Counter;
 use crate::engine::{Engine, Exchange};
 use crate::fingerprint::{ToolDigests, digest_tools};
-use crate::state::{self, PageAccumulator};
+use crate::state::{self, PageAccumulator, StateError};
 use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
 use serde_json::{Value, json};
@@ -23,6 +23,9 @@ struct Verdict {
     record: Option<ServerRecord>,
     serve: bool,
     reason: String,
+    /// The check could not complete (state unreadable or unwritable): the live set is
+    /// unknown, so this worker holds calls to the server until a list verifies.
+    unchecked: bool,
 }
 
 impl Engine {
@@ -70,6 +73,13 @@ impl Engine {
             .map_or(SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
         decision.tools_in = Some(tools_in);
+        if verdict.unchecked {
+            self.hold(&exchange.server);
+        }
+        // A listing that verified to its end shows the live set again.
+        if verdict.serve && !next_cursor {
+            self.release(&exchange.server);
+        }
         if verdict.serve {
             out.count(Counter::ListsVerified, None);
             if let (Some(session), Some(baseline)) = (
@@ -124,11 +134,7 @@ impl Engine {
         let tools = tools.unwrap_or(&Value::Null);
         match self.evaluate_set(store, out, now_ms, exchange, tools, known) {
             Ok(record) => serve_if_open(record),
-            Err(reason) => Verdict {
-                record: None,
-                serve: false,
-                reason,
-            },
+            Err(e) => unchecked(None, &e),
         }
     }
 
@@ -143,15 +149,14 @@ impl Engine {
         exchange: &Exchange,
         tools: &Value,
         fingerprint: Option<&str>,
-    ) -> Result<ServerRecord, String> {
+    ) -> Result<ServerRecord, StateError> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
         // A result served before byte for byte is the cached set of its fingerprint. Whatever
         // cannot be read from the store ends the check here, before any transition: a host
         // fault must not move the lifecycle (`changed` is sticky).
-        let unreadable = |e: crate::state::StateError| e.to_string();
         let cached = match fingerprint {
-            Some(f) => self.approved(store, &server, f).map_err(unreadable)?,
+            Some(f) => self.approved(store, &server, f)?,
             None => None,
         };
         let digests = match cached {
@@ -164,13 +169,12 @@ impl Engine {
             },
             Ok(digests) => {
                 let fingerprint = digests.fingerprint();
-                let record = self.record(store, &server).map_err(unreadable)?;
+                let record = self.record(store, &server)?;
                 let baseline = record.as_ref().and_then(|r| r.baseline.clone());
                 let matches = match baseline.as_deref() {
                     Some(b) if b == fingerprint => true,
                     Some(b) if self.config.server(&server).allow_subset => self
-                        .approved(store, &server, b)
-                        .map_err(unreadable)?
+                        .approved(store, &server, b)?
                         .is_some_and(|base| digests.is_strict_subset_of(&base)),
                     _ => false,
                 };
@@ -188,13 +192,11 @@ impl Engine {
                     Ok(true)
                 } else {
                     state::holds_tool_set(store, &server, &fingerprint)
-                }
-                .map_err(unreadable)?;
+                }?;
                 if !stored {
                     let definitions = tools.as_array().cloned().unwrap_or_default();
                     let referenced = record.as_ref().map_or([None; 3], |r| r.set_refs());
-                    state::put_tool_set(store, &server, &referenced, &fingerprint, &definitions)
-                        .map_err(unreadable)?;
+                    state::put_tool_set(store, &server, &referenced, &fingerprint, &definitions)?;
                     if let Some(approved) = Approved::from_definitions(
                         &fingerprint,
                         definitions,
@@ -219,16 +221,14 @@ impl Engine {
             LiveSet::Valid { fingerprint, .. } => Some(fingerprint.clone()),
             LiveSet::Invalid { .. } => None,
         };
-        let record = self
-            .transition(
-                store,
-                out,
-                &server,
-                session.as_deref(),
-                &Event::Live(live),
-                now_ms,
-            )
-            .map_err(|e| e.to_string())?;
+        let record = self.transition(
+            store,
+            out,
+            &server,
+            session.as_deref(),
+            &Event::Live(live),
+            now_ms,
+        )?;
         // Computed here from the tools themselves (or the cached set of the known
         // fingerprint), never read back from the record.
         self.checked_list = checked;
@@ -256,11 +256,12 @@ impl Engine {
             record,
             serve: false,
             reason,
+            unchecked: false,
         };
         let mut acc = if cursor_sent {
             match state::get_pages(store, &server, &session, slots) {
                 Ok(acc) => acc,
-                Err(e) => return withheld(None, e.to_string()),
+                Err(e) => return unchecked(None, &e),
             }
         } else {
             Some(PageAccumulator::default())
@@ -282,7 +283,7 @@ impl Engine {
         }
         let record = match self.record(store, &server) {
             Ok(r) => r.map(|r| ServerRecord::clone(&r)),
-            Err(e) => return withheld(None, e.to_string()),
+            Err(e) => return unchecked(None, &e),
         };
         // The baseline's definitions, read once: a page is checked against them, and a
         // baseline without them (pinned by fingerprint only) cannot check a page.
@@ -290,7 +291,7 @@ impl Engine {
         let baseline_set = match &baseline {
             Some(b) => match self.approved(store, &server, b) {
                 Ok(set) => set,
-                Err(e) => return withheld(record, e.to_string()),
+                Err(e) => return unchecked(record, &e),
             },
             None => None,
         };
@@ -315,7 +316,7 @@ impl Engine {
             }
             return withheld(after.ok().or(record), reason);
         }
-        let unchecked = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
+        let pinned_only = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
             until a complete list has verified; list again from the start";
         if next_cursor {
             let Some(acc) = acc else {
@@ -326,7 +327,7 @@ impl Engine {
             };
             if let Err(e) = state::put_pages(store, &server, &session, slots, Some(&acc)) {
                 // The set check at the last page would miss this page's tools.
-                return withheld(record, format!("the page could not be recorded: {e}"));
+                return unchecked(record, &e);
             }
             let discovery = self.config.posture_of(&server) == crate::config::Posture::Discovery;
             // A first-contact page is served before the set is complete: screen it on its own
@@ -353,10 +354,11 @@ impl Engine {
                     record,
                     serve,
                     reason,
+                    unchecked: false,
                 };
             }
             return match record {
-                Some(r) if unknown => withheld(Some(r), unchecked.into()),
+                Some(r) if unknown => withheld(Some(r), pinned_only.into()),
                 Some(r) => serve_if_open(r),
                 None => withheld(None, "strict posture: awaiting admin approval".into()),
             };
@@ -369,7 +371,7 @@ impl Engine {
                 let all = Value::Array(acc.tools);
                 match self.evaluate_set(store, out, now_ms, exchange, &all, None) {
                     Ok(record) => serve_if_open(record),
-                    Err(reason) => withheld(record, reason),
+                    Err(e) => unchecked(record, &e),
                 }
             }
             None => match record {
@@ -427,6 +429,19 @@ fn serve_if_open(record: ServerRecord) -> Verdict {
         record: Some(record),
         serve,
         reason,
+        unchecked: false,
+    }
+}
+
+/// The verdict of a check that could not complete: withheld, and the server held on this
+/// worker (unless it was refused as one server too many: it has no record, so its calls are
+/// refused anyway).
+fn unchecked(record: Option<ServerRecord>, error: &StateError) -> Verdict {
+    Verdict {
+        record,
+        serve: false,
+        reason: error.to_string(),
+        unchecked: !matches!(error, StateError::TooManyServers(_)),
     }
 }
 

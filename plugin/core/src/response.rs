@@ -479,6 +479,8 @@ impl Engine {
         }
         if lists {
             out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
+            // The live set is unknown: calls wait for a list that verifies.
+            self.hold(&exchange.server);
         }
         let name = if lists {
             "list.filtered"
