@@ -13,10 +13,9 @@
 //! reset, never continued with the original bytes.
 
 use crate::abi::{self, Buffer, Level, Map, Stream};
+use crate::dispatch::Action;
 use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData};
 use crate::telemetry::Published;
-use proxy_wasm::traits::{Context, HttpContext, RootContext};
-use proxy_wasm::types::{Action, ContextType};
 use std::cell::RefCell;
 use std::rc::Rc;
 use toolseal_core::body::BodyVerdict;
@@ -35,10 +34,10 @@ pub struct Root {
     shared: Option<Rc<RefCell<Shared>>>,
 }
 
-impl Context for Root {}
-
-impl RootContext for Root {
-    fn on_configure(&mut self, _size: usize) -> bool {
+impl Root {
+    /// `proxy_on_configure`: reads, validates and applies the plugin configuration; `false`
+    /// refuses it.
+    pub fn on_configure(&mut self) -> bool {
         // A configuration that cannot be read is refused, never taken as empty: empty bytes
         // are the defaults (discovery posture), which would turn a strict deployment into
         // trust on first use.
@@ -78,20 +77,17 @@ impl RootContext for Root {
         true
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+    /// A context for one HTTP stream (`None` before a configuration was accepted).
+    pub fn create_http_context(&self) -> Option<Http> {
         let shared = self.shared.clone()?;
-        Some(Box::new(Http {
+        Some(Http {
             shared,
             mode: Mode::Mcp,
             headers: Headers::default(),
             exchange: Exchange::default(),
             plan: BodyPlan::Pass,
             published: Published::default(),
-        }))
-    }
-
-    fn get_type(&self) -> Option<ContextType> {
-        Some(ContextType::HttpContext)
+        })
     }
 }
 
@@ -108,7 +104,8 @@ enum Mode {
     Stopped,
 }
 
-struct Http {
+/// One HTTP stream: a request and its response.
+pub struct Http {
     shared: Rc<RefCell<Shared>>,
     mode: Mode,
     headers: Headers,
@@ -117,8 +114,6 @@ struct Http {
     /// What this stream's filter state holds (see `telemetry`).
     published: Published,
 }
-
-impl Context for Http {}
 
 impl Http {
     /// Answers the request locally. Nothing more of the stream passes either way: if the
@@ -192,8 +187,9 @@ impl Http {
     }
 }
 
-impl HttpContext for Http {
-    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+impl Http {
+    /// `proxy_on_request_headers`.
+    pub fn on_http_request_headers(&mut self, end_of_stream: bool) -> Action {
         self.headers = match host::request_headers() {
             Ok(headers) => headers,
             Err(abi::Status(code)) => {
@@ -260,7 +256,8 @@ impl HttpContext for Http {
         Action::Continue
     }
 
-    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+    /// `proxy_on_request_body` (`body_size`: everything buffered so far).
+    pub fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         if matches!(self.mode, Mode::Done | Mode::Stopped) {
             return Action::Pause;
         }
@@ -326,7 +323,8 @@ impl HttpContext for Http {
         }
     }
 
-    fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+    /// `proxy_on_response_headers`.
+    pub fn on_http_response_headers(&mut self, _end_of_stream: bool) -> Action {
         if self.mode == Mode::Stopped {
             return Action::Pause;
         }
@@ -361,7 +359,8 @@ impl HttpContext for Http {
         Action::Continue
     }
 
-    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+    /// `proxy_on_response_body`.
+    pub fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         if self.mode == Mode::Stopped {
             return Action::Pause;
         }
@@ -408,7 +407,8 @@ impl HttpContext for Http {
         }
     }
 
-    fn on_log(&mut self) {
+    /// `proxy_on_log`: the stream is over.
+    pub fn on_log(&mut self) {
         // The stream is over (answered, reset or cut): checked calls it never answered wait
         // for a resumed stream of the same session (core `resume`).
         if self.exchange.pending_calls.is_empty() {
@@ -419,9 +419,7 @@ impl HttpContext for Http {
             .engine
             .exchange_end(&mut SharedData, &self.exchange);
     }
-}
 
-impl Http {
     fn admin(&mut self, shared: &mut Shared, path: &str, body: &[u8]) -> Action {
         let method = self.headers.get(":method").unwrap_or_default().to_string();
         let authorization = self.headers.get("authorization").map(str::to_string);
