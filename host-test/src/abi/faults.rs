@@ -120,3 +120,76 @@ impl HostcallLog {
         fails
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{Fault, HostcallLog};
+
+    #[test]
+    fn specs_name_a_hostcall_and_optionally_a_call_from_1() {
+        assert_eq!(
+            Fault::parse("proxy_get_buffer_bytes:3"),
+            Ok(Fault {
+                hostcall: "proxy_get_buffer_bytes",
+                call: Some(3)
+            })
+        );
+        assert_eq!(
+            Fault::parse("proxy_log"),
+            Ok(Fault {
+                hostcall: "proxy_log",
+                call: None
+            })
+        );
+        for (spec, why) in [
+            ("proxy_log:0", "whole number from 1"),
+            ("proxy_log:", "whole number from 1"),
+            ("proxy_log:-1", "whole number from 1"),
+            ("proxy_log:two", "whole number from 1"),
+            ("proxy_logs", "is not a proxy-wasm hostcall"),
+            ("fd_write", "is not a proxy-wasm hostcall"),
+            ("", "is not a proxy-wasm hostcall"),
+        ] {
+            let err = Fault::parse(spec).unwrap_err();
+            assert!(err.contains(why), "{spec:?}: {err}");
+            assert!(
+                err.starts_with(&format!("--fail-hostcall {spec:?}")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn calls_are_counted_per_hostcall_and_only_planned_ones_fail() {
+        let mut log = HostcallLog {
+            planned: vec![
+                Fault::parse("proxy_log:2").unwrap(),
+                Fault::parse("proxy_get_property").unwrap(),
+            ],
+            ..HostcallLog::default()
+        };
+        let outcomes: Vec<bool> = [
+            "proxy_log",
+            "proxy_get_property",
+            "proxy_log",
+            "proxy_get_property",
+            "proxy_log",
+            "proxy_set_property",
+        ]
+        .into_iter()
+        .map(|h| log.call(h))
+        .collect();
+        assert_eq!(outcomes, [false, true, true, true, false, false]);
+        assert_eq!(
+            log.injected,
+            [
+                ("proxy_get_property", 1),
+                ("proxy_log", 2),
+                ("proxy_get_property", 2)
+            ]
+        );
+        assert_eq!(log.counts.get("proxy_log"), Some(&3));
+        assert_eq!(log.counts.get("proxy_set_property"), Some(&1));
+    }
+}

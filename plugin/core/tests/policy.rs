@@ -774,3 +774,37 @@ fn deep_values_do_not_overflow() {
         Action::Allow
     );
 }
+
+#[test]
+fn a_rule_whose_caller_metadata_cannot_be_read_denies_the_call() {
+    let rules = |action: &str| {
+        policy(json!({"rules": [
+            {"action": "allow", "tool": "status"},
+            {"action": action, "tool": "deploy", "principal": {"metadata": UNREADABLE, "in": ["ops"]}},
+            {"action": "allow", "tool": "*"}
+        ]}))
+    };
+    for action in ["deny", "allow"] {
+        let p = rules(action);
+        let caller = Caller::default();
+        // Whether the rule matches is unknown: the call cannot be decided either way.
+        assert_eq!(
+            decide(&p, "srv", "deploy", None, None, &caller),
+            PolicyDecision {
+                action: Action::Deny,
+                rule_index: Some(1),
+                reason: "rule 1 cannot be decided for deploy: caller metadata ns/unreadable could not be read (status 10)".into(),
+            },
+            "{action}"
+        );
+        // A rule decided before it, or one whose other conditions do not hold, reads nothing.
+        assert_eq!(
+            decide(&p, "srv", "status", None, None, &caller).action,
+            Action::Allow
+        );
+        assert_eq!(
+            decide(&p, "srv", "list", None, None, &caller).action,
+            Action::Allow
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! told through the engine with synthetic exchanges: a `structuredContent` that breaks the
 //! approved `outputSchema` is audited and passed (observe) or replaced by a tool error
 //! (enforce), for JSON and SSE responses alike; a matching result passes byte for byte;
-//! denials carry the SHA-256 of the raw body and the canonical arguments; duplicate keys in
+//! denials carry the SHA-256 of the raw arguments and the canonical ones; duplicate keys in
 //! arguments never reach the server.
 #![allow(
     clippy::unwrap_used,
