@@ -4,9 +4,10 @@
 //!
 //! Main design decision: written for this filter instead of taking the SDK's dispatcher. The
 //! SDK's panics on an unknown context id and its trait objects link every hostcall wrapper
-//! (each one able to panic on a status it does not expect); this filter has one root context
-//! and HTTP contexts only, and a callback for a context it does not know holds the stream
-//! (nothing unchecked passes) instead of killing the VM. The contexts live in a
+//! (each one able to panic on a status it does not expect); this filter has root contexts
+//! (one per plugin configuration sharing the VM, e.g. a data listener's and an admin
+//! listener's) and HTTP contexts only, and a callback for a context it does not know holds
+//! the stream (nothing unchecked passes) instead of killing the VM. The contexts live in a
 //! thread-local: a wasm VM runs one thread, and the exports have no other way to reach them.
 
 use crate::filter::{Http, Root};
@@ -26,8 +27,8 @@ pub enum Action {
 
 #[derive(Default)]
 struct Contexts {
-    /// The root context (one per plugin).
-    root: Option<(u32, Root)>,
+    /// Root contexts and their ids: one per plugin configuration the VM serves (a few).
+    roots: Vec<(u32, Root)>,
     /// Live HTTP contexts by id.
     http: BTreeMap<u32, Http>,
 }
@@ -67,9 +68,13 @@ pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
 pub extern "C" fn proxy_on_context_create(context_id: u32, root_context_id: u32) {
     CONTEXTS.with_borrow_mut(|c| {
         if root_context_id == 0 {
-            c.root = Some((context_id, Root::default()));
-        } else if let Some((_, root)) = c.root.as_ref().filter(|(id, _)| *id == root_context_id)
-            && let Some(http) = root.create_http_context()
+            c.roots.retain(|(id, _)| *id != context_id);
+            c.roots.push((context_id, Root::default()));
+        } else if let Some(http) = c
+            .roots
+            .iter()
+            .find(|(id, _)| *id == root_context_id)
+            .and_then(|(_, root)| root.create_http_context())
         {
             c.http.insert(context_id, http);
         }
@@ -85,11 +90,15 @@ pub extern "C" fn proxy_on_vm_start(_context_id: u32, _vm_configuration_size: us
 /// The plugin configuration is ready; `false` refuses it.
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_configure(context_id: u32, _plugin_configuration_size: usize) -> bool {
-    let Some((id, mut root)) = CONTEXTS.with_borrow_mut(|c| c.root.take()) else {
+    let taken = CONTEXTS.with_borrow_mut(|c| {
+        let index = c.roots.iter().position(|(id, _)| *id == context_id)?;
+        Some(c.roots.swap_remove(index))
+    });
+    let Some((id, mut root)) = taken else {
         return false;
     };
-    let configured = id == context_id && root.on_configure();
-    CONTEXTS.with_borrow_mut(|c| c.root = Some((id, root)));
+    let configured = root.on_configure();
+    CONTEXTS.with_borrow_mut(|c| c.roots.push((id, root)));
     configured
 }
 
@@ -152,10 +161,8 @@ pub extern "C" fn proxy_on_done(_context_id: u32) -> bool {
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_delete(context_id: u32) {
     CONTEXTS.with_borrow_mut(|c| {
-        if c.http.remove(&context_id).is_none()
-            && c.root.as_ref().is_some_and(|(id, _)| *id == context_id)
-        {
-            c.root = None;
+        if c.http.remove(&context_id).is_none() {
+            c.roots.retain(|(id, _)| *id != context_id);
         }
     });
 }
