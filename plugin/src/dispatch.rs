@@ -37,16 +37,19 @@ thread_local! {
     static CONTEXTS: RefCell<Contexts> = RefCell::new(Contexts::default());
 }
 
-/// Runs `f` on HTTP context `id`; a context the filter does not know holds the stream.
+/// Runs `f` on HTTP context `id`; a context the filter does not know holds the stream, and
+/// so does a callback that would re-enter one already running (the host calls back into the
+/// guest only to allocate, so this never happens with Envoy).
 fn with_http(id: u32, f: impl FnOnce(&mut Http) -> Action) -> u32 {
-    // The context is taken out while its callback runs, so a callback never finds the map
-    // borrowed (the host calls back into the guest only for allocation).
-    let Some(mut http) = CONTEXTS.with_borrow_mut(|c| c.http.remove(&id)) else {
-        return Action::Pause as u32;
-    };
-    let action = f(&mut http);
-    CONTEXTS.with_borrow_mut(|c| c.http.insert(id, http));
-    action as u32
+    CONTEXTS.with(|contexts| {
+        let Ok(mut contexts) = contexts.try_borrow_mut() else {
+            return Action::Pause as u32;
+        };
+        match contexts.http.get_mut(&id) {
+            Some(http) => f(http) as u32,
+            None => Action::Pause as u32,
+        }
+    })
 }
 
 /// Marks the module as proxy-wasm ABI 0.2.1.
