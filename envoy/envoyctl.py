@@ -36,6 +36,12 @@ SHIPPED_CONFIG = ENVOY_DIR / "envoy.yaml"
 DEFAULT_WASM = "target/wasm32-wasip1/wasm/toolseal_plugin.wasm"
 # Documented demo token for the shipped config: replace token_sha256 in production.
 DEMO_ADMIN_TOKEN = "toolseal-demo-admin-token"
+# toolseal's admin API listener (not Envoy's admin, 9901): loopback only by default.
+DEFAULT_ADMIN_API_PORT = 10001
+ADMIN_API_ADDRESS = "127.0.0.1"
+# The plugin refuses admin bodies over 64 KiB itself; the admin listener's buffer filter holds
+# at most that much.
+ADMIN_MAX_REQUEST_BYTES = 64 * 1024
 MIB = 1024 * 1024
 # Envoy reads an upstream connection until its buffer holds per_connection_buffer_limit_bytes,
 # and hands what it read to the filter chain as one chunk; a chunk is added to a body the
@@ -80,12 +86,27 @@ def token_sha256(token: str) -> str:
 
 
 def default_plugin_config(admin_token: str = DEMO_ADMIN_TOKEN) -> dict[str, Any]:
-    """Discovery posture, server id from the route name, admin API on."""
+    """Discovery posture, server id from the route name, admin API on (on its own listener)."""
     return {
         "posture": "discovery",
         "server_id": {"from": "route"},
         "admin": {"prefix": "/toolseal/", "token_sha256": token_sha256(admin_token)},
     }
+
+
+def split_plugin_config(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The (data listener, admin listener) configs of one plugin config document.
+
+    Both plugin instances share one state, and each applies its config's pins, locks and
+    quarantines to it, so they must agree on everything but ``admin``: the admin listener's
+    config is the whole document, the data listener's is the same without ``admin`` (the
+    admin API is then off there and its prefix answers 404)."""
+    return {k: v for k, v in config.items() if k != "admin"}, config
+
+
+def admin_api_enabled(config: dict[str, Any] | str) -> bool:
+    """Whether the config turns the admin API on (an ``admin`` block with token hashes)."""
+    return isinstance(config, dict) and bool(config.get("admin", {}).get("token_sha256"))
 
 
 def _routes_yaml(routes: list[McpRoute]) -> str:
@@ -124,16 +145,26 @@ def _clusters_yaml(routes: list[McpRoute]) -> str:
     return "\n".join(lines)
 
 
-def _strip_plugin(text: str) -> str:
+def _replace_block(text: str, name: str, replacement: str = "") -> str:
+    """``text`` with the lines from ``# BEGIN name`` to ``# END name`` replaced."""
     out, skipping = [], False
     for line in text.splitlines(keepends=True):
-        if line.strip() == "# BEGIN toolseal":
+        if line.strip() == f"# BEGIN {name}":
             skipping = True
-        elif line.strip() == "# END toolseal":
+            out.append(replacement)
+        elif line.strip() == f"# END {name}":
             skipping = False
         elif not skipping:
             out.append(line)
     return "".join(out)
+
+
+def _json_text(config: dict[str, Any] | str) -> str:
+    return config if isinstance(config, str) else json.dumps(config, sort_keys=True)
+
+
+def _block(yaml: str) -> str:
+    return yaml.rstrip("\n") + "\n" if yaml else ""
 
 
 def render(
@@ -146,13 +177,25 @@ def render(
     with_plugin: bool = True,
     pre_filters: str = "",
     access_log_path: str = "/dev/stdout",
+    admin_api_port: int = DEFAULT_ADMIN_API_PORT,
+    admin_api_address: str = ADMIN_API_ADDRESS,
+    admin_pre_filters: str = "",
+    filters: tuple[str, str | None] | None = None,
 ) -> str:
-    """The Envoy config text. ``plugin_config`` may be a raw string (to test bad configs);
-    ``pre_filters`` is YAML for HTTP filters that run before toolseal (e.g. ``jwt_authn``);
-    ``access_log_path`` is where the JSON access log with toolseal's decisions goes."""
+    """The Envoy config text.
+
+    ``plugin_config`` is one document (:func:`split_plugin_config` gives each listener its
+    part), or a raw string (to test bad configs) used as is on the data listener.
+    ``pre_filters`` / ``admin_pre_filters`` are YAML for HTTP filters that run before toolseal
+    on the data / admin listener (e.g. ``jwt_authn``); ``filters`` replaces the two inline
+    toolseal filters (data, admin) with other YAML (ECDS: ``envoy/ecds/fleet.py``);
+    ``access_log_path`` is where the JSON access log with toolseal's decisions goes. The admin
+    listener is rendered when the config turns the admin API on, or ``filters`` names its
+    toolseal filter."""
     routes = routes if routes is not None else [McpRoute("demo", 8000)]
     config = plugin_config if plugin_config is not None else default_plugin_config()
-    config_text = config if isinstance(config, str) else json.dumps(config, sort_keys=True)
+    data_config, admin_config = (
+        split_plugin_config(config) if isinstance(config, dict) else (config, config))
     admin_prefix = "/toolseal/"
     if isinstance(config, dict):
         admin_prefix = config.get("admin", {}).get("prefix", admin_prefix)
@@ -166,11 +209,25 @@ def render(
         clusters=_clusters_yaml(routes),
         wasm_path=str(wasm_path),
         # A JSON string literal is a valid YAML double-quoted scalar.
-        plugin_config=json.dumps(config_text),
-        pre_filters=pre_filters.rstrip("\n") + "\n" if pre_filters else "",
+        plugin_config=json.dumps(_json_text(data_config)),
+        admin_plugin_config=json.dumps(_json_text(admin_config)),
+        pre_filters=_block(pre_filters),
+        admin_pre_filters=_block(admin_pre_filters),
         access_log_path=access_log_path,
+        admin_api_address=admin_api_address,
+        admin_api_port=admin_api_port,
+        admin_max_request_bytes=ADMIN_MAX_REQUEST_BYTES,
     )
-    return text if with_plugin else _strip_plugin(text)
+    if not with_plugin:
+        return _replace_block(_replace_block(text, "toolseal"), "admin listener")
+    if filters is not None:
+        text = _replace_block(text, "toolseal", _block(filters[0]))
+        if filters[1] is None:
+            return _replace_block(text, "admin listener")
+        return _replace_block(text, "toolseal-admin", _block(filters[1]))
+    if not admin_api_enabled(config):
+        return _replace_block(text, "admin listener")
+    return text
 
 
 def envoy_binary() -> Path:
@@ -243,6 +300,7 @@ class EnvoyProcess:
     config_path: Path
     startup_seconds: float
     popen: subprocess.Popen | None = None
+    admin_api_port: int | None = None
 
     @property
     def admin_url(self) -> str:
@@ -253,6 +311,13 @@ class EnvoyProcess:
     def url(self) -> str:
         """The MCP listener."""
         return f"http://127.0.0.1:{self.listen_port}"
+
+    @property
+    def admin_api_url(self) -> str:
+        """The listener that serves toolseal's admin API."""
+        if self.admin_api_port is None:
+            raise EnvoyError("this Envoy was started without a toolseal admin API listener")
+        return f"http://127.0.0.1:{self.admin_api_port}"
 
     def stats(self) -> dict[str, int]:
         """Counter and gauge values from ``/stats`` (text form)."""
@@ -319,10 +384,12 @@ def start(
     *,
     admin_port: int,
     listen_port: int,
+    admin_api_port: int | None = None,
     concurrency: int = 2,
     ready_timeout: float = 60,
 ) -> EnvoyProcess:
-    """Write the config, start Envoy detached, wait for admin ``/ready``; bounded."""
+    """Write the config, start Envoy detached, wait for admin ``/ready``; bounded.
+    ``admin_api_port`` is the toolseal admin API listener the config has, if any."""
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "envoy.yaml"
     config_path.write_text(config_text)
@@ -338,7 +405,8 @@ def start(
         stderr=(workdir / "envoy.stderr").open("wb"), start_new_session=True,
     )
     (workdir / "envoy.pid").write_text(f"{popen.pid}\n")
-    process = EnvoyProcess(popen.pid, admin_port, listen_port, log_path, config_path, 0.0, popen)
+    process = EnvoyProcess(popen.pid, admin_port, listen_port, log_path, config_path, 0.0, popen,
+                           admin_api_port)
 
     def ready() -> bool:
         if popen.poll() is not None:
@@ -361,7 +429,9 @@ def _cli(argv: list[str]) -> int:
     start_p = sub.add_parser("start", help="start envoy/envoy.yaml detached, wait until ready")
     for p in (rend, start_p):
         p.add_argument("--listen-port", type=int, default=10000)
-        p.add_argument("--admin-port", type=int, default=9901)
+        p.add_argument("--admin-port", type=int, default=9901, help="Envoy's own admin")
+        p.add_argument("--admin-api-port", type=int, default=DEFAULT_ADMIN_API_PORT,
+                       help="toolseal's admin API listener (loopback)")
         p.add_argument("--upstream-port", type=int, default=8000)
         p.add_argument("--server-id", default="demo")
         p.add_argument("--no-plugin", action="store_true", help="Envoy without toolseal")
@@ -393,6 +463,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         return 0
     text = render(
         listen_port=args.listen_port, admin_port=args.admin_port,
+        admin_api_port=args.admin_api_port,
         routes=[McpRoute(args.server_id, args.upstream_port)], with_plugin=not args.no_plugin,
     )
     if args.command == "render":
@@ -400,8 +471,11 @@ def _run_cli(args: argparse.Namespace) -> int:
         return 0
     if not args.no_plugin:
         wasm_file()
-    envoy = start(text, args.workdir, admin_port=args.admin_port, listen_port=args.listen_port)
-    print(f"envoy pid {envoy.pid} ready in {envoy.startup_seconds:.3f}s; log {envoy.log_path}")
+    envoy = start(text, args.workdir, admin_port=args.admin_port, listen_port=args.listen_port,
+                  admin_api_port=None if args.no_plugin else args.admin_api_port)
+    admin_api = "" if args.no_plugin else f"; toolseal admin API {envoy.admin_api_url}/toolseal/"
+    print(f"envoy pid {envoy.pid} ready in {envoy.startup_seconds:.3f}s; log {envoy.log_path}"
+          f"{admin_api}")
     return 0
 
 

@@ -146,15 +146,20 @@ class Upstream:
 
 
 class Admin:
-    """toolseal's admin API on the Envoy listener (``/toolseal/`` by default)."""
+    """toolseal's admin API (``/toolseal/`` by default) at ``base_url``: the admin listener.
 
-    def __init__(self, base_url: str, token: str | None, prefix: str = "/toolseal/") -> None:
+    ``headers`` go with every request (e.g. the approver's JWT for ``admin.identity``)."""
+
+    def __init__(self, base_url: str, token: str | None, prefix: str = "/toolseal/",
+                 headers: dict[str, str] | None = None) -> None:
         self.base = base_url.rstrip("/") + prefix
+        self.prefix = prefix
         self.token = token
+        self.headers = headers or {}
 
     def _headers(self, token: str | None) -> dict[str, str]:
         token = self.token if token is None else token
-        return {"authorization": f"Bearer {token}"} if token else {}
+        return {**self.headers, **({"authorization": f"Bearer {token}"} if token else {})}
 
     def get(self, path: str, token: str | None = None) -> httpx.Response:
         """GET ``{prefix}{path}``."""
@@ -207,7 +212,10 @@ def candidate_of(view: dict[str, Any]) -> str | None:
 
 @dataclasses.dataclass
 class Stack:
-    """An upstream behind an Envoy running toolseal (or plain Envoy, ``with_plugin=False``)."""
+    """An upstream behind an Envoy running toolseal (or plain Envoy, ``with_plugin=False``).
+
+    ``admin`` talks to toolseal's admin API on its own listener; ``admin_on_data_listener``
+    sends the same requests to the agents' listener, where they must be refused."""
 
     upstream: Upstream
     envoy: EnvoyProcess
@@ -218,6 +226,11 @@ class Stack:
     def mcp_url(self) -> str:
         """The MCP endpoint through Envoy."""
         return f"{self.envoy.url}{self.route.match_prefix}"
+
+    @property
+    def admin_on_data_listener(self) -> Admin:
+        """The admin client, pointed at the agents' listener (what a token thief would do)."""
+        return Admin(self.envoy.url, self.admin.token, self.admin.prefix, self.admin.headers)
 
     def upstream_requests(self) -> int:
         """Envoy's count of requests sent to the upstream cluster."""
@@ -239,25 +252,33 @@ class Stack:
 def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: str = "sse",
                 everything: str | None = None, plugin_config: dict[str, Any] | None = None,
                 admin_token: str = envoyctl.DEMO_ADMIN_TOKEN, with_plugin: bool = True,
-                pre_filters: str = "", upstream_args: tuple[str, ...] = ()) -> Stack:
-    """Start an upstream and an Envoy in front of it; on failure stop whatever started."""
+                pre_filters: str = "", admin_pre_filters: str = "",
+                upstream_args: tuple[str, ...] = ()) -> Stack:
+    """Start an upstream and an Envoy in front of it (MCP listener, and toolseal's admin API
+    listener when the config turns it on); on failure stop whatever started."""
     upstream = Upstream(workdir, rev=rev, mode=mode, everything=everything, extra_args=upstream_args)
     upstream.start()
     try:
         route = McpRoute(server_id, upstream.port)
-        listen_port, admin_port = free_port(), free_port()
+        listen_port, admin_port, admin_api_port = free_port(), free_port(), free_port()
         config = plugin_config or envoyctl.default_plugin_config(admin_token)
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=[route],
                                plugin_config=config, with_plugin=with_plugin,
-                               pre_filters=pre_filters,
+                               pre_filters=pre_filters, admin_pre_filters=admin_pre_filters,
+                               admin_api_port=admin_api_port,
                                wasm_path=envoyctl.wasm_file() if with_plugin else "unused")
+        has_admin_api = with_plugin and envoyctl.admin_api_enabled(config)
         envoy = envoyctl.start(text, workdir / f"envoy-{listen_port}",
-                               admin_port=admin_port, listen_port=listen_port)
+                               admin_port=admin_port, listen_port=listen_port,
+                               admin_api_port=admin_api_port if has_admin_api else None)
     except BaseException:
         upstream.stop()
         raise
     prefix = config.get("admin", {}).get("prefix", "/toolseal/")
-    return Stack(upstream, envoy, Admin(envoy.url, admin_token, prefix), route)
+    # Without an admin listener the client still has an address (the data listener), so
+    # tests can show that the admin API is not there.
+    base = envoy.admin_api_url if envoy.admin_api_port is not None else envoy.url
+    return Stack(upstream, envoy, Admin(base, admin_token, prefix), route)
 
 
 @dataclasses.dataclass

@@ -108,7 +108,9 @@ def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
     # rest (/list/, /call/: the 100-tool server).
     routes = [McpRoute(f"{SERVER_ID}{n}", upstream_port, match_prefix=f"/list{n}/") for n in SIZED_LISTS]
     routes.append(McpRoute(SERVER_ID, upstream_port, match_prefix="/"))
-    common = dict(listen_port=listen_port, admin_port=admin_port, routes=routes, wasm_path=wasm)
+    # toolseal's admin API listener is idle in a benchmark; port 0 lets the system pick one.
+    common = dict(listen_port=listen_port, admin_port=admin_port, routes=routes, wasm_path=wasm,
+                  admin_api_port=0)
     if name == "toolseal" or name.startswith("toolseal@"):
         return envoyctl.render(**common)
     if name in FLOORS:

@@ -192,7 +192,7 @@ def startup_times(wasm: Path, workdir: Path, repeat: int) -> dict[str, float]:
             port, admin = free_port(), free_port()
             text = envoyctl.render(listen_port=port, admin_port=admin, wasm_path=wasm,
                                    routes=[envoyctl.McpRoute(configs.SERVER_ID, free_port())],
-                                   with_plugin=with_plugin)
+                                   with_plugin=with_plugin, admin_api_port=0)
             process = envoyctl.start(text, workdir / f"startup-{key}-{i}", admin_port=admin,
                                      listen_port=port, concurrency=2)
             process.stop()

@@ -76,7 +76,8 @@ def logged(wasm: Path, tmp_path: Path) -> Iterator[Logged]:
         access_log = tmp_path / "access.log"
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port,
                                routes=[McpRoute("demo", upstream.port)], plugin_config=config,
-                               wasm_path=wasm, access_log_path=str(access_log))
+                               wasm_path=wasm, access_log_path=str(access_log),
+                               admin_api_port=envoyctl.free_port())
         envoy = envoyctl.start(text, tmp_path / "envoy", admin_port=admin_port,
                                listen_port=listen_port)
         yield Logged(upstream, envoy, access_log)
@@ -152,6 +153,7 @@ async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> 
         "toolseal_calls_denied_policy_denied": 1,
         "toolseal_requests_rejected": 0,
         "toolseal_result_mismatches": 0,
+        "toolseal_admin_refused": 0,
     }
     # The same counters in Envoy's /stats text form carry the wasmcustom. prefix.
     assert logged.envoy.stats()["wasmcustom.toolseal_calls_denied_policy_denied"] == 1

@@ -117,7 +117,8 @@ class Gateway:
     def start(self) -> None:
         listen_port, admin_port = free_port(), free_port()
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=[self.route],
-                               plugin_config=self.plugin_config, wasm_path=envoyctl.wasm_file())
+                               plugin_config=self.plugin_config, wasm_path=envoyctl.wasm_file(),
+                               admin_api_port=free_port())
         self.starts += 1
         self.envoy = envoyctl.start(text, self.workdir / f"envoy{self.starts}",
                                     admin_port=admin_port, listen_port=listen_port)

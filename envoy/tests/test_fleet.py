@@ -71,15 +71,25 @@ class Fleet:
     version: int = 0
 
     @property
+    def admin_ecds_path(self) -> Path:
+        """The admin listener's resource (the same document with its admin block)."""
+        return ecds.default_admin_path(self.ecds_path)
+
+    @property
     def admins(self) -> list[Admin]:
-        """toolseal's admin API on each Envoy."""
-        return [Admin(e.url, envoyctl.DEMO_ADMIN_TOKEN) for e in self.envoys]
+        """toolseal's admin API on each Envoy's admin listener."""
+        return [Admin(e.admin_api_url, envoyctl.DEMO_ADMIN_TOKEN) for e in self.envoys]
 
     def publish(self, plugin_config: dict[str, Any] | str, wasm: Path | None = None) -> None:
-        """Atomically replace the ECDS resource (what the control plane does)."""
+        """Atomically replace the ECDS resources (what the control plane does). A raw string
+        (a config the plugin must refuse) goes to the agents' listener only."""
         self.version += 1
-        ecds.publish(self.ecds_path, ecds.resource(plugin_config, str(self.version),
-                                                   wasm or envoyctl.wasm_file()))
+        wasm = wasm or envoyctl.wasm_file()
+        if isinstance(plugin_config, str):
+            ecds.publish(self.ecds_path, ecds.resource(plugin_config, str(self.version), wasm))
+            return
+        ecds.publish_config(plugin_config, self.ecds_path, self.admin_ecds_path,
+                            str(self.version), wasm)
 
     def reloads(self) -> list[int | None]:
         """ECDS updates applied per Envoy (None while an Envoy's admin is busy: its main
@@ -108,10 +118,14 @@ def fleet(wasm: Path, tmp_path: Path) -> Iterator[Fleet]:
         route = McpRoute("demo", upstream.port)
         for i in range(2):
             listen_port, admin_port = envoyctl.free_port(), envoyctl.free_port()
+            admin_api_port = envoyctl.free_port()
             text = ecds.render(ecds_path, node_id=f"envoy-{i}", listen_port=listen_port,
-                               admin_port=admin_port, routes=[route])
+                               admin_port=admin_port, routes=[route],
+                               admin_ecds_path=started.admin_ecds_path,
+                               admin_api_port=admin_api_port)
             started.envoys.append(envoyctl.start(text, tmp_path / f"envoy-{i}",
-                                                 admin_port=admin_port, listen_port=listen_port))
+                                                 admin_port=admin_port, listen_port=listen_port,
+                                                 admin_api_port=admin_api_port))
         yield started
     finally:
         try:

@@ -1,5 +1,7 @@
 """The deployable manifests (examples/istio, examples/envoy-gateway) carry a plugin config
-that the plugin accepts, and the Envoy settings that keep toolseal fail closed.
+that the plugin accepts, the Envoy settings that keep toolseal fail closed, and no admin API
+on the agents' path: on Istio it is a second plugin instance on a loopback-only listener with
+the same config plus ``admin``; on Envoy Gateway it is off.
 
 The inline config is taken out of the parsed YAML exactly as Istio and Envoy Gateway pass it
 (one JSON document) and checked with ``toolseal check-config``, which runs the plugin's own
@@ -22,6 +24,7 @@ import envoyctl
 
 REPO = envoyctl.REPO
 ISTIO = REPO / "examples" / "istio" / "wasmplugin.yaml"
+ISTIO_ADMIN = REPO / "examples" / "istio" / "admin.yaml"
 GATEWAY = REPO / "examples" / "envoy-gateway" / "extension-policy.yaml"
 
 
@@ -46,6 +49,10 @@ def _load(path: Path) -> dict[str, Any]:
     return documents[0]
 
 
+def _ports(spec: dict[str, Any]) -> set[int]:
+    return {port["number"] for selector in spec["match"] for port in selector["ports"]}
+
+
 def test_istio_wasmplugin_is_fail_closed_before_authz_and_its_config_loads(tmp_path: Path) -> None:
     manifest = _load(ISTIO)
     assert (manifest["apiVersion"], manifest["kind"]) == ("extensions.istio.io/v1alpha1", "WasmPlugin")
@@ -53,7 +60,44 @@ def test_istio_wasmplugin_is_fail_closed_before_authz_and_its_config_loads(tmp_p
     assert (spec["phase"], spec["failStrategy"], spec["type"]) == ("AUTHZ", "FAIL_CLOSE", "HTTP")
     assert isinstance(spec["priority"], int)
     assert spec["url"].startswith("oci://")
+    # The agents' path: no admin API there.
+    assert "admin" not in spec["pluginConfig"]
     assert _check_config(spec["pluginConfig"], tmp_path) == "ok: posture strict, 1 configured server(s)"
+
+
+def test_istio_admin_api_is_a_second_instance_on_a_loopback_listener_with_the_same_config(
+        tmp_path: Path) -> None:
+    data = _load(ISTIO)["spec"]
+    documents = {d["kind"]: d for d in yaml.safe_load_all(ISTIO_ADMIN.read_text())}
+    assert sorted(documents) == ["AuthorizationPolicy", "EnvoyFilter", "Gateway",
+                                 "RequestAuthentication", "VirtualService", "WasmPlugin"]
+    [server] = documents["Gateway"]["spec"]["servers"]
+    port = server["port"]["number"]
+    assert server["bind"] == "127.0.0.1"
+    admin = documents["WasmPlugin"]["spec"]
+    # Only on the admin port, and the data instance never there (it would answer 404 first).
+    assert _ports(admin) == {port} and port not in _ports(data)
+    # The same module, fail closed, after Istio's authn and authz filters.
+    assert (admin["url"], admin["failStrategy"], admin["phase"]) == (data["url"], "FAIL_CLOSE", "STATS")
+    # The same document plus the admin block, naming the approver from the verified JWT.
+    config = admin["pluginConfig"]
+    assert {k: v for k, v in config.items() if k != "admin"} == data["pluginConfig"]
+    identity = config["admin"]["identity"]["header"]
+    [rule] = documents["RequestAuthentication"]["spec"]["jwtRules"]
+    assert rule["outputClaimToHeaders"] == [{"header": identity, "claim": "sub"}]
+    deny = documents["AuthorizationPolicy"]["spec"]
+    assert deny["action"] == "DENY" and deny["rules"] == [{
+        "to": [{"operation": {"ports": [str(port)]}}],
+        "from": [{"source": {"notRequestPrincipals": ["*"]}}]}]
+    assert _check_config(config, tmp_path) == "ok: posture strict, 1 configured server(s)"
+    # The buffer filter before the router, on the admin listener only.
+    [patch] = documents["EnvoyFilter"]["spec"]["configPatches"]
+    assert patch["match"]["listener"]["portNumber"] == port
+    assert patch["match"]["listener"]["filterChain"]["filter"]["subFilter"]["name"] == "envoy.filters.http.router"
+    assert (patch["patch"]["operation"], patch["patch"]["value"]["name"]) == (
+        "INSERT_BEFORE", "envoy.filters.http.buffer")
+    assert patch["patch"]["value"]["typed_config"]["max_request_bytes"] == envoyctl.ADMIN_MAX_REQUEST_BYTES
+    assert documents["VirtualService"]["spec"]["gateways"] == [documents["Gateway"]["metadata"]["name"]]
 
 
 def test_envoy_gateway_policy_is_fail_closed_and_its_config_loads(tmp_path: Path) -> None:
@@ -68,6 +112,9 @@ def test_envoy_gateway_policy_is_fail_closed_and_its_config_loads(tmp_path: Path
     assert config["server_id"] == {"from": "cluster"}
     assert list(config["servers"]) == [f"httproute/{manifest['metadata']['namespace']}/"
                                        f"{spec['targetRefs'][0]['name']}/rule/0"]
+    # Envoy Gateway gives each policy its own vm_id: no admin API on the agents' route, and
+    # none elsewhere (docs/admin.md).
+    assert "admin" not in config
     assert _check_config(config, tmp_path) == "ok: posture strict, 1 configured server(s)"
 
 

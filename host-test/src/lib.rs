@@ -11,6 +11,7 @@
 pub mod abi;
 pub mod bench;
 pub mod cli;
+pub mod console;
 pub mod input_error;
 pub mod replay;
 pub mod wasm;

@@ -18,6 +18,7 @@ use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData}
 use crate::telemetry::Published;
 use std::cell::RefCell;
 use std::rc::Rc;
+use toolseal_core::admin::{AdminRequest, MAX_ADMIN_BODY};
 use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
@@ -270,10 +271,18 @@ impl Http {
                 Stream::Request,
             );
         }
-        if !end_of_stream {
+        // An admin body over the cap is answered at once: the engine refuses (and audits) it
+        // by its length, so only one byte more than the cap is read.
+        let admin_too_large = self.mode == Mode::Admin && body_size > MAX_ADMIN_BODY;
+        if !end_of_stream && !admin_too_large {
             return Action::Pause;
         }
-        let body = match read_body(Buffer::RequestBody, body_size) {
+        let read = if admin_too_large {
+            MAX_ADMIN_BODY + 1
+        } else {
+            body_size
+        };
+        let body = match read_body(Buffer::RequestBody, read) {
             Ok(body) => body,
             Err(code) => {
                 let what = format!("the request body (status {code})");
@@ -421,22 +430,25 @@ impl Http {
     }
 
     fn admin(&mut self, shared: &mut Shared, path: &str, body: &[u8]) -> Action {
-        let method = self.headers.get(":method").unwrap_or_default().to_string();
-        let authorization = self.headers.get("authorization").map(str::to_string);
+        // Moved out and back: the request borrows the headers while the reply needs `self`.
+        let headers = std::mem::take(&mut self.headers);
+        let source = host::property(&["source", "address"]);
+        let caller = EnvoyCaller { headers: &headers };
+        let request = AdminRequest {
+            method: headers.get(":method").unwrap_or_default(),
+            path,
+            authorization: headers.get("authorization"),
+            source: source.as_deref(),
+            caller: &caller,
+            body,
+        };
         let Shared { engine, metrics } = shared;
         let mut out = EnvoyOutputs {
             metrics,
             published: &mut self.published,
         };
-        let reply = engine.admin(
-            &mut SharedData,
-            &mut out,
-            host::now_ms(),
-            &method,
-            path,
-            authorization.as_deref(),
-            body,
-        );
+        let reply = engine.admin(&mut SharedData, &mut out, host::now_ms(), &request);
+        self.headers = headers;
         self.reply(&reply, Stream::Request)
     }
 }

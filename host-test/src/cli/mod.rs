@@ -1,4 +1,5 @@
-//! The `toolseal` command: `replay`, `fingerprint`, `diff`, `pin`.
+//! The `toolseal` command: `replay`, `fingerprint`, `diff`, `pin`, `report`, `check-config`,
+//! `console`, `bench`.
 //!
 //! Main design decision: every subcommand returns an exit code and writes its own output;
 //! errors travel as `anyhow` chains and are classified once, here: unusable input and a
@@ -32,6 +33,9 @@ usage:
   toolseal pin FILE [--server ID]  a `servers` config entry with a full lock
   toolseal report OLD NEW        the classified drift as a self-contained HTML page
   toolseal check-config FILE     validate a plugin configuration (the plugin's own parser)
+  toolseal console FLEET.json    a local web app to review drift across a fleet of Envoys and
+                                 approve / quarantine / release through the plugin configuration
+                                 (see `toolseal console --help`)
   toolseal bench [--help]        per-message cost, native vs .wasm (see `toolseal bench --help`)
 FILE: a tools/list result ({\"tools\": [...]}), a bare array of tools, or a transcript.
 exit status: 0 ok, 1 replay/expectation/diff finding, 2 unusable input.";
@@ -49,6 +53,7 @@ pub fn run(args: &[String]) -> i32 {
         "pin" => tools_cmd::pin(rest),
         "report" => report_html::run(rest),
         "check-config" => check_config::run(rest),
+        "console" => crate::console::run(rest),
         "bench" => crate::bench::run(rest),
         "help" | "--help" | "-h" => stdout::print_lines(&[USAGE]).map(|()| 0),
         other => Err(InputError(format!("unknown command `{other}`\n{USAGE}")).into()),

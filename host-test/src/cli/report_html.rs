@@ -27,7 +27,8 @@ use toolseal_core::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tool
 use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
 
 /// The page's style sheet. Class colors are fixed values (the tests look for them).
-const STYLE: &str = "
+/// `toolseal console` serves the page with a Content-Security-Policy naming this sheet's hash.
+pub const STYLE: &str = "
 body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#ffffff;color:#1f2328}
 header{padding:20px 28px;background:#f6f8fa;border-bottom:1px solid #d0d7de}
 h1{margin:0 0 8px;font-size:24px}

@@ -60,6 +60,13 @@ pub fn diff(rest: &[String]) -> Result<i32> {
     Ok(drift.exit_code())
 }
 
+/// A server's config entry pinning `tools` (whose digests are `set`) as a full lock:
+/// `{"lock": {"fingerprint", "tools"}}`. `toolseal pin` prints it; `toolseal console` writes
+/// it into the fleet's plugin configuration when an operator approves.
+pub fn lock_entry(set: &ToolDigests, tools: Vec<Value>) -> Value {
+    json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}})
+}
+
 /// `toolseal pin FILE [--server ID]`: `{"ID": {"lock": {"fingerprint", "tools"}}}`.
 pub fn pin(rest: &[String]) -> Result<i32> {
     let (args, file) = one_file(rest, &["server"], "toolseal pin FILE [--server ID]")?;
@@ -70,10 +77,7 @@ pub fn pin(rest: &[String]) -> Result<i32> {
         .value("server")
         .map_or_else(|| crate::replay::transcript_name(path), str::to_owned);
     let mut entry = Map::new();
-    entry.insert(
-        server,
-        json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}}),
-    );
+    entry.insert(server, lock_entry(&set, tools));
     let text = serde_json::to_string_pretty(&Value::Object(entry)).map_err(anyhow::Error::from)?;
     print_lines(&[text])?;
     Ok(0)

@@ -1,17 +1,77 @@
 //! The admin API (SPEC section 6): review drift, approve the reviewed fingerprint,
 //! quarantine and release, read the audit ring.
 //!
-//! Main design decision: the admin API is answered by the engine itself on the data path's
-//! listener, so it sees the same shared state every worker sees; it is off unless a token
-//! hash is configured, and a bad or missing token changes nothing (401).
+//! Main design decision: the admin API is answered by the engine of the plugin instance whose
+//! config has an `admin` block with token hashes; the shipped Envoy config gives that block
+//! only to an instance on its own (loopback) listener, in the same VM id as the data
+//! listener's instance, so both see one shared state while agents on the data listener get
+//! 404 whatever token they send. A request without an accepted token, or without the
+//! approver's identity when `admin.identity` asks for one, changes nothing; every refusal is
+//! audited (`admin.refused`) with its source and reason, never with token material.
 
-use crate::audit::Outputs;
+use crate::audit::{AuditEvent, Counter, Outputs};
+use crate::config::IdentitySource;
 use crate::engine::{Engine, LocalReply};
+use crate::policy::CallerIdentity;
 use crate::state::{self, StateError};
-use crate::status::{Actor, Event, Refusal, ServerRecord};
+use crate::status::{Actor, Event, ServerRecord};
 use crate::store::StateStore;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+
+/// Largest admin request body read; a bigger one is refused (413) before it is parsed.
+pub const MAX_ADMIN_BODY: usize = 64 * 1024;
+
+/// One admin API request, as the host adapter gathered it.
+pub struct AdminRequest<'a> {
+    /// HTTP method.
+    pub method: &'a str,
+    /// `:path`, query included.
+    pub path: &'a str,
+    /// The `Authorization` header.
+    pub authorization: Option<&'a str>,
+    /// The peer address (Envoy `source.address`), for the audit trail.
+    pub source: Option<&'a str>,
+    /// Headers and dynamic metadata, where `admin.identity` is read.
+    pub caller: &'a dyn CallerIdentity,
+    /// The request body.
+    pub body: &'a [u8],
+}
+
+/// Who sent an admin request, as far as it is known: recorded in every admin audit event.
+struct Requester {
+    source: Option<String>,
+    by: Option<String>,
+    /// Position in `admin.token_sha256` of the token it presented, once accepted.
+    token: Option<usize>,
+}
+
+impl Requester {
+    fn detail(&self) -> Map<String, Value> {
+        let mut detail = Map::new();
+        detail.insert("by".into(), Value::from(self.by.clone()));
+        detail.insert("source".into(), Value::from(self.source.clone()));
+        if let Some(index) = self.token {
+            detail.insert("token_index".into(), Value::from(index));
+        }
+        detail
+    }
+}
+
+/// Why an admin request was refused: the status, the server it named, the reason.
+struct Refused {
+    status: u16,
+    server: Option<String>,
+    reason: String,
+}
+
+fn refused(status: u16, server: Option<&str>, reason: String) -> Refused {
+    Refused {
+        status,
+        server: server.map(str::to_string),
+        reason,
+    }
+}
 
 impl Engine {
     /// Whether `path` is under the admin prefix (the host then calls [`Engine::admin`]).
@@ -19,73 +79,143 @@ impl Engine {
         path.starts_with(&self.config.admin.prefix)
     }
 
-    /// Answers one admin request.
-    #[allow(clippy::too_many_arguments)]
+    /// Answers one admin request. Anything but a 200 is audited as `admin.refused`.
     pub fn admin(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
-        method: &str,
-        path: &str,
-        authorization: Option<&str>,
-        body: &[u8],
+        request: &AdminRequest<'_>,
     ) -> LocalReply {
-        let Some(expected) = self.config.admin.token_sha256 else {
-            return reply(
-                404,
-                json!({"error": "the toolseal admin API is off (no admin.token_sha256 configured)"}),
-            );
+        let mut who = Requester {
+            source: request.source.map(|s| clip(s, 128).to_string()),
+            by: None,
+            token: None,
         };
-        let token = authorization
-            .and_then(|a| a.strip_prefix("Bearer "))
-            .unwrap_or("");
-        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if token.is_empty() || !constant_time_eq(&presented, &expected) {
-            return reply(401, json!({"error": "missing or invalid bearer token"}));
+        match self.admin_checked(store, out, now_ms, request, &mut who) {
+            Ok(reply) => reply,
+            Err(refusal) => {
+                let mut detail = who.detail();
+                detail.insert("http_status".into(), Value::from(refusal.status));
+                detail.insert("method".into(), Value::from(clip(request.method, 16)));
+                let path = request.path.split('?').next().unwrap_or_default();
+                detail.insert("path".into(), Value::from(clip(path, 256)));
+                let event = AuditEvent {
+                    event: "admin.refused",
+                    time_ms: now_ms,
+                    server: refusal.server.unwrap_or_default(),
+                    session: None,
+                    status_before: None,
+                    status_after: None,
+                    baseline: None,
+                    live: None,
+                    reason: refusal.reason.clone(),
+                    detail,
+                };
+                out.count(Counter::AdminRefused, Some(&refusal.status.to_string()));
+                self.emit(store, out, &event);
+                reply(refusal.status, json!({"error": refusal.reason}))
+            }
         }
-        let rest = path.strip_prefix(&self.config.admin.prefix).unwrap_or("");
-        let rest = rest.split('?').next().unwrap_or("");
+    }
+
+    fn admin_checked(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        request: &AdminRequest<'_>,
+        who: &mut Requester,
+    ) -> Result<LocalReply, Refused> {
+        let rest = request
+            .path
+            .strip_prefix(&self.config.admin.prefix)
+            .unwrap_or_default();
+        let rest = rest.split('?').next().unwrap_or_default();
         // Segments are percent-decoded, so a server id holding '/' (an Envoy Gateway cluster
         // name, say) is addressed as `servers/httproute%2Fns%2Fname`.
-        let Some(decoded) = rest
+        let parts = rest
             .split('/')
             .filter(|p| !p.is_empty())
             .map(percent_decode)
-            .collect::<Option<Vec<String>>>()
-        else {
-            return reply(
-                400,
-                json!({"error": "malformed percent-encoding in the admin path"}),
-            );
+            .collect::<Option<Vec<String>>>();
+        let server = match parts.as_deref() {
+            Some([first, id, ..]) if first == "servers" => Some(id.as_str()),
+            _ => None,
         };
-        let parts: Vec<&str> = decoded.iter().map(String::as_str).collect();
-        match (method, parts.as_slice()) {
+        let identity = self.config.admin.identity.as_ref();
+        who.by = identity.and_then(|source| identity_of(source, request.caller));
+        if self.config.admin.token_sha256.is_empty() {
+            return Err(refused(404, server, "the toolseal admin API is off on this listener (its config has no admin.token_sha256)".into()));
+        }
+        let token = request
+            .authorization
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if token.is_empty() {
+            return Err(refused(401, server, "missing bearer token".into()));
+        }
+        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        who.token = accepted_token(&presented, &self.config.admin.token_sha256);
+        if who.token.is_none() {
+            return Err(refused(
+                401,
+                server,
+                "the bearer token is not one that admin.token_sha256 accepts".into(),
+            ));
+        }
+        if let (Some(source), None) = (identity, &who.by) {
+            let source = match source {
+                IdentitySource::Header(name) => format!("header {name}"),
+                IdentitySource::Metadata(path) => format!("metadata {path}"),
+            };
+            return Err(refused(
+                403,
+                server,
+                format!(
+                    "admin requests must say who makes them: {source} is missing or not one name (admin.identity)"
+                ),
+            ));
+        }
+        if request.body.len() > MAX_ADMIN_BODY {
+            return Err(refused(
+                413,
+                server,
+                format!("admin request bodies are at most {MAX_ADMIN_BODY} bytes"),
+            ));
+        }
+        let Some(parts) = parts.as_deref() else {
+            return Err(refused(
+                400,
+                None,
+                "malformed percent-encoding in the admin path".into(),
+            ));
+        };
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        match (request.method, parts.as_slice()) {
             ("GET", ["servers"]) => {
                 let servers: Vec<Value> = state::server_ids(store)
                     .iter()
                     .filter_map(|id| self.server_view(store, id, false))
                     .collect();
-                reply(200, json!({"servers": servers}))
+                Ok(reply(200, json!({"servers": servers})))
             }
-            ("GET", ["servers", id]) => match self.server_view(store, id, true) {
-                Some(view) => reply(200, view),
-                None => reply(404, json!({"error": format!("unknown server {id:?}")})),
-            },
-            ("GET", ["audit"]) => reply(
+            ("GET", ["servers", id]) => self
+                .server_view(store, id, true)
+                .map(|view| reply(200, view))
+                .ok_or_else(|| refused(404, Some(id), format!("unknown server {id:?}"))),
+            ("GET", ["audit"]) => Ok(reply(
                 200,
                 json!({"events": state::recent_audit(store, self.config.audit.ring_size)}),
-            ),
+            )),
             ("POST", ["servers", id, action]) => {
-                self.admin_action(store, out, now_ms, id, action, body)
+                self.admin_action(store, out, now_ms, id, action, request.body, who)
             }
-            _ => reply(
-                404,
-                json!({"error": "unknown admin endpoint; see GET servers, GET servers/{id}, POST servers/{id}/approve|quarantine|release, GET audit"}),
-            ),
+            _ => Err(refused(404, server, "unknown admin endpoint; see GET servers, GET servers/{id}, POST servers/{id}/approve|quarantine|release, GET audit".into())),
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn admin_action(
         &mut self,
         store: &mut dyn StateStore,
@@ -94,9 +224,10 @@ impl Engine {
         id: &str,
         action: &str,
         body: &[u8],
-    ) -> LocalReply {
+        who: &Requester,
+    ) -> Result<LocalReply, Refused> {
         if !matches!(state::load_record(store, id), Ok(Some(_))) {
-            return reply(404, json!({"error": format!("unknown server {id:?}")}));
+            return Err(refused(404, Some(id), format!("unknown server {id:?}")));
         }
         let body = if body.is_empty() {
             Ok(json!({}))
@@ -104,20 +235,18 @@ impl Engine {
             crate::json::parse_strict(body, 16)
         };
         let Ok(body) = body else {
-            return reply(
+            return Err(refused(
                 400,
-                json!({"error": "the request body must be a JSON object"}),
-            );
+                Some(id),
+                "the request body must be a JSON object".into(),
+            ));
         };
         let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
         let event = match action {
             "approve" => match text("fingerprint") {
                 Some(fingerprint) => Event::Approve { fingerprint },
                 None => {
-                    return reply(
-                        400,
-                        json!({"error": "body must be {\"fingerprint\": \"sha256:…\"} with the reviewed fingerprint"}),
-                    );
+                    return Err(refused(400, Some(id), "body must be {\"fingerprint\": \"sha256:…\"} with the reviewed fingerprint".into()));
                 }
             },
             "quarantine" => Event::Quarantine {
@@ -126,22 +255,20 @@ impl Engine {
             },
             "release" => Event::Release { by: Actor::Admin },
             other => {
-                return reply(
+                return Err(refused(
                     404,
-                    json!({"error": format!("unknown action {other:?}; expected approve, quarantine or release")}),
-                );
+                    Some(id),
+                    format!("unknown action {other:?}; expected approve, quarantine or release"),
+                ));
             }
         };
-        match self.transition(store, out, id, None, &event, now_ms) {
-            Ok(_) => match self.server_view(store, id, true) {
-                Some(view) => reply(200, view),
-                None => reply(500, json!({"error": "state vanished"})),
-            },
-            Err(StateError::Refused(r @ Refusal::Conflict { .. })) => {
-                reply(409, json!({"error": r.to_string()}))
-            }
-            Err(StateError::Refused(r)) => reply(409, json!({"error": r.to_string()})),
-            Err(e) => reply(503, json!({"error": e.to_string()})),
+        match self.transition_with(store, out, id, None, &event, now_ms, &who.detail()) {
+            Ok(_) => self
+                .server_view(store, id, true)
+                .map(|view| reply(200, view))
+                .ok_or_else(|| refused(500, Some(id), "state vanished".into())),
+            Err(StateError::Refused(r)) => Err(refused(409, Some(id), r.to_string())),
+            Err(e) => Err(refused(503, Some(id), e.to_string())),
         }
     }
 
@@ -222,12 +349,45 @@ fn reply(status: u16, body: Value) -> LocalReply {
     LocalReply::json(status, &body)
 }
 
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b.iter()) {
-        diff |= x ^ y;
+/// The position of `presented` in `accepted`. Every entry is compared in full whatever
+/// matches, so the time taken says nothing about which one did (or how close a guess came).
+fn accepted_token(presented: &[u8; 32], accepted: &[[u8; 32]]) -> Option<usize> {
+    let mut found = 0usize;
+    let mut any = 0u8;
+    for (index, hash) in accepted.iter().enumerate() {
+        let mut diff = 0u8;
+        for (x, y) in presented.iter().zip(hash.iter()) {
+            diff |= x ^ y;
+        }
+        // 1 when equal, 0 otherwise, without a branch on the bytes.
+        let equal = u8::from(diff == 0);
+        found |= usize::from(equal).wrapping_neg() & index;
+        any |= equal;
     }
-    diff == 0
+    (any == 1).then_some(found)
+}
+
+/// The approver's name from `source`: one non-empty string of at most 256 characters without
+/// control characters (it is written into audit lines), or `None` (also when the host could
+/// not read the metadata: a configured identity that cannot be told refuses the request).
+fn identity_of(source: &IdentitySource, caller: &dyn CallerIdentity) -> Option<String> {
+    let name = match source {
+        IdentitySource::Header(header) => caller.header(header)?,
+        IdentitySource::Metadata(path) => match caller.metadata(path).ok().flatten()? {
+            Value::String(name) => name,
+            _ => return None,
+        },
+    };
+    (!name.is_empty() && name.len() <= 256 && !name.chars().any(char::is_control)).then_some(name)
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+fn clip(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end = end.saturating_sub(1);
+    }
+    text.get(..end).unwrap_or_default()
 }
 
 /// Decodes `%XX` escapes of a path segment; `None` when an escape or the result is malformed.

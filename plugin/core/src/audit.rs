@@ -143,6 +143,8 @@ pub enum Counter {
     RequestsRejected,
     /// A `tools/call` result that broke the approved `outputSchema`.
     ResultMismatches,
+    /// An admin API request refused (also counted per HTTP status).
+    AdminRefused,
 }
 
 impl Counter {
@@ -156,11 +158,12 @@ impl Counter {
             Counter::CallsDenied => "toolseal_calls_denied",
             Counter::RequestsRejected => "toolseal_requests_rejected",
             Counter::ResultMismatches => "toolseal_result_mismatches",
+            Counter::AdminRefused => "toolseal_admin_refused",
         }
     }
 
     /// Every counter, so hosts can define them up front.
-    pub const ALL: [Counter; 7] = [
+    pub const ALL: [Counter; 8] = [
         Counter::ListsVerified,
         Counter::ListsChanged,
         Counter::ListsFiltered,
@@ -168,6 +171,7 @@ impl Counter {
         Counter::CallsDenied,
         Counter::RequestsRejected,
         Counter::ResultMismatches,
+        Counter::AdminRefused,
     ];
 }
 

@@ -146,9 +146,34 @@ impl Default for Limits {
 pub struct AdminConfig {
     /// Path prefix, starting and ending with `/`.
     pub prefix: String,
-    /// SHA-256 of the bearer token; `None` turns the admin API off.
-    pub token_sha256: Option<[u8; 32]>,
+    /// SHA-256 of each accepted bearer token (several while a token is rotated); empty turns
+    /// the admin API off.
+    pub token_sha256: Vec<[u8; 32]>,
+    /// Where the approver's name comes from; `None`: admin audit events say `"by": null`.
+    pub identity: Option<IdentitySource>,
 }
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            prefix: "/toolseal/".into(),
+            token_sha256: Vec::new(),
+            identity: None,
+        }
+    }
+}
+
+/// Where a request names the person or system behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentitySource {
+    /// A request header (lower-cased name), set by something the operator trusts in front.
+    Header(String),
+    /// Envoy dynamic metadata at `NAMESPACE/key/…` (e.g. a `jwt_authn` claim).
+    Metadata(String),
+}
+
+/// Most tokens `admin.token_sha256` may list (a rotation needs two).
+pub const MAX_ADMIN_TOKENS: usize = 8;
 
 /// Audit options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,10 +216,7 @@ impl Default for Config {
             policy: Policy::default(),
             limits: Limits::default(),
             fingerprint: FingerprintFields::default(),
-            admin: AdminConfig {
-                prefix: "/toolseal/".into(),
-                token_sha256: None,
-            },
+            admin: AdminConfig::default(),
             audit: AuditConfig {
                 call_allowed: false,
                 ring_size: 256,
@@ -603,11 +625,8 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
 
 fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
     let obj = object(v, "admin")?;
-    known_keys(obj, "admin", &["prefix", "token_sha256"])?;
-    let mut admin = AdminConfig {
-        prefix: "/toolseal/".into(),
-        token_sha256: None,
-    };
+    known_keys(obj, "admin", &["prefix", "token_sha256", "identity"])?;
+    let mut admin = AdminConfig::default();
     if let Some(p) = obj.get("prefix") {
         let prefix = string(p, "admin.prefix")?;
         if !prefix.starts_with('/') || !prefix.ends_with('/') || prefix.len() < 2 {
@@ -619,13 +638,47 @@ fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
         admin.prefix = prefix.to_string();
     }
     if let Some(t) = obj.get("token_sha256") {
-        let hex = string(t, "admin.token_sha256")?;
-        admin.token_sha256 = Some(parse_hex32(hex).ok_or_else(|| {
-            err(
-                "admin.token_sha256",
-                "expected 64 hex digits (sha256 of the token)",
-            )
-        })?);
+        const FIELD: &str = "admin.token_sha256";
+        const EXPECTED: &str = "expected the sha256 of the token as 64 hex digits, or a list of 1 to 8 distinct ones (leave the key out to turn the admin API off)";
+        let items = match t {
+            Value::Array(items) => items.as_slice(),
+            one => std::slice::from_ref(one),
+        };
+        for item in items {
+            if let Some(hash) = item.as_str().and_then(parse_hex32)
+                && !admin.token_sha256.contains(&hash)
+            {
+                admin.token_sha256.push(hash);
+            }
+        }
+        if admin.token_sha256.len() != items.len()
+            || items.is_empty()
+            || items.len() > MAX_ADMIN_TOKENS
+        {
+            return Err(err(FIELD, EXPECTED));
+        }
+    }
+    if let Some(i) = obj.get("identity") {
+        const FIELD: &str = "admin.identity";
+        let identity = object(i, FIELD)?;
+        known_keys(identity, FIELD, &["header", "metadata"])?;
+        let text = |key: &str| identity.get(key).and_then(Value::as_str);
+        admin.identity = Some(match (identity.len(), text("header"), text("metadata")) {
+            (1, Some(name), _)
+                if valid_header_name(name) && !name.eq_ignore_ascii_case("authorization") =>
+            {
+                IdentitySource::Header(name.to_ascii_lowercase())
+            }
+            (1, _, Some(path)) if path.trim_matches('/').contains('/') => {
+                IdentitySource::Metadata(path.to_string())
+            }
+            _ => {
+                return Err(err(
+                    FIELD,
+                    "expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+                ));
+            }
+        });
     }
     Ok(admin)
 }

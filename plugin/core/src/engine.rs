@@ -276,7 +276,7 @@ impl Engine {
                 "posture {}, {} configured server(s), admin API {}{}",
                 self.config.posture.as_str(),
                 self.config.servers.len(),
-                if self.config.admin.token_sha256.is_some() {
+                if !self.config.admin.token_sha256.is_empty() {
                     "on"
                 } else {
                     "off"
@@ -658,6 +658,21 @@ impl Engine {
         event: &crate::status::Event,
         now_ms: u64,
     ) -> Result<ServerRecord, StateError> {
+        self.transition_with(store, out, server, session, event, now_ms, &Map::new())
+    }
+
+    /// [`Engine::transition`] whose audit events also carry `extra` (who asked, from where).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn transition_with(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        server: &str,
+        session: Option<&str>,
+        event: &crate::status::Event,
+        now_ms: u64,
+        extra: &Map<String, Value>,
+    ) -> Result<ServerRecord, StateError> {
         let posture = self.config.posture_of(server);
         let updated = state::update_record(
             store,
@@ -669,7 +684,7 @@ impl Engine {
             self.config.limits.max_servers,
         )?;
         for note in &updated.notes {
-            let mut detail = Map::new();
+            let mut detail = extra.clone();
             if note.event == "schema.changed" || note.event == "schema.pending" {
                 if let Some(summary) = self.diff_summary(store, server, &updated.after) {
                     detail.insert("diff".into(), summary);

@@ -6,6 +6,7 @@
 //! golden decisions computed natively and through the `.wasm` must agree; a difference is a
 //! bug in one of the adapters, never an expected divergence.
 
+use crate::admin::AdminRequest;
 use crate::audit::CollectedOutputs;
 use crate::config::Config;
 use crate::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
@@ -185,15 +186,17 @@ impl NativeReplay {
         let now = self.now_ms;
         let path = ex.path.clone();
         if self.engine.is_admin_path(&path) {
-            let reply = self.engine.admin(
-                &mut self.store,
-                &mut self.out,
-                now,
-                &ex.http_method,
-                &path,
-                ex.request_header("authorization"),
-                &ex.request_body,
-            );
+            let request = AdminRequest {
+                method: &ex.http_method,
+                path: &path,
+                authorization: ex.request_header("authorization"),
+                source: None,
+                caller: &Headers(ex),
+                body: &ex.request_body,
+            };
+            let reply = self
+                .engine
+                .admin(&mut self.store, &mut self.out, now, &request);
             return Replayed {
                 local_reply: Some(reply),
                 response_body: Vec::new(),

@@ -9,7 +9,9 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::config::{Config, ListChanged, Pin, Posture, ResultsMode, ServerIdSource};
+use toolseal_core::config::{
+    Config, IdentitySource, ListChanged, Pin, Posture, ResultsMode, ServerIdSource,
+};
 use toolseal_core::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
 
 fn parse(v: &Value) -> Result<Config, String> {
@@ -36,7 +38,7 @@ fn empty_config_gives_the_documented_defaults() {
     assert_eq!(c.limits.max_depth, 64);
     assert_eq!(c.admin.prefix, "/toolseal/");
     assert!(
-        c.admin.token_sha256.is_none(),
+        c.admin.token_sha256.is_empty(),
         "admin API off without a token"
     );
     assert!(!c.audit.call_allowed);
@@ -81,7 +83,8 @@ fn the_spec_example_shape_parses() {
     assert_eq!(c.posture_of("unlisted"), Posture::Discovery);
     assert!(c.fingerprint.contains(FingerprintField::Title));
     assert_eq!(c.admin.prefix, "/gate/");
-    assert_eq!(c.admin.token_sha256, Some([0xaa; 32]));
+    assert_eq!(c.admin.token_sha256, vec![[0xaa; 32]]);
+    assert_eq!(c.admin.identity, None);
     assert!(c.audit.call_allowed);
 }
 
@@ -156,12 +159,64 @@ fn bad_configs_name_the_field_to_fix() {
             "field `fingerprint.fields`:",
         ),
         (
-            json!({"admin": {"token_sha256": "abc"}}),
-            "field `admin.token_sha256`: expected 64 hex digits",
-        ),
-        (
             json!({"admin": {"prefix": "toolseal"}}),
             "field `admin.prefix`: must start and end with '/'",
+        ),
+        (
+            json!({"admin": {"token_sha256": []}}),
+            "field `admin.token_sha256`: expected the sha256 of the token as 64 hex digits, or a list of 1 to 8 distinct ones (leave the key out to turn the admin API off)",
+        ),
+        (
+            json!({"admin": {"token_sha256": vec!["a".repeat(64); 9]}}),
+            "field `admin.token_sha256`: expected the sha256 of the token as 64 hex digits, or a list of 1 to 8 distinct ones (leave the key out to turn the admin API off)",
+        ),
+        (
+            json!({"admin": {"token_sha256": ["a".repeat(64), "abc"]}}),
+            "field `admin.token_sha256`: expected the sha256 of the token as 64 hex digits, or a list of 1 to 8 distinct ones (leave the key out to turn the admin API off)",
+        ),
+        (
+            json!({"admin": {"token_sha256": ["a".repeat(64), "A".repeat(64)]}}),
+            "field `admin.token_sha256`: expected the sha256 of the token as 64 hex digits, or a list of 1 to 8 distinct ones (leave the key out to turn the admin API off)",
+        ),
+        (
+            json!({"admin": {"token_sha256": 7}}),
+            "field `admin.token_sha256`: expected the sha256 of the token as 64 hex digits, or a list of 1 to 8 distinct ones (leave the key out to turn the admin API off)",
+        ),
+        (
+            json!({"admin": {"identity": "alice"}}),
+            "field `admin.identity`: expected a JSON object",
+        ),
+        (
+            json!({"admin": {"identity": {"cookie": "user"}}}),
+            "field `admin.identity.cookie`: unknown key; expected one of: header, metadata",
+        ),
+        (
+            json!({"admin": {"identity": {}}}),
+            "field `admin.identity`: expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+        ),
+        (
+            json!({"admin": {"identity": {"header": "x-user", "metadata": "a/b"}}}),
+            "field `admin.identity`: expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+        ),
+        (
+            json!({"admin": {"identity": {"header": "Authorization"}}}),
+            "field `admin.identity`: expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+        ),
+        (
+            json!({"admin": {"identity": {"header": "x user"}}}),
+            "field `admin.identity`: expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+        ),
+        (
+            json!({"admin": {"identity": {"header": 7}}}),
+            "field `admin.identity`: expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+        ),
+        (
+            json!({"admin": {"identity": {"metadata": "envoy.filters.http.jwt_authn"}}}),
+            "field `admin.identity`: expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+        ),
+        (
+            json!({"admin": {"tokens": ["x"]}}),
+            "field `admin.tokens`: unknown key; expected one of: prefix, token_sha256, identity",
         ),
         (
             json!({"audit": {"call_allowed": 1}}),
@@ -226,4 +281,31 @@ fn duplicate_keys_and_invalid_json_are_refused() {
         "{err}"
     );
     assert!(Config::parse(b"{").is_err());
+}
+
+#[test]
+fn admin_token_hashes_are_one_or_a_list_and_identity_names_a_header_or_metadata() {
+    let one = parse(&json!({"admin": {"token_sha256": "ab".repeat(32)}})).unwrap();
+    assert_eq!(one.admin.token_sha256, vec![[0xab; 32]]);
+    let rotating = parse(&json!({"admin": {
+        "token_sha256": ["ab".repeat(32), "CD".repeat(32)],
+        "identity": {"header": "X-Approver"}
+    }}))
+    .unwrap();
+    assert_eq!(rotating.admin.token_sha256, vec![[0xab; 32], [0xcd; 32]]);
+    assert_eq!(
+        rotating.admin.identity,
+        Some(IdentitySource::Header("x-approver".into()))
+    );
+    let jwt = parse(&json!({"admin": {
+        "token_sha256": ["ab".repeat(32)],
+        "identity": {"metadata": "envoy.filters.http.jwt_authn/payload/sub"}
+    }}))
+    .unwrap();
+    assert_eq!(
+        jwt.admin.identity,
+        Some(IdentitySource::Metadata(
+            "envoy.filters.http.jwt_authn/payload/sub".into()
+        ))
+    );
 }

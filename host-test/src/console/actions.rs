@@ -1,0 +1,336 @@
+//! Approve, quarantine and release, through the fleet's plugin configuration.
+//!
+//! Main design decision: an action is a change to `servers.<id>` in the ECDS resource, so it
+//! reaches every instance through the control plane and outlives restarts; the admin APIs are
+//! only read. An approval is bound to the fingerprint the operator reviewed: every instance
+//! is read again just before the write, and if any of them now holds another live set (or
+//! cannot be read) nothing is written. The lock written is built the way `toolseal pin`
+//! builds it, from a listing whose fingerprint is the reviewed one. Every attempt, refused or
+//! written, goes to the audit log with the operator, the fingerprint and what each instance
+//! showed; the instances' convergence is then followed on the page.
+
+use super::Console;
+use super::candidates::{candidate, is_fingerprint};
+use super::ecds::{EcdsDocument, EntryChange};
+use super::instances::server_views;
+use crate::cli::tools_cmd::lock_entry;
+use serde_json::{Value, json};
+use toolseal_core::fingerprint::ToolDigests;
+
+/// Longest quarantine reason accepted.
+const MAX_REASON_CHARS: usize = 500;
+
+/// What the operator asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Re-baseline every instance to the reviewed candidate (a lock in config).
+    Approve {
+        /// The candidate fingerprint the operator reviewed.
+        fingerprint: String,
+    },
+    /// Hold the server on every instance.
+    Quarantine {
+        /// Why (recorded in config and shown by every instance).
+        reason: String,
+    },
+    /// Lift the configured quarantine.
+    Release,
+}
+
+impl Action {
+    /// `approve`, `quarantine` or `release`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Approve { .. } => "approve",
+            Action::Quarantine { .. } => "quarantine",
+            Action::Release => "release",
+        }
+    }
+
+    /// Reads an action from its name and the JSON body the page sent.
+    pub fn parse(name: &str, body: &Value) -> Result<Action, String> {
+        let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::trim);
+        match name {
+            "approve" => match text("fingerprint") {
+                Some(fp) if is_fingerprint(fp) => Ok(Action::Approve {
+                    fingerprint: fp.to_owned(),
+                }),
+                _ => Err(
+                    "approve needs {\"fingerprint\": \"sha256:…\"}: the candidate you reviewed"
+                        .into(),
+                ),
+            },
+            "quarantine" => match text("reason") {
+                Some(r) if !r.is_empty() && r.chars().count() <= MAX_REASON_CHARS => {
+                    Ok(Action::Quarantine {
+                        reason: r.to_owned(),
+                    })
+                }
+                _ => Err(format!(
+                    "quarantine needs {{\"reason\": \"…\"}}: 1 to {MAX_REASON_CHARS} characters saying why"
+                )),
+            },
+            "release" => Ok(Action::Release),
+            other => Err(format!(
+                "unknown action {other:?}; expected approve, quarantine or release"
+            )),
+        }
+    }
+}
+
+/// The answer to an action: HTTP status and JSON body for the page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// 200 written, 409 refused (state moved or not reviewable), 502 an instance unreadable,
+    /// 500 the configuration could not be written.
+    pub status: u16,
+    /// `{"result", "message", "version"?}`.
+    pub body: Value,
+}
+
+/// What each instance shows of `server` now: `(observed list for the audit, problems)`.
+fn observe(console: &Console, server: &str) -> (Vec<Value>, Vec<Value>, Vec<String>) {
+    let mut observed = Vec::new();
+    let mut views = Vec::new();
+    let mut unreadable = Vec::new();
+    for (instance, result) in server_views(&console.fleet, server, console.timeout) {
+        match result {
+            Ok(Some(view)) => {
+                observed.push(json!({
+                    "instance": instance,
+                    "schema_status": view.get("schema_status"),
+                    "baseline_fingerprint": view.get("baseline_fingerprint"),
+                    "live_fingerprint": view.get("live_fingerprint"),
+                }));
+                views.push(json!({"instance": instance, "view": view}));
+            }
+            Ok(None) => {
+                observed.push(json!({"instance": instance, "schema_status": null, "seen": false}))
+            }
+            Err(e) => {
+                observed.push(json!({"instance": instance, "error": e}));
+                unreadable.push(format!("{instance}: {e}"));
+            }
+        }
+    }
+    (observed, views, unreadable)
+}
+
+/// Why an approval of `fingerprint` must not go on, given every instance's view.
+pub fn approval_conflict(views: &[Value], fingerprint: &str) -> Option<String> {
+    let mut seen_by_one = false;
+    for entry in views {
+        let instance = entry.get("instance").and_then(Value::as_str).unwrap_or("?");
+        let view = entry.get("view").unwrap_or(&Value::Null);
+        if view.get("live_invalid").and_then(Value::as_bool) == Some(true) {
+            return Some(format!(
+                "{instance} holds an invalid live tool set; nothing to approve there"
+            ));
+        }
+        match view.get("live_fingerprint").and_then(Value::as_str) {
+            Some(live) if live == fingerprint => seen_by_one = true,
+            Some(live) => {
+                return Some(format!(
+                    "{instance} has moved on: its live tool set is {live}, not the reviewed \
+                     {fingerprint}; review the new candidate"
+                ));
+            }
+            None => {}
+        }
+    }
+    if seen_by_one {
+        None
+    } else {
+        Some(format!(
+            "no instance reports {fingerprint} as its live tool set"
+        ))
+    }
+}
+
+impl Console {
+    /// Carries out `action` on `server` for the operator and audits it.
+    pub fn act(&self, server: &str, action: &Action) -> Outcome {
+        // One action at a time: each reads the configuration, the instances, then writes.
+        let _serial = self.action_lock.lock();
+        // Listing the candidate takes the longest: it comes first, so that the instances are
+        // read last, just before the write.
+        let listed = match action {
+            Action::Approve { fingerprint } => Some(
+                EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource)
+                    .and_then(|doc| candidate(self, server, fingerprint, &doc.config.fingerprint)),
+            ),
+            _ => None,
+        };
+        let (observed, views, unreadable) = observe(self, server);
+        let result = if unreadable.is_empty() {
+            self.write_action(server, action, &views, listed)
+        } else {
+            Err((
+                502,
+                format!(
+                    "refused: every instance must be read before a change; unreadable: {}",
+                    unreadable.join("; ")
+                ),
+            ))
+        };
+        let (status, result_name, message, version) = match result {
+            Ok((version, message)) => (200, "written", message, Some(version)),
+            Err((status, message)) => (status, "refused", message, None),
+        };
+        let mut event = json!({
+            "operator": self.operator, "action": action.name(), "server": server,
+            "observed": observed, "result": result_name, "message": message,
+            "ecds_file": self.fleet.ecds_file.display().to_string(), "ecds_version": version,
+        });
+        if let (Some(map), Action::Approve { fingerprint }) = (event.as_object_mut(), action) {
+            map.insert("fingerprint".into(), json!(fingerprint));
+        }
+        if let (Some(map), Action::Quarantine { reason }) = (event.as_object_mut(), action) {
+            map.insert("reason".into(), json!(reason));
+        }
+        if let Err(e) = self.audit.append(event) {
+            return Outcome {
+                status: 500,
+                body: json!({"result": "error", "message": format!("{message}; but the audit log failed: {e}")}),
+            };
+        }
+        if let Some(version) = &version {
+            self.record_action(server, action, version);
+        }
+        Outcome {
+            status,
+            body: json!({"result": result_name, "message": message, "version": version}),
+        }
+    }
+
+    /// Writes the change (an approval's lock from `listed`); `(version, message)` or
+    /// `(status, why not)`.
+    fn write_action(
+        &self,
+        server: &str,
+        action: &Action,
+        views: &[Value],
+        listed: Option<Result<(Vec<Value>, ToolDigests), String>>,
+    ) -> Result<(String, String), (u16, String)> {
+        let doc = EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource)
+            .map_err(|e| (500, e))?;
+        let (change, message) = match action {
+            Action::Approve { fingerprint } => {
+                if let Some(conflict) = approval_conflict(views, fingerprint) {
+                    return Err((409, format!("refused: {conflict}")));
+                }
+                let (tools, set) = listed
+                    .unwrap_or_else(|| Err("the candidate was not listed".into()))
+                    .map_err(|e| (409, format!("refused: {e}")))?;
+                let count = tools.len();
+                let lock = lock_entry(&set, tools)
+                    .get("lock")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                (
+                    EntryChange::Lock(lock),
+                    format!(
+                        "locked {server} to {fingerprint} ({count} tools) in the fleet's plugin configuration"
+                    ),
+                )
+            }
+            Action::Quarantine { reason } => (
+                EntryChange::Quarantine(reason.clone()),
+                format!("quarantined {server} in the fleet's plugin configuration"),
+            ),
+            Action::Release => {
+                if doc
+                    .server_entry(server)
+                    .and_then(|e| e.get("quarantine"))
+                    .is_none()
+                {
+                    return Err((
+                        409,
+                        format!(
+                            "refused: {server} has no quarantine in the fleet's plugin configuration (a quarantine set through one instance's admin API is released there)"
+                        ),
+                    ));
+                }
+                (
+                    EntryChange::Release,
+                    format!("released {server} in the fleet's plugin configuration"),
+                )
+            }
+        };
+        let version = doc.write_change(server, &change).map_err(|e| (500, e))?;
+        Ok((
+            version.clone(),
+            format!("{message} (ECDS version {version})"),
+        ))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    const FP_A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const FP_B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn view(instance: &str, live: Option<&str>) -> Value {
+        json!({"instance": instance, "view": {"schema_status": "changed", "live_fingerprint": live, "live_invalid": false}})
+    }
+
+    #[test]
+    fn an_approval_is_bound_to_the_reviewed_fingerprint_on_every_instance() {
+        assert_eq!(
+            approval_conflict(&[view("a", Some(FP_A)), view("b", Some(FP_A))], FP_A),
+            None
+        );
+        // An instance that has not listed the server yet has not moved on.
+        assert_eq!(
+            approval_conflict(&[view("a", Some(FP_A)), view("b", None)], FP_A),
+            None
+        );
+        let moved =
+            approval_conflict(&[view("a", Some(FP_A)), view("b", Some(FP_B))], FP_A).unwrap();
+        assert!(
+            moved.starts_with("b has moved on: its live tool set is sha256:bbbb"),
+            "{moved}"
+        );
+        let nobody = approval_conflict(&[view("a", None)], FP_A).unwrap();
+        assert!(nobody.contains("no instance reports"), "{nobody}");
+        let invalid =
+            json!({"instance": "a", "view": {"live_invalid": true, "live_fingerprint": FP_A}});
+        assert!(
+            approval_conflict(&[invalid], FP_A)
+                .unwrap()
+                .contains("invalid live tool set")
+        );
+    }
+
+    #[test]
+    fn actions_are_read_from_the_page_strictly() {
+        assert_eq!(
+            Action::parse("approve", &json!({"fingerprint": FP_A})).unwrap(),
+            Action::Approve {
+                fingerprint: FP_A.into()
+            }
+        );
+        assert!(Action::parse("approve", &json!({"fingerprint": "sha256:xyz"})).is_err());
+        assert!(Action::parse("approve", &json!({})).is_err());
+        assert_eq!(
+            Action::parse("quarantine", &json!({"reason": " incident 42 "})).unwrap(),
+            Action::Quarantine {
+                reason: "incident 42".into()
+            }
+        );
+        assert!(Action::parse("quarantine", &json!({"reason": "  "})).is_err());
+        assert!(Action::parse("quarantine", &json!({"reason": "x".repeat(501)})).is_err());
+        assert_eq!(
+            Action::parse("release", &json!({})).unwrap(),
+            Action::Release
+        );
+        assert!(
+            Action::parse("delete", &json!({}))
+                .unwrap_err()
+                .contains("unknown action")
+        );
+    }
+}

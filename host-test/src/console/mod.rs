@@ -1,0 +1,173 @@
+//! `toolseal console FLEET.json`: a local web app to review drift across a fleet of Envoys and
+//! approve, quarantine or release through the fleet's plugin configuration.
+//!
+//! Main design decision: the console is a thin, local HTTP server that holds every secret
+//! and does every privileged step itself; the page only shows and asks. It reads each
+//! instance's admin API with the instance's token (never sent to the browser), and carries
+//! out actions as changes to the ECDS resource the whole fleet watches, bound to what the
+//! operator reviewed, audited with who and what. It binds to loopback unless told otherwise,
+//! and protects itself against the browser it serves (Host, token, Origin checks, strict
+//! Content-Security-Policy). Hand-written HTTP over `std::net` keeps it dependency-free.
+
+pub mod actions;
+pub mod audit_log;
+pub mod candidates;
+pub mod ecds;
+pub mod fleet;
+pub mod guard;
+pub mod http_client;
+pub mod instances;
+pub mod mcp_list;
+pub mod overview;
+pub mod routes;
+pub mod web;
+
+use crate::cli::args::Args;
+use crate::input_error::{InputError, input_error};
+use anyhow::Result;
+use audit_log::AuditLog;
+use candidates::CandidateCache;
+use fleet::Fleet;
+use guard::Guard;
+use overview::ActionQueue;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Usage of `toolseal console`.
+pub const USAGE: &str = "\
+usage: toolseal console FLEET.json [--listen ADDR:PORT] [--operator NAME] [--timeout-ms N]
+                        [--allow-non-loopback]
+  Serves a review console for the fleet named in FLEET.json (default 127.0.0.1:8740; port 0
+  picks a free one). The first line printed is the console's URL.
+  --operator NAME        who is acting, recorded in the audit log (default: the fleet file's
+                         \"operator\", else $USER)
+  --timeout-ms N         timeout of each call to an admin API or a server (default 5000)
+  --allow-non-loopback   accept a --listen address that is not loopback (the console has no
+                         login: anyone who reaches it can act)";
+
+/// The running console's state, shared by its connection threads.
+#[derive(Debug)]
+pub struct Console {
+    /// The fleet file.
+    pub fleet: Fleet,
+    /// Who acts, for the audit log.
+    pub operator: String,
+    /// Request checks and the per-run token.
+    pub guard: Guard,
+    /// Timeout of each outgoing call.
+    pub timeout: Duration,
+    /// The audit log.
+    pub audit: AuditLog,
+    /// Candidate tool sets listed recently, by fingerprint.
+    pub candidates: Mutex<CandidateCache>,
+    /// Serializes actions.
+    pub action_lock: Mutex<()>,
+    /// Actions followed until they converge.
+    pub actions: Mutex<ActionQueue>,
+}
+
+/// The operator: the flag, else the fleet file's, else the OS user.
+fn operator(args: &Args, fleet: &Fleet) -> Result<String> {
+    let from_env = || {
+        ["USER", "LOGNAME"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+    };
+    let name = args
+        .value("operator")
+        .map(str::to_owned)
+        .or_else(|| fleet.operator.clone())
+        .or_else(from_env)
+        .ok_or_else(|| {
+            input_error("who is acting? give --operator NAME (or \"operator\" in the fleet file)")
+        })?;
+    let name = name.trim().to_owned();
+    if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+        return Err(input_error("--operator: 1 to 128 printable characters"));
+    }
+    Ok(name)
+}
+
+/// The address to bind: loopback unless `--allow-non-loopback`.
+fn listen_address(args: &Args) -> Result<SocketAddr> {
+    let text = args.value("listen").unwrap_or("127.0.0.1:8740");
+    let address: SocketAddr = text.parse().map_err(|_| {
+        input_error(format!(
+            "--listen {text:?}: expected ADDR:PORT, e.g. 127.0.0.1:8740"
+        ))
+    })?;
+    if address.ip().is_unspecified() {
+        return Err(input_error(format!(
+            "--listen {text}: bind one address, not all of them (the console checks the Host header against it)"
+        )));
+    }
+    if !address.ip().is_loopback() && !args.has("allow-non-loopback") {
+        return Err(input_error(format!(
+            "--listen {text}: not a loopback address; the console has no login, so anyone who reaches it can \
+             approve; add --allow-non-loopback to accept that"
+        )));
+    }
+    Ok(address)
+}
+
+/// `toolseal console FLEET.json …`: serves until killed.
+pub fn run(rest: &[String]) -> Result<i32> {
+    let args = Args::parse(
+        rest,
+        &["listen", "operator", "timeout-ms"],
+        &["allow-non-loopback", "help"],
+    )?;
+    if args.has("help") {
+        crate::cli::stdout::print_lines(&[USAGE])?;
+        return Ok(0);
+    }
+    let [fleet_file] = args.positionals.as_slice() else {
+        return Err(InputError(USAGE.into()).into());
+    };
+    let fleet = Fleet::load(Path::new(fleet_file)).map_err(input_error)?;
+    let operator = operator(&args, &fleet)?;
+    let timeout_ms: u64 = match args.value("timeout-ms") {
+        None => 5000,
+        Some(n) => n
+            .parse()
+            .ok()
+            .filter(|n| (100..=600_000).contains(n))
+            .ok_or_else(|| {
+                input_error("--timeout-ms: a number of milliseconds from 100 to 600000")
+            })?,
+    };
+    let address = listen_address(&args)?;
+    let audit = AuditLog::open(&fleet.audit_log).map_err(input_error)?;
+    let listener = TcpListener::bind(address)
+        .map_err(|e| input_error(format!("cannot listen on {address}: {e}")))?;
+    let bound = listener.local_addr()?;
+    let console = Arc::new(Console {
+        fleet,
+        operator,
+        guard: Guard::new(bound, guard::random_token().map_err(anyhow::Error::msg)?),
+        timeout: Duration::from_millis(timeout_ms),
+        audit,
+        candidates: Mutex::new(CandidateCache::default()),
+        action_lock: Mutex::new(()),
+        actions: Mutex::new(ActionQueue::new()),
+    });
+    // Best effort: a reader that went away after the URL must not stop the console.
+    let _ = crate::cli::stdout::print_lines(&[
+        format!("http://{bound}/"),
+        format!(
+            "toolseal console: {} instance(s), plugin configuration {}, audit log {}, operator {}",
+            console.fleet.instances.len(),
+            console.fleet.ecds_file.display(),
+            console.fleet.audit_log.display(),
+            console.operator
+        ),
+    ]);
+    let handler = Arc::clone(&console);
+    web::serve(
+        &listener,
+        Arc::new(move |request: &web::Request| handler.handle(request)),
+    );
+    Ok(0)
+}
