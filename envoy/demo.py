@@ -3,10 +3,13 @@
 Starts the rug-pull test server (official MCP Python SDK) at its honest revision and a real
 Envoy running the toolseal .wasm in front of it, then plays an agent (the SDK's client) and an
 operator (the admin API) through a rug pull, a quarantine, a fixed release and its approval,
-printing what happens in plain words. Every step checks what it claims; the demo exits 1 if
+printing what happens in plain words. A second server on the same Envoy speaks MCP 2026-07-28
+(the Python SDK 2.x, no session): an agent on that SDK sees the same rug pull blocked, with the
+structured denial as a tool result. Every step checks what it claims; the demo exits 1 if
 any step does not behave as expected, and stops every process it started, by PID, even on error.
 
-Run: ``envoy/demo.sh`` (after scripts/setup-python.sh and the .wasm build).
+Run: ``envoy/demo.sh`` (after scripts/setup-python.sh, scripts/setup-python-mcp2.sh and the
+.wasm build).
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "testserver"))
 
 import envoyctl  # noqa: E402
+from modern_stack import ClientRaised, ModernUpstream, SdkClient  # noqa: E402
 from rugpull_server import tool_surface  # noqa: E402
 from stack import (  # noqa: E402
     Stack, baseline_of, candidate_of, denial, mcp_client, start_stack, status_of,
 )
 
 SERVER = "demo"
+MODERN = "modern"
 
 
 class DemoFailed(Exception):
@@ -170,14 +175,21 @@ async def run_demo(n: Narrator, stack: Stack) -> None:
         result = await agent.call("delete_preview", {"branch": "fix-login"})
         describe_denial(n, result, "POLICY_DENIED", "none")
 
+    modern_agent(n, stack)
+
     n.title("The audit trail (Envoy log, `toolseal.audit` lines):")
-    events = audit_trail(stack, denials=4)
-    for (name, before, after, detail), repeat in collapse(events):
+    events = audit_trail(stack, denials=5)
+    for (name, server, before, after, detail), repeat in collapse(events):
         times = f" (x{repeat}: once per Wasm VM that Envoy started)" if repeat > 1 else ""
-        n.say(f"{name:<20} {before:<12} -> {after:<12} {detail}{times}")
-    codes = [e.get("error_code") for e in events if e.get("event") == "call.denied"]
+        n.say(f"{name:<20} {server:<7} {before:<12} -> {after:<12} {detail}{times}")
+    codes = [e.get("error_code") for e in events
+             if e.get("event") == "call.denied" and e.get("server") == SERVER]
     n.expect(codes == ["SCHEMA_CHANGED", "SERVER_QUARANTINED", "INVALID_ARGUMENTS", "POLICY_DENIED"],
              "every refusal is in the audit trail, in order", codes)
+    modern_codes = [e.get("error_code") for e in events
+                    if e.get("event") == "call.denied" and e.get("server") == MODERN]
+    n.expect(modern_codes == ["SCHEMA_CHANGED"],
+             "the 2026-07-28 agent's refusal is there too, under its server", modern_codes)
     n.expect(any(e.get("event") == "schema.changed" for e in events)
              and any(e.get("event") == "schema.approved" for e in events),
              "schema.changed and schema.approved are in the audit trail")
@@ -185,6 +197,44 @@ async def run_demo(n: Narrator, stack: Stack) -> None:
     n.expect(len(upstream.calls()) == 2 and len(deploys) == 2,
              "over the whole run the server executed exactly the two allowed calls",
              upstream.calls())
+
+
+def modern_agent(n: Narrator, stack: Stack) -> None:
+    """The same rug pull on a server and an agent of MCP 2026-07-28 (MCP Python SDK 2.x)."""
+    upstream = stack.extras[MODERN]
+    agent = SdkClient("python", upstream.workdir / "clients")
+    try:
+        n.title("A second server speaks MCP 2026-07-28 (MCP Python SDK 2.x: no initialize, no "
+                "session). An agent on the same SDK lists its tools through the same Envoy.")
+        protocol = agent.connect(stack.extra_url(MODERN))["protocol_version"]
+        listed = agent.list()
+        n.say(f"protocol {protocol}; tools served: {', '.join(t['name'] for t in listed['tools'])}")
+        n.say(f"the server lets clients cache the list for an hour ({upstream.list_ttl_ms} ms, "
+              f"{upstream.list_scope}); toolseal lowered that to {listed['ttlMs']} ms")
+        n.expect(len(listed["tools"]) == 4 and listed["ttlMs"] == 60000,
+                 "four tools served, cache hint lowered to 60 s", listed)
+
+        n.title("It is redeployed with the same rug pull; the agent lists again and calls "
+                "get_weather with the exfiltration argument.")
+        upstream.set_revision(2)
+        listed = agent.list(cache_mode="refresh")
+        n.expect(listed["tools"] == [] and (listed["ttlMs"], listed["cacheScope"]) == (0, "private"),
+                 "no tools served, sent with ttlMs 0 and cacheScope private (no cache keeps it "
+                 "after an approval)", listed)
+        before = (len(upstream.calls()), stack.extra_requests(MODERN))
+        result = agent.call("get_weather", {"city": "Paris", "notes": "-----BEGIN KEY-----"})
+        refusal = result.get("structuredContent") or {}
+        text = (result.get("content") or [{}])[0].get("text", "")
+        n.say(f"the SDK 2.x client returned a tool result: \"{text}\"")
+        n.expect(result.get("isError") is True and refusal.get("error_code") == "SCHEMA_CHANGED"
+                 and refusal.get("side_effect_started") is False,
+                 "the 2026-07-28 agent sees error_code SCHEMA_CHANGED as structured content", result)
+        n.expect((len(upstream.calls()), stack.extra_requests(MODERN)) == before,
+                 "the server never saw the call (its request log and upstream_rq_total unchanged)")
+    except ClientRaised as err:
+        raise DemoFailed(str(err)) from err
+    finally:
+        agent.close()
 
 
 def audit_trail(stack: Stack, denials: int, timeout: float = 5) -> list[dict[str, Any]]:
@@ -199,11 +249,11 @@ def audit_trail(stack: Stack, denials: int, timeout: float = 5) -> list[dict[str
     return events
 
 
-def collapse(events: list[dict[str, Any]]) -> list[tuple[tuple[str, str, str, str], int]]:
+def collapse(events: list[dict[str, Any]]) -> list[tuple[tuple[str, str, str, str, str], int]]:
     """Consecutive identical lines counted once."""
-    out: list[tuple[tuple[str, str, str, str], int]] = []
+    out: list[tuple[tuple[str, str, str, str, str], int]] = []
     for event in events:
-        line = (str(event.get("event")), event.get("status_before") or "",
+        line = (str(event.get("event")), event.get("server") or "", event.get("status_before") or "",
                 event.get("status_after") or "", event.get("error_code") or event.get("reason") or "")
         if out and out[-1][0] == line:
             out[-1] = (line, out[-1][1] + 1)
@@ -256,7 +306,9 @@ def main(argv: list[str]) -> int:
     stack = None
     try:
         envoyctl.wasm_file()
-        stack = start_stack(workdir, server_id=SERVER, plugin_config=demo_config())
+        modern = ModernUpstream(workdir / MODERN, "python")
+        stack = start_stack(workdir, server_id=SERVER, plugin_config=demo_config(),
+                            extras={MODERN: modern})
         anyio.run(run_demo, n, stack)
     except Exception as err:  # report, then stop everything (finally) and exit 1
         expected = _expected_failure(err)

@@ -212,7 +212,8 @@ def candidate_of(view: dict[str, Any]) -> str | None:
 
 @dataclasses.dataclass
 class Stack:
-    """An upstream behind an Envoy running toolseal (or plain Envoy, ``with_plugin=False``).
+    """An upstream behind an Envoy running toolseal (or plain Envoy, ``with_plugin=False``);
+    ``extras`` are more upstreams behind the same Envoy, each on its route ``/<server id>/``.
 
     ``admin`` talks to toolseal's admin API on its own listener; ``admin_on_data_listener``
     sends the same requests to the agents' listener, where they must be refused."""
@@ -221,6 +222,7 @@ class Stack:
     envoy: EnvoyProcess
     admin: Admin
     route: McpRoute
+    extras: dict[str, Upstream] = dataclasses.field(default_factory=dict)
 
     @property
     def mcp_url(self) -> str:
@@ -241,28 +243,46 @@ class Stack:
         prefix = "wasmcustom.toolseal_"
         return {k[len(prefix):]: v for k, v in self.envoy.stats().items() if k.startswith(prefix)}
 
+    def extra_url(self, server_id: str) -> str:
+        """The MCP endpoint of an extra upstream through Envoy."""
+        return f"{self.envoy.url}/{server_id}/mcp"
+
+    def extra_requests(self, server_id: str) -> int:
+        """Envoy's count of requests sent to an extra upstream's cluster."""
+        return self.envoy.stats().get(f"cluster.{McpRoute(server_id, 0).cluster}.upstream_rq_total", 0)
+
     def stop(self) -> None:
-        """Stop Envoy and the upstream, by PID."""
+        """Stop Envoy and the upstreams, by PID."""
         try:
             self.envoy.stop()
         finally:
-            self.upstream.stop()
+            for upstream in [self.upstream, *self.extras.values()]:
+                upstream.stop()
 
 
 def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: str = "sse",
                 everything: str | None = None, plugin_config: dict[str, Any] | None = None,
                 admin_token: str = envoyctl.DEMO_ADMIN_TOKEN, with_plugin: bool = True,
                 pre_filters: str = "", admin_pre_filters: str = "",
-                upstream_args: tuple[str, ...] = ()) -> Stack:
-    """Start an upstream and an Envoy in front of it (MCP listener, and toolseal's admin API
-    listener when the config turns it on); on failure stop whatever started."""
+                upstream_args: tuple[str, ...] = (),
+                extras: dict[str, Upstream] | None = None) -> Stack:
+    """Start an upstream (and the ``extras``, each routed at ``/<server id>/``) and an Envoy in
+    front of them (MCP listener, and toolseal's admin API listener when the config turns it
+    on); on failure stop whatever started."""
     upstream = Upstream(workdir, rev=rev, mode=mode, everything=everything, extra_args=upstream_args)
-    upstream.start()
+    started = [upstream]
     try:
+        upstream.start()
+        for extra in (extras or {}).values():
+            started.append(extra)
+            extra.start()
         route = McpRoute(server_id, upstream.port)
+        routes = [route] + [McpRoute(extra_id, extra.port, match_prefix=f"/{extra_id}/",
+                                     rewrite_prefix="/")
+                            for extra_id, extra in (extras or {}).items()]
         listen_port, admin_port, admin_api_port = free_port(), free_port(), free_port()
         config = plugin_config or envoyctl.default_plugin_config(admin_token)
-        text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=[route],
+        text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=routes,
                                plugin_config=config, with_plugin=with_plugin,
                                pre_filters=pre_filters, admin_pre_filters=admin_pre_filters,
                                admin_api_port=admin_api_port,
@@ -272,13 +292,15 @@ def start_stack(workdir: Path, *, server_id: str = "demo", rev: int = 1, mode: s
                                admin_port=admin_port, listen_port=listen_port,
                                admin_api_port=admin_api_port if has_admin_api else None)
     except BaseException:
-        upstream.stop()
+        for process in started:
+            process.stop()
         raise
     prefix = config.get("admin", {}).get("prefix", "/toolseal/")
     # Without an admin listener the client still has an address (the data listener), so
     # tests can show that the admin API is not there.
     base = envoy.admin_api_url if envoy.admin_api_port is not None else envoy.url
-    return Stack(upstream, envoy, Admin(base, admin_token, prefix), route)
+    return Stack(upstream, envoy, Admin(base, admin_token, prefix), route,
+                 dict(extras or {}))
 
 
 @dataclasses.dataclass

@@ -5,6 +5,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 echo "== building the toolseal plugin (.wasm)"
 "$repo/scripts/build-wasm.sh"
-echo "== installing Envoy and the MCP Python SDK (pinned)"
+echo "== installing Envoy and the MCP Python SDKs 1.x and 2.x (pinned)"
 "$repo/scripts/setup-python.sh" >/dev/null
+"$repo/scripts/setup-python-mcp2.sh" >/dev/null
 exec "$repo/envoy/demo.sh" "$@"

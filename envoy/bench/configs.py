@@ -127,18 +127,19 @@ def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
     raise ValueError(f"unknown configuration {name!r}; known: {', '.join(CONFIGS)}")
 
 
-def upstream(*, listen_port: int, admin_port: int, bodies: dict[str, tuple[str, Path]]) -> str:
+def upstream(*, listen_port: int, admin_port: int,
+             bodies: dict[str, tuple[str, Path, bool]]) -> str:
     """An Envoy that answers ``POST <path>`` with a canned body: ``bodies`` maps a path to
-    (content type, body file)."""
+    (content type, body file, whether the answer carries the 2025 session header)."""
     routes = []
-    for path, (content_type, body_file) in bodies.items():
+    for path, (content_type, body_file, session) in bodies.items():
+        headers = [{"header": {"key": "content-type", "value": content_type}}]
+        if session:
+            headers.append({"header": {"key": "mcp-session-id", "value": "bench-session-0001"}})
         routes.append({
             "match": {"path": path},
             "direct_response": {"status": 200, "body": {"filename": str(body_file)}},
-            "response_headers_to_add": [
-                {"header": {"key": "content-type", "value": content_type}},
-                {"header": {"key": "mcp-session-id", "value": "bench-session-0001"}},
-            ],
+            "response_headers_to_add": headers,
         })
     routes.append({"match": {"prefix": "/"}, "direct_response": {"status": 404}})
     hcm = {

@@ -1,5 +1,6 @@
 """The Envoy benchmark: toolseal side by side with no filter, the buffer filter alone and
-Envoy's native MCP filter + RBAC, in one run, on loopback.
+Envoy's native MCP filter + RBAC, in one run, on loopback; calls and lists of both MCP eras
+(2025 sessions and 2026-07-28 requests).
 
 Usage (from the repository root, after scripts/setup-python.sh and scripts/setup-bench.sh):
     .venv/bin/python envoy/bench/run.py [--duration 5] [--repeat 3] [--connections 4]
@@ -41,19 +42,32 @@ import workload  # noqa: E402
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FLOOR_WASM = Path("target/wasm32-wasip1/wasm/toolseal_bench_floor.wasm")
 LIST_TOOLS = 100
-# workload name -> (upstream path, request body, response content type, response body)
+# workload name -> (upstream path, request body, response content type, response body, MCP
+# request headers). The *_2026 workloads are the same call and list in MCP 2026-07-28 form (no
+# session; revision, method and tool name in headers and _meta; resultType, cache hint), so
+# the two eras are measured side by side in the same run.
+CALL_2025 = workload.request_headers("2025", "tools/call")
+LIST_2025 = workload.request_headers("2025", "tools/list")
 WORKLOADS = {
-    "call_json": ("/call/json", workload.call_request(), "application/json", workload.call_response()),
-    "call_sse": ("/call/sse", workload.call_request(), "text/event-stream", workload.sse(workload.call_response())),
-    "list100_json": ("/list/json", workload.list_request(), "application/json", workload.list_response(LIST_TOOLS)),
+    "call_json": ("/call/json", workload.call_request(), "application/json", workload.call_response(),
+                  CALL_2025),
+    "call_sse": ("/call/sse", workload.call_request(), "text/event-stream",
+                 workload.sse(workload.call_response()), CALL_2025),
+    "list100_json": ("/list/json", workload.list_request(), "application/json",
+                     workload.list_response(LIST_TOOLS), LIST_2025),
     "list100_sse": ("/list/sse", workload.list_request(), "text/event-stream",
-                    workload.sse(workload.list_response(LIST_TOOLS))),
+                    workload.sse(workload.list_response(LIST_TOOLS)), LIST_2025),
+    "call_json_2026": ("/call/json2026", workload.modern_call_request(), "application/json",
+                       workload.modern_call_response(), workload.request_headers("2026", "tools/call")),
+    "list100_json_2026": ("/list/json2026", workload.modern_list_request(), "application/json",
+                          workload.modern_list_response(LIST_TOOLS),
+                          workload.request_headers("2026", "tools/list")),
 }
 # The cost curve over the number of tools. A server serves one tool set, so each size has its
 # own route, i.e. its own toolseal server id (configs.front: /list<N>/ is server "bench<N>").
 for n in (10, 1000):
     WORKLOADS[f"list{n}_json"] = (f"/list{n}/json", workload.list_request(), "application/json",
-                                  workload.list_response(n))
+                                  workload.list_response(n), LIST_2025)
 # toolseal counter that must grow by one per request of a workload (wasmcustom.* in /stats).
 EXPECTED_COUNTER = {"call": "wasmcustom.toolseal_calls_allowed", "list": "wasmcustom.toolseal_lists_verified"}
 
@@ -65,9 +79,10 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-def wrk(url: str, body_file: Path, duration: float, connections: int) -> dict[str, int]:
+def wrk(url: str, body_file: Path, headers_file: Path, duration: float,
+        connections: int) -> dict[str, int]:
     """One bounded wrk run; the parsed summary line of post.lua."""
-    env = dict(os.environ, BENCH_BODY=str(body_file))
+    env = dict(os.environ, BENCH_BODY=str(body_file), BENCH_HEADERS=str(headers_file))
     command = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(duration))}s", "--timeout", "5s",
                "-s", str(BENCH_DIR / "post.lua"), url]
     result = subprocess.run(command, capture_output=True, text=True, env=env,
@@ -87,17 +102,17 @@ def check_toolseal_counters(name: str, before: dict[str, int], after: dict[str, 
     wrong = {k: v for k, v in grown.items() if v and k not in EXPECTED_COUNTER.values()}
     if wrong:
         raise EnvoyError(f"toolseal {name}: unexpected counters moved: {wrong}")
-    counter = EXPECTED_COUNTER[name.split("_")[0].rstrip("0123456789")]
+    counter = EXPECTED_COUNTER["call" if name.startswith("call") else "list"]
     if abs(grown.get(counter, 0) - completed) > connections:
         raise EnvoyError(f"toolseal {name}: {counter} grew by {grown.get(counter, 0)} for {completed} requests")
 
 
-def post(url: str, body: str) -> tuple[int, str]:
-    """One POST with curl-like headers (setup and checks)."""
+def post(url: str, body: str, headers: dict[str, str]) -> tuple[int, str]:
+    """One POST with the workload's headers (setup and checks)."""
     import urllib.request
     request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-        "Mcp-Session-Id": workload.SESSION})
+        **headers})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(request, timeout=10) as response:
         return response.status, response.read().decode()
@@ -133,11 +148,13 @@ class Bench:
 
     def _start(self) -> None:
         bodies = {}
-        for name, (path, request, content_type, response) in WORKLOADS.items():
+        for name, (path, request, content_type, response, headers) in WORKLOADS.items():
             (self.workdir / f"{name}.request").write_text(request)
+            (self.workdir / f"{name}.headers").write_text(
+                "".join(f"{key}: {value}\n" for key, value in headers.items()))
             response_file = self.workdir / f"{name}.response"
             response_file.write_text(response)
-            bodies[path] = (content_type, response_file)
+            bodies[path] = (content_type, response_file, "Mcp-Session-Id" in headers)
         up_port, up_admin = free_port(), free_port()
         self.upstream = envoyctl.start(
             configs.upstream(listen_port=up_port, admin_port=up_admin, bodies=bodies),
@@ -154,8 +171,8 @@ class Bench:
             # toolseal trusts the first list (discovery posture): establish the baseline so
             # that calls are checked against it, and check every path answers.
             lists_first = sorted(WORKLOADS.values(), key=lambda w: not w[0].startswith("/list"))
-            for path, request, _, response in lists_first:
-                status, body = post(front.url + path, request)
+            for path, request, _, response, headers in lists_first:
+                status, body = post(front.url + path, request, headers)
                 if status != 200 or body != response:
                     raise EnvoyError(f"{name}: {path} answered {status} with an unexpected body")
 
@@ -165,7 +182,8 @@ class Bench:
         path = WORKLOADS[name][0]
         stats_before = front.stats()
         cpu_before = cpu_ticks(front.pid)
-        summary = wrk(front.url + path, self.workdir / f"{name}.request", duration, connections)
+        summary = wrk(front.url + path, self.workdir / f"{name}.request",
+                      self.workdir / f"{name}.headers", duration, connections)
         cpu_after = cpu_ticks(front.pid)
         stats_after = front.stats()
         completed = stats_after.get("http.mcp.downstream_rq_2xx", 0) - stats_before.get("http.mcp.downstream_rq_2xx", 0)
@@ -207,7 +225,7 @@ def median_runs(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str]) -> None:
     """One block per workload; ratios to the router-only configuration."""
-    print(f"{'workload':<14} {'config':<16} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
+    print(f"{'workload':<18} {'config':<16} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
           f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}")
     for name, per_config in results.items():
         base = per_config.get("router")
@@ -216,7 +234,7 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str
             cpu_x = m["cpu_us_per_request"] / base["cpu_us_per_request"] if base else float("nan")
             p50_x = m["p50_us"] / base["p50_us"] if base else float("nan")
             p99_x = m["p99_us"] / base["p99_us"] if base else float("nan")
-            print(f"{name:<14} {config:<16} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
+            print(f"{name:<18} {config:<16} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
                   f"{m['p50_us']:>8.0f} {p50_x:>6.2f}x {m['p99_us']:>8.0f} {p99_x:>6.2f}x")
 
 

@@ -97,3 +97,53 @@ def call_response(request_id: int = 3) -> str:
 def sse(message: str) -> str:
     """One SSE event carrying ``message``."""
     return f"event: message\ndata: {message}\n\n"
+
+
+# MCP 2026-07-28: no session; every request carries its revision in a header and in
+# params._meta, and Mcp-Method / Mcp-Name headers mirror the body; results carry resultType,
+# lists their cache hint (the SDK default: ttlMs 0, private, which toolseal passes unchanged).
+MODERN_VERSION = "2026-07-28"
+
+
+def _modern_meta() -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
+def modern_list_request(request_id: int = 3) -> str:
+    """A 2026-07-28 ``tools/list`` request body."""
+    return compact({"jsonrpc": "2.0", "id": request_id, "method": "tools/list",
+                    "params": {"_meta": _modern_meta()}})
+
+
+def modern_list_response(count: int, request_id: int = 3) -> str:
+    """The 2026-07-28 ``tools/list`` result with ``count`` tools and the default cache hint."""
+    return compact({"jsonrpc": "2.0", "id": request_id, "result": {
+        "tools": tools(count), "ttlMs": 0, "cacheScope": "private", "resultType": "complete"}})
+
+
+def modern_call_request(content_bytes: int = 64, request_id: int = 3) -> str:
+    """The 2026-07-28 form of :func:`call_request`."""
+    call = json.loads(call_request(content_bytes, request_id))
+    call["params"]["_meta"] = _modern_meta()
+    return compact(call)
+
+
+def modern_call_response(request_id: int = 3) -> str:
+    """The 2026-07-28 result of the call."""
+    response = json.loads(call_response(request_id))
+    response["result"]["resultType"] = "complete"
+    return compact(response)
+
+
+def request_headers(era: str, method: str) -> dict[str, str]:
+    """The MCP headers a Streamable HTTP client of that era (``2025`` or ``2026``) sends."""
+    if era == "2025":
+        return {"Mcp-Session-Id": SESSION, "Mcp-Protocol-Version": "2025-06-18"}
+    headers = {"Mcp-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
+    if method == "tools/call":
+        headers["Mcp-Name"] = CALLED_TOOL
+    return headers

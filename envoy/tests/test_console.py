@@ -1,15 +1,20 @@
 """``toolseal console`` driven in headless Chromium against two real Envoys.
 
-The fleet: one rug-pull server behind two Envoys that take toolseal's configuration from one
-ECDS file (strict posture, the reviewed rev-1 set locked). The server is redeployed as rev 2,
-whose get_weather description carries hostile markup (a ``<script>`` and an ``<img onerror>``).
-The console (a subprocess, as an operator runs it) shows both instances `changed`; the test
-clicks the server, reads the review, clicks Approve and Confirm, and checks through each
-Envoy's own admin API and through the official MCP client that both instances converge on the
-reviewed set; then Quarantine and Release the same way. Screenshots are decoded and checked by
-color; the hostile text is on screen as text and no script of it ran. The console's own
-defenses (Host, token, Origin) and the approval's binding to the reviewed fingerprint are
-checked with direct requests.
+The fleet: one rug-pull server behind two Envoys whose two toolseal filters take their
+configuration from ECDS: the agents' listener from one file (no ``admin`` block), the admin
+listener from another (the same document plus ``admin``, whose ``admin.identity`` is a
+header). Strict posture, rev 1 pinned by fingerprint only, so the definitions the console
+reviews and locks come from the instances' admin API (``GET servers/{id}/tools/{fp}``). The
+server is redeployed as rev 2, whose get_weather description carries hostile markup (a
+``<script>`` and an ``<img onerror>``). The console (a subprocess, as an operator runs it, its
+admin URLs on the admin listeners) shows both instances `changed`; the test clicks the server,
+reads the review, clicks Approve and Confirm, and checks through each Envoy's admin listener
+and through the official MCP client on each data listener that both instances converge on the
+reviewed set; then Quarantine and Release the same way. Every action rewrites both resources
+(each Envoy reloads both filters), the admin block as it was. Screenshots are decoded and
+checked by color; the hostile text is on screen as text and no script of it ran. The console's
+own defenses (Host, token, Origin), the approval's binding to the reviewed fingerprint and the
+operator's name in the identity header are checked with direct requests.
 
 Chromium comes from scripts/setup-chromium.sh; without it the test skips, unless
 TOOLSEAL_REQUIRE_CHROMIUM=1 (CI), where it fails.
@@ -18,6 +23,7 @@ TOOLSEAL_REQUIRE_CHROMIUM=1 (CI), where it fails.
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import os
 import select
@@ -36,7 +42,7 @@ from envoyctl import McpRoute
 from fingerprint_ref import server_fingerprint
 from rugpull_server import tool_surface as surface
 from stack import Upstream, baseline_of, candidate_of, mcp_client, status_of
-from test_fleet import Fleet, ecds, plugin_config, toolseal_pin
+from test_fleet import Fleet, ecds, plugin_config
 from test_report_html import BADGE, INSERTED, REMOVED, chromium, png_pixels
 
 pytestmark = pytest.mark.anyio
@@ -49,6 +55,8 @@ FP2 = server_fingerprint(surface(2, HOSTILE))
 REV1_TOOLS = ["deploy_preview", "get_weather", "add"]
 REV2_TOOLS = REV1_TOOLS
 TOKEN_ENV = "TOOLSEAL_CONSOLE_TEST_TOKEN"
+OPERATOR_HEADER = "x-toolseal-operator"
+ADMIN_RELOADS = "extension_config_discovery.http_filter.toolseal-admin.update_success"
 # The page's fixed colors (host-test/src/console/assets/console.css).
 CHANGED = (0xCF, 0x22, 0x2E)
 QUARANTINED = (0x6E, 0x77, 0x81)
@@ -64,6 +72,10 @@ class Rig:
     url: str
     audit_log: Path
     log: Path
+
+    def admin_reloads(self) -> list[int]:
+        """ECDS updates applied to each Envoy's admin listener filter."""
+        return [e.stats()[ADMIN_RELOADS] for e in self.fleet.envoys]
 
     def audit(self) -> list[dict[str, Any]]:
         """The console's audit log."""
@@ -98,34 +110,45 @@ def start_console(fleet_file: Path, workdir: Path) -> tuple[subprocess.Popen, st
     return popen, line, log
 
 
+def rig_config() -> dict[str, Any]:
+    """Strict posture, rev 1 pinned by fingerprint only; the admin listener names the approver
+    from a header (the console must send its operator there, or every read is refused 403)."""
+    config = plugin_config(demo={"pin": FP1})
+    config["admin"] = {**config["admin"], "identity": {"header": OPERATOR_HEADER}}
+    return config
+
+
 @pytest.fixture
 def rig(wasm: Path, tmp_path: Path) -> Iterator[Rig]:
-    """The fleet at rev 1 (locked) with the console running; everything stopped by PID after."""
+    """The fleet at rev 1 (pinned) with the console running; everything stopped by PID after."""
     upstream = Upstream(tmp_path, rev=1, extra_args=("--poisoned-description", HOSTILE))
     upstream.start()
-    fleet = Fleet(upstream, [], tmp_path / "ecds" / "toolseal.ecds.json")
+    fleet = Fleet(upstream, [], tmp_path / "ecds" / "toolseal.ecds.json",
+                  admin_headers={OPERATOR_HEADER: "test-harness"})
     fleet.ecds_path.parent.mkdir()
     console = None
     try:
-        fleet.publish(plugin_config(**toolseal_pin(surface(1), "demo", tmp_path)))
+        fleet.publish(rig_config())
         route = McpRoute("demo", upstream.port)
         for i in range(2):
-            listen_port, admin_port = envoyctl.free_port(), envoyctl.free_port()
-            text = ecds.render(fleet.ecds_path, node_id=f"envoy-{i}", listen_port=listen_port,
-                               admin_port=admin_port, routes=[route])
-            fleet.envoys.append(envoyctl.start(text, tmp_path / f"envoy-{i}",
-                                               admin_port=admin_port, listen_port=listen_port))
+            ports = envoyctl.free_port(), envoyctl.free_port(), envoyctl.free_port()
+            text = ecds.render(fleet.ecds_path, node_id=f"envoy-{i}", listen_port=ports[0],
+                               admin_port=ports[1], admin_api_port=ports[2], routes=[route],
+                               admin_ecds_path=fleet.admin_ecds_path)
+            fleet.envoys.append(envoyctl.start(text, tmp_path / f"envoy-{i}", listen_port=ports[0],
+                                               admin_port=ports[1], admin_api_port=ports[2]))
         token_file = tmp_path / "envoy-0.token"
         token_file.write_text(envoyctl.DEMO_ADMIN_TOKEN + "\n")
         fleet_file = tmp_path / "fleet.json"
         fleet_file.write_text(json.dumps({
             "instances": [
-                {"name": "envoy-0", "admin_url": f"{fleet.envoys[0].url}/toolseal/",
+                {"name": "envoy-0", "admin_url": f"{fleet.envoys[0].admin_api_url}/toolseal/",
                  "token": {"file": token_file.name}},
-                {"name": "envoy-1", "admin_url": f"{fleet.envoys[1].url}/toolseal/",
+                {"name": "envoy-1", "admin_url": f"{fleet.envoys[1].admin_api_url}/toolseal/",
                  "token": {"env": TOKEN_ENV}},
             ],
-            "plugin_config": {"ecds_file": "ecds/toolseal.ecds.json"},
+            "plugin_config": {"ecds_file": "ecds/toolseal.ecds.json",
+                              "admin_ecds_file": f"ecds/{fleet.admin_ecds_path.name}"},
             "servers": {"demo": {"tools_url": f"{upstream.base_url}/mcp"}},
             "audit_log": "console-audit.jsonl",
         }))
@@ -165,6 +188,16 @@ async def _converge(rig: Rig, expected: tuple[str, str], what: str) -> None:
         await anyio.sleep(0.1)
 
 
+def _wait_for_audit(envoy: envoyctl.EnvoyProcess, wanted: Any) -> list[dict[str, Any]]:
+    """The audit events in ``envoy``'s log that ``wanted`` accepts, once there is one (Envoy
+    flushes its log every 100 ms)."""
+    deadline = time.monotonic() + 10
+    while not (found := [e for e in envoy.audit_events() if wanted(e)]):
+        assert time.monotonic() < deadline, envoy.audit_events()
+        time.sleep(0.05)
+    return found
+
+
 def _shot(browser: Browser, path: Path) -> Any:
     browser.screenshot(path)
     width, height, colors = png_pixels(path)
@@ -200,6 +233,11 @@ async def test_review_approve_quarantine_release_in_the_browser(rig: Rig, tmp_pa
         browser.wait_for(f"!!({frame}.contentDocument && {frame}.contentDocument.querySelector('section.tool'))",
                          "the review page in its frame")
         browser.wait_for("document.querySelectorAll('#detail-diff tr.change').length > 0", "the diff")
+        # Both sets come from the first instance's admin API: the baseline is a fingerprint pin
+        # (no definitions in the configuration), the candidate is what the plugin stored.
+        assert browser.evaluate(f"{frame}.contentDocument.querySelector('p.files').textContent") == (
+            f"baseline demo: baseline (stored by envoy-0) {FP1}"
+            f"candidate demo: candidate (stored by envoy-0) {FP2}")
 
         # The hostile description is on screen as text, in the page and in the review frame;
         # none of its markup became an element and no script of it ran.
@@ -248,16 +286,25 @@ async def test_review_approve_quarantine_release_in_the_browser(rig: Rig, tmp_pa
         for envoy in rig.fleet.envoys:
             assert await _names(envoy) == REV2_TOOLS
         _done(browser, "release")
+        browser.wait_for("document.getElementById('admin-ecds-version').textContent === '4'",
+                         "the admin listener's resource version in the header")
         browser.wait_for("document.querySelectorAll('#audit tbody tr').length === 6", "the audit log on the page")
         assert browser.evaluate("[...document.querySelectorAll('#audit tbody tr')].map(r => "
                                 "r.children[2].textContent + ' ' + r.children[5].textContent)") == [
             "release converged", "release written", "quarantine converged", "quarantine written",
             "approve converged", "approve written"]
 
-    # Each action was one ECDS update, applied by both Envoys without a restart.
+    # Each action was one update of each ECDS resource, applied by both Envoys' two filters
+    # without a restart; the admin listener's resource is the agents' plus the admin block as
+    # it was published.
     assert rig.fleet.reloads() == [4, 4]
-    config = json.loads(json.loads(rig.fleet.ecds_path.read_text())["resources"][0]["typed_config"]
-                        ["config"]["configuration"]["value"])
+    assert rig.admin_reloads() == [4, 4]
+    config, admin_config = (
+        json.loads(json.loads(path.read_text())["resources"][0]["typed_config"]["config"]
+                   ["configuration"]["value"])
+        for path in (rig.fleet.ecds_path, rig.fleet.admin_ecds_path))
+    assert admin_config == {**config, "admin": rig_config()["admin"]}
+    assert "admin" not in config
     # The lock is the set as the server lists it (FastMCP adds outputSchema and the like).
     lock = config["servers"]["demo"]["lock"]
     assert lock["fingerprint"] == FP2
@@ -268,7 +315,8 @@ async def test_review_approve_quarantine_release_in_the_browser(rig: Rig, tmp_pa
         ("alice", action, result, "demo") for action in ("approve", "quarantine", "release")
         for result in ("written", "converged")]
     approve = events[0]
-    assert (approve["fingerprint"], approve["ecds_version"]) == (FP2, "2")
+    assert (approve["fingerprint"], approve["ecds_version"], approve["admin_ecds_version"]) == (
+        FP2, "2", "2")
     assert [(o["instance"], o["schema_status"], o["live_fingerprint"]) for o in approve["observed"]] == [
         ("envoy-0", "changed", FP2), ("envoy-1", "changed", FP2)]
     assert events[2]["reason"] == reason
@@ -308,6 +356,20 @@ async def test_the_console_guards_itself_and_binds_approval_to_what_was_reviewed
     assert rig.api("POST", "/api/servers/demo/approve", token, origin=origin, body=approve,
                    **{"content-type": "text/plain"}).status_code == 403
     assert rig.audit() == []
+
+    # A set no instance stores: each admin API refuses it (404, audited with the console's
+    # operator from the identity header), and the server's own listing, the last resort, is
+    # another set: no review.
+    unknown = "sha256:" + "0" * 64
+    review = rig.api("GET", f"/report?server=demo&baseline={FP1}&candidate={unknown}", None)
+    assert review.status_code == 409
+    assert (f"no instance serves {unknown} (envoy-0: not stored; envoy-1: not stored); listed from "
+            f"{rig.fleet.upstream.base_url}/mcp: the definitions hash to {FP2}, not {unknown}") in html.unescape(
+        review.text)
+    path = f"/toolseal/servers/demo/tools/sha256%3A{'0' * 64}"
+    for envoy in rig.fleet.envoys:
+        [refused] = _wait_for_audit(envoy, lambda e: e["event"] == "admin.refused" and e["path"] == path)
+        assert (refused["http_status"], refused["by"], refused["server"]) == (404, "alice", "demo")
 
     # The fleet moves on (rev 3) on envoy-0 only: approving the rev-2 set that was reviewed is
     # refused, nothing is written, and the refusal is audited.

@@ -32,9 +32,12 @@ def test_demo_runs_every_step(wasm: Any) -> None:
         "ok: approving the rug pull's fingerprint is refused (409): the live set moved since",
         "ok: error_code POLICY_DENIED, required_action none, side_effect_started false",
         "ok: every refusal is in the audit trail, in order",
+        "ok: no tools served, sent with ttlMs 0 and cacheScope private (no cache keeps it after an approval)",
+        "ok: the 2026-07-28 agent sees error_code SCHEMA_CHANGED as structured content",
+        "ok: the server never saw the call (its request log and upstream_rq_total unchanged)",
     ):
         assert claim in out, out
-    assert out.rstrip().endswith("All 20 checks held. Everything started was stopped.")
+    assert out.rstrip().endswith("All 25 checks held. Everything started was stopped.")
 
 
 def test_demo_fails_loudly_on_a_broken_plugin(tmp_path: Path) -> None:

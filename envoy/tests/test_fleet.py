@@ -69,6 +69,8 @@ class Fleet:
     envoys: list[EnvoyProcess]
     ecds_path: Path
     version: int = 0
+    # Sent with every admin request (the operator's name when ``admin.identity`` is a header).
+    admin_headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def admin_ecds_path(self) -> Path:
@@ -78,7 +80,8 @@ class Fleet:
     @property
     def admins(self) -> list[Admin]:
         """toolseal's admin API on each Envoy's admin listener."""
-        return [Admin(e.admin_api_url, envoyctl.DEMO_ADMIN_TOKEN) for e in self.envoys]
+        return [Admin(e.admin_api_url, envoyctl.DEMO_ADMIN_TOKEN, headers=self.admin_headers)
+                for e in self.envoys]
 
     def publish(self, plugin_config: dict[str, Any] | str, wasm: Path | None = None) -> None:
         """Atomically replace the ECDS resources (what the control plane does). A raw string

@@ -7,44 +7,19 @@ payload into dynamic metadata; toolseal reads ``envoy.filters.http.jwt_authn/pay
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any, Callable
 
-import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 import envoyctl
+from jwt_identity import jwt_filter, signing_key, token
 from stack import Stack, mcp_client
 from toolseal_checks import assert_denied, wait_for_audits
 
 pytestmark = pytest.mark.anyio
 
-ISSUER = "https://issuer.toolseal.test"
 GROUPS = "envoy.filters.http.jwt_authn/payload/groups"
-
-
-def _jwt_filter(public_jwk: dict[str, Any]) -> str:
-    jwks = json.dumps({"keys": [public_jwk]})
-    return f"""\
-          - name: envoy.filters.http.jwt_authn
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication
-              providers:
-                demo:
-                  issuer: {ISSUER}
-                  local_jwks: {{ inline_string: {json.dumps(jwks)} }}
-                  payload_in_metadata: payload
-                  forward: true
-              rules:
-              - match: {{ prefix: "/mcp" }}
-                requires:
-                  requires_any:
-                    requirements:
-                    - provider_name: demo
-                    - allow_missing: {{}}
-"""
 
 
 def _policy_config() -> dict[str, Any]:
@@ -61,28 +36,20 @@ def _policy_config() -> dict[str, Any]:
 
 
 @pytest.fixture
-def signing_key() -> rsa.RSAPrivateKey:
+def key() -> rsa.RSAPrivateKey:
     """A fresh RSA key: the JWKS Envoy trusts is made from it."""
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return signing_key()
 
 
 @pytest.fixture
-def policy_stack(wasm: Any, stacks: Callable[..., Stack], signing_key: rsa.RSAPrivateKey) -> Stack:
+def policy_stack(wasm: Any, stacks: Callable[..., Stack], key: rsa.RSAPrivateKey) -> Stack:
     """Rev 3 (it has a destructive tool) behind jwt_authn -> toolseal with the rules above."""
-    public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_key.public_key()))
-    public_jwk.update({"kid": "k1", "alg": "RS256", "use": "sig"})
-    return stacks(rev=3, plugin_config=_policy_config(), pre_filters=_jwt_filter(public_jwk))
+    return stacks(rev=3, plugin_config=_policy_config(), pre_filters=jwt_filter(key))
 
 
-def _token(key: rsa.RSAPrivateKey, groups: list[str]) -> str:
-    now = int(time.time())
-    claims = {"iss": ISSUER, "sub": "agent-7", "groups": groups, "iat": now, "exp": now + 600}
-    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
-
-
-async def test_jwt_group_decides_who_may_deploy(policy_stack: Stack, signing_key: Any) -> None:
-    deployer = {"authorization": f"Bearer {_token(signing_key, ['deployers', 'staff'])}"}
-    viewer = {"authorization": f"Bearer {_token(signing_key, ['viewers'])}"}
+async def test_jwt_group_decides_who_may_deploy(policy_stack: Stack, key: Any) -> None:
+    deployer = {"authorization": f"Bearer {token(key, groups=['deployers', 'staff'])}"}
+    viewer = {"authorization": f"Bearer {token(key, groups=['viewers'])}"}
     args = {"branch": "fix-login", "region": "eu-preview"}
     async with mcp_client(policy_stack.mcp_url, headers=deployer) as client:
         await client.list_tools()

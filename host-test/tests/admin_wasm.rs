@@ -1,7 +1,8 @@
 //! The admin plane through the built proxy-wasm `.wasm` on wasmtime (host-test's replay):
 //! the approver's name read from dynamic metadata as the Envoy adapter reads it, token lists,
-//! refused admin requests answered locally and audited, and the admin prefix refused (404) by
-//! an instance without an `admin` block. Assertions are on what left the gateway and on the
+//! refused admin requests answered locally and audited, a server's stored tool set served
+//! (and any other fingerprint refused), and the admin prefix refused (404) by an instance
+//! without an `admin` block. Assertions are on what left the gateway and on the
 //! audit records the module logged.
 //!
 //! Needs the module: `cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm`
@@ -47,9 +48,12 @@ fn replay(config: &Value, metadata: Value) -> Replay {
     .unwrap()
 }
 
+fn echo_tools() -> Value {
+    json!([{"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}])
+}
+
 fn list() -> HttpExchange {
-    let tools =
-        json!([{"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}]);
+    let tools = echo_tools();
     HttpExchange {
         seq: "0".into(),
         http_method: "POST".into(),
@@ -263,5 +267,80 @@ fn an_admin_body_over_the_cap_is_refused_413() {
             413,
             json!({"error": "admin request bodies are at most 65536 bytes"})
         )
+    );
+}
+
+#[test]
+fn a_servers_stored_tool_set_is_served_and_a_foreign_fingerprint_is_not() {
+    let mut replay = replay(
+        &admin_config(),
+        json!({"envoy.filters.http.jwt_authn": {"payload": {"sub": "ops"}}}),
+    );
+    let fingerprint = toolseal_core::fingerprint::digest_tools(
+        &echo_tools(),
+        &toolseal_core::fingerprint::FingerprintFields::default(),
+    )
+    .unwrap()
+    .fingerprint();
+    let foreign = format!("sha256:{}", "0".repeat(64));
+    let reports = run(
+        &mut replay,
+        vec![
+            list(),
+            admin(
+                "GET",
+                &format!("servers/demo/tools/{fingerprint}"),
+                Some(NEW),
+                b"",
+            ),
+            admin(
+                "GET",
+                &format!("servers/demo/tools/{foreign}"),
+                Some(NEW),
+                b"",
+            ),
+            admin(
+                "GET",
+                &format!("servers/demo/tools/{fingerprint}"),
+                None,
+                b"",
+            ),
+        ],
+    );
+    assert_eq!(
+        local(&reports[1]),
+        (
+            200,
+            json!({"fingerprint": fingerprint, "tools": echo_tools()})
+        )
+    );
+    assert_eq!(
+        local(&reports[2]),
+        (
+            404,
+            json!({"error": "not a stored tool set of this server: only its baseline, previous baseline and live candidate are served, once listed"})
+        )
+    );
+    assert_eq!(
+        local(&reports[3]),
+        (401, json!({"error": "missing bearer token"}))
+    );
+    let refused: Vec<(&Value, &Value)> = audits(&reports)
+        .iter()
+        .filter(|a| a["event"] == "admin.refused")
+        .map(|a| (&a["http_status"], &a["path"]))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            (
+                &json!(404),
+                &json!(format!("/toolseal/servers/demo/tools/{foreign}"))
+            ),
+            (
+                &json!(401),
+                &json!(format!("/toolseal/servers/demo/tools/{fingerprint}"))
+            ),
+        ]
     );
 }

@@ -22,17 +22,28 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
-/// A fleet file in `dir` with one instance at `admin_url` and an ECDS file beside it.
+/// A fleet file in `dir` with one instance at `admin_url` and the two ECDS files beside it.
 fn write_fleet(dir: &Path, admin_url: &str) -> PathBuf {
     let ecds = dir.join("toolseal.ecds.json");
-    let config = serde_json::json!({"posture": "strict"}).to_string();
-    let doc = serde_json::json!({"version_info": "1", "resources": [{"name": "toolseal",
-        "typed_config": {"config": {"configuration": {"value": config}}}}]});
-    std::fs::write(&ecds, doc.to_string()).unwrap();
+    let admin_ecds = dir.join("admin-toolseal.ecds.json");
+    let write = |path: &Path, name: &str, config: serde_json::Value, version: &str| {
+        let doc = serde_json::json!({"version_info": version, "resources": [{"name": name,
+            "typed_config": {"config": {"configuration": {"value": config.to_string()}}}}]});
+        std::fs::write(path, doc.to_string()).unwrap();
+    };
+    write(
+        &ecds,
+        "toolseal",
+        serde_json::json!({"posture": "strict"}),
+        "1",
+    );
+    let hash = "ab".repeat(32);
+    let admin = serde_json::json!({"posture": "strict", "admin": {"token_sha256": hash}});
+    write(&admin_ecds, "toolseal-admin", admin, "5");
     let fleet = dir.join("fleet.json");
     let text = serde_json::json!({
         "instances": [{"name": "edge-a", "admin_url": admin_url, "token": {"env": "TOOLSEAL_CONSOLE_TEST_TOKEN"}}],
-        "plugin_config": {"ecds_file": ecds},
+        "plugin_config": {"ecds_file": ecds, "admin_ecds_file": admin_ecds},
         "audit_log": "audit.jsonl",
     });
     std::fs::write(&fleet, text.to_string()).unwrap();
@@ -150,7 +161,11 @@ fn a_running_console_serves_its_page_and_guards_its_api() {
     assert_eq!(state.status, 200);
     let body: serde_json::Value = serde_json::from_slice(&state.body).unwrap();
     assert_eq!(body["operator"], "ci");
-    assert_eq!(body["ecds"]["version"], "1");
+    assert_eq!(
+        (&body["ecds"]["version"], &body["ecds"]["admin_version"]),
+        (&serde_json::json!("1"), &serde_json::json!("5"))
+    );
+    assert_eq!(body["ecds"]["error"], serde_json::Value::Null);
     assert_eq!(body["instances"][0]["name"], "edge-a");
     assert!(
         body["instances"][0]["error"]

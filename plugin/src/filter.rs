@@ -23,6 +23,7 @@ use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
 use toolseal_core::response::{BodyPlan, ResponseState};
+use toolseal_core::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
 
 struct Shared {
     engine: Engine,
@@ -159,12 +160,20 @@ impl Http {
     }
 
     fn info<'a>(headers: &'a Headers, caller: &'a EnvoyCaller<'a>) -> RequestInfo<'a> {
+        let version = headers.get("mcp-protocol-version");
         RequestInfo {
             http_method: headers.get(":method").unwrap_or_default(),
             content_type: headers.get("content-type"),
             session: headers.get("mcp-session-id"),
-            mcp_method: headers.get("mcp-method"),
-            mcp_name: headers.get("mcp-name"),
+            routing: RoutingHeaders {
+                present: true,
+                version,
+                method: headers.get("mcp-method"),
+                name: headers.get("mcp-name"),
+                // Only the stateless revision's rules look at repeats.
+                repeated: version.is_some_and(is_stateless)
+                    && headers.repeats_any(&ROUTING_HEADERS),
+            },
             caller,
         }
     }

@@ -124,6 +124,23 @@ impl Headers {
         Headers { text, spans }
     }
 
+    /// Whether one of `names` (lower case, at most four) occurs more than once.
+    pub fn repeats_any(&self, names: &[&str]) -> bool {
+        let mut seen = [false; 4];
+        for (k, _) in &self.spans {
+            let key = self.text.get(k.clone());
+            for (name, seen) in names.iter().zip(seen.iter_mut()) {
+                if key == Some(name) {
+                    if *seen {
+                        return true;
+                    }
+                    *seen = true;
+                }
+            }
+        }
+        false
+    }
+
     /// The first value of `name` (lower case).
     pub fn get(&self, name: &str) -> Option<&str> {
         let (_, value) = self

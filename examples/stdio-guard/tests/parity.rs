@@ -1,4 +1,4 @@
-//! Parity: the four shared real transcripts, replayed through the component (HTTP transport,
+//! Parity: the shared real transcripts of both MCP eras, replayed through the component (HTTP transport,
 //! one `client-message` per request body, one `server-message` per response body), give the
 //! very decision records the native engine gives (the golden files of toolseal-core, which
 //! the proxy-wasm module is held to as well).
@@ -25,9 +25,12 @@ fn core_data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A recording shipped in `examples/transcripts/` (the core's test copies are the same bytes).
 fn transcript(name: &str) -> Vec<HttpExchange> {
-    parse_transcript(&std::fs::read(core_data(&format!("transcripts/{name}.json"))).unwrap())
-        .unwrap()
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../transcripts")
+        .join(format!("{name}.json"));
+    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 
 struct Replay {
@@ -114,6 +117,10 @@ fn each_transcript_alone_matches_the_native_golden_decisions() {
         "everything-2026.1.26",
         "fastmcp-4.2.3-json",
         "fastmcp-4.2.3-paginated",
+        "python-sdk-2.3.0-rev1-json",
+        "python-sdk-2.3.0-rev1-sse",
+        "python-sdk-2.3.0-rev2-json",
+        "typescript-sdk-2.4.0-rev1",
     ] {
         let lines = replay(&runtime, name, &[name]);
         assert!(!lines.is_empty(), "{name}: no decisions");
@@ -132,4 +139,68 @@ fn release_a_then_b_drift_matches_the_native_golden_decisions() {
     assert_eq!(lines, golden("everything-a-then-b"));
     let last = serde_json::from_str::<Value>(lines.last().unwrap()).unwrap();
     assert_eq!(last["error_code"], "SCHEMA_CHANGED");
+}
+
+#[test]
+fn mcp_2026_07_28_release_a_then_b_matches_the_native_golden_decisions() {
+    let runtime = Runtime::new().unwrap();
+    let names = ["python-sdk-2.3.0-rev1-json", "python-sdk-2.3.0-rev2-json"];
+    let lines = replay(&runtime, "rugpull", &names);
+    assert_eq!(lines, golden("python-sdk-2.3.0-a-then-b"));
+    let last = serde_json::from_str::<Value>(lines.last().unwrap()).unwrap();
+    assert_eq!(last["error_code"], "SCHEMA_CHANGED");
+    assert_eq!(last["protocol_version"], "2026-07-28");
+}
+
+#[test]
+fn over_stdio_the_revision_is_read_from_meta_alone() {
+    let runtime = Runtime::new().unwrap();
+    let mut replay = Replay::new(&runtime);
+    let ctx = MessageContext {
+        server_id: "fs".into(),
+        session_id: Some("connection-1".into()),
+        transport: Transport::Stdio,
+        headers: Vec::new(),
+    };
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let list =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+    let policy = &mut replay.policy;
+    assert!(matches!(
+        policy
+            .client_message(&ctx, list.to_string().as_bytes())
+            .unwrap(),
+        Verdict::Pass
+    ));
+    let tools = json!([{"name": "read_file", "description": "Read a file.",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}]);
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools, "ttlMs": 3_600_000,
+        "cacheScope": "public", "resultType": "complete"}});
+    let Verdict::Rewrite(bytes) = policy
+        .server_message(&ctx, answer.to_string().as_bytes())
+        .unwrap()
+    else {
+        panic!("the one-hour hint is lowered")
+    };
+    let served: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(served["result"]["ttlMs"], 60_000);
+    // No routing headers on stdio: a call is checked, and refused in the revision's shape.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {}, "_meta": meta}});
+    let Verdict::Reply(reply) = policy
+        .client_message(&ctx, call.to_string().as_bytes())
+        .unwrap()
+    else {
+        panic!("an unknown tool is refused")
+    };
+    let body: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(body["result"]["resultType"], "complete");
+    assert_eq!(
+        body["result"]["structuredContent"]["error_code"],
+        "TOOL_NOT_APPROVED"
+    );
+    let decisions = replay.sink.0.lock().unwrap().decisions.clone();
+    let last: Value = serde_json::from_str(decisions.last().unwrap()).unwrap();
+    assert_eq!(last["protocol_version"], "2026-07-28");
 }

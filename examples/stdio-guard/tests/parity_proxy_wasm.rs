@@ -1,5 +1,5 @@
-//! Parity with the Envoy build: the four shared real transcripts (and release A then B of the
-//! reference server) replayed through the component and through the proxy-wasm module
+//! Parity with the Envoy build: the shared real transcripts of both MCP eras (and release A
+//! then B of the reference server and of the 2026-07-28 rug-pull server) replayed through the component and through the proxy-wasm module
 //! (`toolseal_plugin.wasm`, driven by host-test's replay on wasmtime) give the same decision
 //! record for every message and the same bytes to the client: the same local answers and
 //! the same (possibly rewritten) response bodies.
@@ -27,11 +27,15 @@ use toolseal_stdio::host_state::HostState;
 use toolseal_stdio::policy::{Policy, Runtime};
 use toolseal_stdio::{MessageContext, Transport, Verdict};
 
-const TRANSCRIPTS: [&str; 4] = [
+const TRANSCRIPTS: [&str; 8] = [
     "everything-2025.11.25",
     "everything-2026.1.26",
     "fastmcp-4.2.3-json",
     "fastmcp-4.2.3-paginated",
+    "python-sdk-2.3.0-rev1-json",
+    "python-sdk-2.3.0-rev1-sse",
+    "python-sdk-2.3.0-rev2-json",
+    "typescript-sdk-2.4.0-rev1",
 ];
 
 /// What the client saw of one exchange, and the decisions made on it.
@@ -48,7 +52,8 @@ fn workspace() -> PathBuf {
 }
 
 fn transcript(name: &str) -> Vec<HttpExchange> {
-    let path = workspace().join(format!("plugin/core/tests/data/transcripts/{name}.json"));
+    // The recordings shipped in examples/ (the core's test copies are the same bytes).
+    let path = workspace().join(format!("examples/transcripts/{name}.json"));
     parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -258,4 +263,26 @@ fn component_and_proxy_wasm_module_agree_on_release_drift() {
         component.iter().any(|s| s.local_reply.is_some()),
         "the refused call was answered locally"
     );
+}
+
+#[test]
+fn component_and_proxy_wasm_module_agree_on_the_2026_07_28_rug_pull() {
+    let runtime = Runtime::new().unwrap();
+    let names = ["python-sdk-2.3.0-rev1-json", "python-sdk-2.3.0-rev2-json"];
+    let component = component_run(&runtime, "rugpull", &names);
+    let proxy_wasm = proxy_wasm_run(&plugin_wasm(), "rugpull", &names);
+    assert_same(&component, &proxy_wasm, "2026-07-28 a then b");
+    let refusals: Vec<Value> = component
+        .iter()
+        .filter_map(|s| s.local_reply.as_ref())
+        .map(|body| serde_json::from_slice(body).unwrap())
+        .collect();
+    assert_eq!(refusals.len(), 2);
+    for refusal in refusals {
+        assert_eq!(refusal["result"]["resultType"], "complete");
+        assert_eq!(
+            refusal["result"]["structuredContent"]["error_code"],
+            "SCHEMA_CHANGED"
+        );
+    }
 }

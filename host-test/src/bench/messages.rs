@@ -7,7 +7,7 @@
 //! anything is timed.
 
 use super::gateway::{Gateway, Module, Native, Wasm};
-use super::scenario::{Scenario, check};
+use super::scenario::{Scenario, check, lowered_body};
 use super::timing::{self, Budget, Measured};
 use anyhow::{Result, bail};
 
@@ -82,6 +82,7 @@ pub fn measure(
     budget: Budget,
 ) -> Result<Row> {
     let measured = scenario.measured();
+    let lowered = lowered_body(scenario, &measured);
     let mut row = Row {
         scenario: scenario.clone(),
         message_bytes: measured.request_body.len() + measured.response_body.len(),
@@ -92,7 +93,7 @@ pub fn measure(
     for &runtime in runtimes {
         let mut gateway = gateway(runtime, module, scenario)?;
         let seen = gateway.run(&measured)?;
-        check(scenario, &measured, seen.0, &seen.1).map_err(anyhow::Error::msg)?;
+        check(scenario, &measured, &lowered, seen.0, &seen.1).map_err(anyhow::Error::msg)?;
         match &first_seen {
             None => first_seen = Some(seen),
             Some(first) if *first != seen => {
@@ -102,7 +103,7 @@ pub fn measure(
         }
         let result = timing::measure(budget, || -> Result<()> {
             let (local, body) = gateway.run(&measured)?;
-            check(scenario, &measured, local, &body).map_err(anyhow::Error::msg)
+            check(scenario, &measured, &lowered, local, &body).map_err(anyhow::Error::msg)
         })?;
         match runtime {
             Runtime::Native => row.native = Some(result),
@@ -120,9 +121,10 @@ pub fn repeat(
     iterations: usize,
 ) -> Result<()> {
     let measured = scenario.measured();
+    let lowered = lowered_body(scenario, &measured);
     let mut gateway = gateway(runtime, module, scenario)?;
     timing::repeat(iterations, || -> Result<()> {
         let (local, body) = gateway.run(&measured)?;
-        check(scenario, &measured, local, &body).map_err(anyhow::Error::msg)
+        check(scenario, &measured, &lowered, local, &body).map_err(anyhow::Error::msg)
     })
 }

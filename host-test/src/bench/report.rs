@@ -99,6 +99,24 @@ pub fn print_summary(rows: &[(Row, Option<Counts>)]) {
         Some((c.guest / c.native, row.scenario.name.as_str()))
     });
     summary_line("guest/native instructions", guest);
+    // Each 2026-07-28 row against its handshake-era counterpart, measured in the same run.
+    for (row, _) in rows {
+        let Some(base) = row.scenario.name.strip_suffix(" 2026") else {
+            continue;
+        };
+        let Some((old, _)) = rows.iter().find(|(r, _)| r.scenario.name == base) else {
+            continue;
+        };
+        let per = |new: Option<super::timing::Measured>, old: Option<super::timing::Measured>| {
+            ratio(new.zip(old).map(|(n, o)| n.median_ns / o.median_ns))
+        };
+        println!(
+            "2026-07-28 / 2025: {:<28} native {:>7}  wasm {:>7}",
+            row.scenario.name,
+            per(row.native, old.native),
+            per(row.wasm, old.wasm)
+        );
+    }
 }
 
 /// Prints the worst of `ratios` against the target.

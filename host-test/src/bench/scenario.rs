@@ -6,7 +6,7 @@
 //! every measured message is checked for the outcome it is supposed to have: a benchmark
 //! that silently measured a refusal instead of a verified list would be worthless.
 
-use super::workload::{self, Framing};
+use super::workload::{self, Framing, Revision};
 use toolseal_core::transcript::HttpExchange;
 
 /// What is measured.
@@ -36,6 +36,9 @@ pub enum Expect {
     Rewritten,
     /// Answered locally (the upstream never sees the request).
     LocalReply,
+    /// Forwarded upstream, the response reaches the client with only its list's `ttlMs`
+    /// lowered to the gateway's default cap (a verified 2026-07-28 list).
+    TtlLowered,
 }
 
 /// One benchmark scenario.
@@ -51,6 +54,8 @@ pub struct Scenario {
     pub framing: Framing,
     /// Tools the server lists.
     pub tool_count: usize,
+    /// The MCP revision of client and server.
+    pub revision: Revision,
 }
 
 /// Argument sizes of the `tools/call` rows (bytes of the `content` argument).
@@ -61,8 +66,13 @@ pub const LARGE_ARGS: usize = 64 * 1024;
 pub const CALL_TOOLS: usize = 100;
 
 impl Scenario {
-    /// A scenario row.
+    /// A handshake-era scenario row.
     pub fn new(kind: Kind, path: Path, framing: Framing) -> Self {
+        Self::in_revision(kind, path, framing, Revision::Handshake)
+    }
+
+    /// A scenario row in `revision`.
+    pub fn in_revision(kind: Kind, path: Path, framing: Framing, revision: Revision) -> Self {
         let (what, tool_count) = match kind {
             Kind::Call(SMALL_ARGS) => ("call small".to_string(), CALL_TOOLS),
             Kind::Call(n) => (format!("call {}K", n / 1024), CALL_TOOLS),
@@ -73,11 +83,12 @@ impl Scenario {
             Path::Filtered => "filtered",
         };
         Scenario {
-            name: format!("{what} {path_name} {}", framing.name()),
+            name: format!("{what} {path_name} {}{}", framing.name(), revision.suffix()),
             kind,
             path,
             framing,
             tool_count,
+            revision,
         }
     }
 
@@ -93,23 +104,49 @@ impl Scenario {
                 }
             }
         }
+        // MCP 2026-07-28 beside them: the call, and lists of 10 and 100 tools.
+        let stateless = Revision::Stateless;
+        for framing in [Framing::Json, Framing::Sse] {
+            all.push(Scenario::in_revision(
+                Kind::Call(SMALL_ARGS),
+                Path::Verified,
+                framing,
+                stateless,
+            ));
+            all.push(Scenario::in_revision(
+                Kind::Call(SMALL_ARGS),
+                Path::Filtered,
+                framing,
+                stateless,
+            ));
+            for n in [10, 100] {
+                all.push(Scenario::in_revision(
+                    Kind::List(n),
+                    Path::Verified,
+                    framing,
+                    stateless,
+                ));
+                all.push(Scenario::in_revision(
+                    Kind::List(n),
+                    Path::Filtered,
+                    framing,
+                    stateless,
+                ));
+            }
+        }
         all
     }
 
     /// Exchanges that bring a fresh gateway into the scenario's state: a first `tools/list`
     /// (trust on first use makes it the baseline), then for the filtered path a drifted one.
     pub fn setup(&self) -> Vec<HttpExchange> {
-        let mut setup = vec![workload::list_exchange(
-            1,
-            &workload::tools(self.tool_count, false),
-            self.framing,
-        )];
+        let list = |id, drifted| {
+            let tools = workload::tools(self.tool_count, drifted);
+            workload::list_exchange_in(self.revision, id, &tools, self.framing)
+        };
+        let mut setup = vec![list(1, false)];
         if self.path == Path::Filtered {
-            setup.push(workload::list_exchange(
-                2,
-                &workload::tools(self.tool_count, true),
-                self.framing,
-            ));
+            setup.push(list(2, true));
         }
         setup
     }
@@ -118,14 +155,22 @@ impl Scenario {
     pub fn measured(&self) -> HttpExchange {
         let drifted = self.path == Path::Filtered;
         match self.kind {
-            Kind::Call(bytes) => workload::call_exchange(3, bytes, self.framing),
-            Kind::List(n) => workload::list_exchange(3, &workload::tools(n, drifted), self.framing),
+            Kind::Call(bytes) => workload::call_exchange_in(self.revision, 3, bytes, self.framing),
+            Kind::List(n) => workload::list_exchange_in(
+                self.revision,
+                3,
+                &workload::tools(n, drifted),
+                self.framing,
+            ),
         }
     }
 
     /// The outcome every measured exchange must have.
     pub fn expect(&self) -> Expect {
         match (self.kind, self.path) {
+            (Kind::List(_), Path::Verified) if self.revision == Revision::Stateless => {
+                Expect::TtlLowered
+            }
             (Kind::Call(_), Path::Verified) | (Kind::List(_), Path::Verified) => {
                 Expect::PassedUnchanged
             }
@@ -140,11 +185,27 @@ impl Scenario {
     }
 }
 
+/// The body a client must receive for a [`Expect::TtlLowered`] exchange (the server's with
+/// only the list's `ttlMs` lowered to the default cap), computed once, outside the timed
+/// loop; empty for every other scenario.
+pub fn lowered_body(scenario: &Scenario, exchange: &HttpExchange) -> Vec<u8> {
+    if scenario.expect() != Expect::TtlLowered {
+        return Vec::new();
+    }
+    let server = String::from_utf8_lossy(&exchange.response_body);
+    let hint = format!("\"ttlMs\":{}", workload::SERVER_LIST_TTL_MS);
+    match server.contains(&hint) {
+        true => server.replace(&hint, "\"ttlMs\":60000").into_bytes(),
+        false => Vec::new(),
+    }
+}
+
 /// Checks an outcome: `local` is whether the plugin answered locally, `body` what the client
-/// received as the response body.
+/// received as the response body (`lowered`: see [`lowered_body`]).
 pub fn check(
     scenario: &Scenario,
     exchange: &HttpExchange,
+    lowered: &[u8],
     local: bool,
     body: &[u8],
 ) -> Result<(), String> {
@@ -153,6 +214,7 @@ pub fn check(
         Expect::PassedUnchanged => unchanged,
         Expect::Rewritten => !local && !unchanged && !body.is_empty(),
         Expect::LocalReply => local,
+        Expect::TtlLowered => !local && !lowered.is_empty() && !unchanged && body == lowered,
     };
     if ok {
         return Ok(());

@@ -137,6 +137,31 @@ impl Framing {
     }
 }
 
+/// The MCP revision a benchmark client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revision {
+    /// The handshake era (2025-06-18): a session, no per-request revision.
+    Handshake,
+    /// MCP 2026-07-28: no session; the revision, method and name in headers and `_meta`;
+    /// results with `resultType` and, for lists, cache hints.
+    Stateless,
+}
+
+impl Revision {
+    /// Suffix of the row names (empty for the handshake era, whose names predate the
+    /// stateless rows).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Revision::Handshake => "",
+            Revision::Stateless => " 2026",
+        }
+    }
+}
+
+/// The cache lifetime a 2026-07-28 benchmark server gives its lists (one hour, public: what
+/// a server configures to spare its clients re-listing; the gateway lowers it).
+pub const SERVER_LIST_TTL_MS: u64 = 3_600_000;
+
 /// An HTTP exchange carrying `request` and answered with `response` framed as `framing`.
 pub fn exchange(seq: usize, request: &Value, response: &Value, framing: Framing) -> HttpExchange {
     let (content_type, body) = match framing {
@@ -170,6 +195,47 @@ pub fn exchange(seq: usize, request: &Value, response: &Value, framing: Framing)
     }
 }
 
+/// `exchange` as a 2026-07-28 client and server write it: `_meta` with the revision in the
+/// request, its routing headers and no session.
+fn stateless(mut exchange: HttpExchange) -> HttpExchange {
+    let Ok(mut request) = serde_json::from_slice::<Value>(&exchange.request_body) else {
+        return exchange;
+    };
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    if let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) {
+        params.insert("_meta".into(), meta);
+    }
+    let method = request
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let name = request
+        .pointer("/params/name")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut headers: Vec<(String, String)> = exchange
+        .request_headers
+        .into_iter()
+        .filter(|(k, _)| k != "mcp-session-id" && k != "mcp-protocol-version")
+        .collect();
+    headers.push(("mcp-protocol-version".into(), "2026-07-28".into()));
+    headers.push(("mcp-method".into(), method));
+    if let Some(name) = name {
+        headers.push(("mcp-name".into(), name));
+    }
+    exchange.request_headers = headers;
+    exchange.request_body = request.to_string().into_bytes();
+    exchange
+        .response_headers
+        .retain(|(k, _)| k != "mcp-session-id");
+    exchange
+}
+
 /// The `tools/list` request body.
 pub fn list_request(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
@@ -177,17 +243,45 @@ pub fn list_request(id: u64) -> Value {
 
 /// A `tools/list` exchange answering with `tools`.
 pub fn list_exchange(id: u64, tools: &[Value], framing: Framing) -> HttpExchange {
-    let response = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}});
-    exchange(
-        usize::try_from(id).unwrap_or(0),
-        &list_request(id),
-        &response,
-        framing,
-    )
+    list_exchange_in(Revision::Handshake, id, tools, framing)
+}
+
+/// A `tools/list` exchange answering with `tools` in `revision` (2026-07-28: with
+/// [`SERVER_LIST_TTL_MS`], `cacheScope: "public"` and the server's `_meta`).
+pub fn list_exchange_in(
+    revision: Revision,
+    id: u64,
+    tools: &[Value],
+    framing: Framing,
+) -> HttpExchange {
+    let seq = usize::try_from(id).unwrap_or(0);
+    match revision {
+        Revision::Handshake => {
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}});
+            exchange(seq, &list_request(id), &response, framing)
+        }
+        Revision::Stateless => {
+            let result = json!({"cacheScope": "public", "resultType": "complete",
+                "tools": tools, "ttlMs": SERVER_LIST_TTL_MS,
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bench", "version": "1.0.0"}}});
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            stateless(exchange(seq, &list_request(id), &response, framing))
+        }
+    }
 }
 
 /// A `tools/call` of [`CALLED_TOOL`] whose `content` argument is `content_bytes` long.
 pub fn call_exchange(id: u64, content_bytes: usize, framing: Framing) -> HttpExchange {
+    call_exchange_in(Revision::Handshake, id, content_bytes, framing)
+}
+
+/// [`call_exchange`] in `revision` (2026-07-28: the result carries `resultType`).
+pub fn call_exchange_in(
+    revision: Revision,
+    id: u64,
+    content_bytes: usize,
+    framing: Framing,
+) -> HttpExchange {
     let content: String = "lorem ipsum dolor sit amet "
         .chars()
         .cycle()
@@ -197,14 +291,18 @@ pub fn call_exchange(id: u64, content_bytes: usize, framing: Framing) -> HttpExc
         "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": CALLED_TOOL, "arguments": {"title": "Quarterly report", "content": content}}
     });
-    let response = json!({
+    let mut response = json!({
         "jsonrpc": "2.0", "id": id,
         "result": {"content": [{"type": "text", "text": "Created document 4711: Quarterly report"}], "isError": false}
     });
-    exchange(
-        usize::try_from(id).unwrap_or(0),
-        &request,
-        &response,
-        framing,
-    )
+    let seq = usize::try_from(id).unwrap_or(0);
+    match revision {
+        Revision::Handshake => exchange(seq, &request, &response, framing),
+        Revision::Stateless => {
+            if let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) {
+                result.insert("resultType".into(), json!("complete"));
+            }
+            stateless(exchange(seq, &request, &response, framing))
+        }
+    }
 }

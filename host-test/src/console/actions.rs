@@ -1,21 +1,23 @@
 //! Approve, quarantine and release, through the fleet's plugin configuration.
 //!
-//! Main design decision: an action is a change to `servers.<id>` in the ECDS resource, so it
-//! reaches every instance through the control plane and outlives restarts; the admin APIs are
-//! only read. An approval is bound to the fingerprint the operator reviewed: every instance
-//! is read again just before the write, and if any of them now holds another live set (or
-//! cannot be read) nothing is written. The lock written is built the way `toolseal pin`
-//! builds it, from a listing whose fingerprint is the reviewed one. Every attempt, refused or
-//! written, goes to the audit log with the operator, the fingerprint and what each instance
-//! showed; the instances' convergence is then followed on the page.
+//! Main design decision: an action is a change to `servers.<id>` in the fleet's plugin
+//! configuration — both ECDS resources, the agents' listener's and the admin listener's — so
+//! it reaches every instance through the control plane and outlives restarts; the admin APIs
+//! are only read. An approval is bound to the fingerprint the operator reviewed: every
+//! instance is read again just before the write, and if any of them now holds another live
+//! set (or cannot be read) nothing is written. The lock written is built the way `toolseal
+//! pin` builds it, from definitions that hash to the reviewed fingerprint (stored by an
+//! instance, else listed from the server). Every attempt, refused or written, goes to the
+//! audit log with the operator, the fingerprint and what each instance showed; the
+//! instances' convergence is then followed on the page.
 
 use super::Console;
-use super::candidates::{candidate, is_fingerprint};
-use super::ecds::{EcdsDocument, EntryChange};
-use super::instances::server_views;
+use super::candidates::{ToolSet, is_fingerprint, tool_set};
+use super::ecds::EntryChange;
+use super::fleet_config::{FleetConfig, Versions};
+use super::instances::Reader;
 use crate::cli::tools_cmd::lock_entry;
 use serde_json::{Value, json};
-use toolseal_core::fingerprint::ToolDigests;
 
 /// Longest quarantine reason accepted.
 const MAX_REASON_CHARS: usize = 500;
@@ -88,12 +90,12 @@ pub struct Outcome {
     pub body: Value,
 }
 
-/// What each instance shows of `server` now: `(observed list for the audit, problems)`.
-fn observe(console: &Console, server: &str) -> (Vec<Value>, Vec<Value>, Vec<String>) {
+/// What each instance shows of `server` now: `(observed list for the audit, views, problems)`.
+fn observe(reader: &Reader<'_>, server: &str) -> (Vec<Value>, Vec<Value>, Vec<String>) {
     let mut observed = Vec::new();
     let mut views = Vec::new();
     let mut unreadable = Vec::new();
-    for (instance, result) in server_views(&console.fleet, server, console.timeout) {
+    for (instance, result) in reader.server_views(server) {
         match result {
             Ok(Some(view)) => {
                 observed.push(json!({
@@ -152,18 +154,26 @@ impl Console {
     pub fn act(&self, server: &str, action: &Action) -> Outcome {
         // One action at a time: each reads the configuration, the instances, then writes.
         let _serial = self.action_lock.lock();
-        // Listing the candidate takes the longest: it comes first, so that the instances are
-        // read last, just before the write.
-        let listed = match action {
-            Action::Approve { fingerprint } => Some(
-                EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource)
-                    .and_then(|doc| candidate(self, server, fingerprint, &doc.config.fingerprint)),
-            ),
+        let config = self.fleet_config();
+        let reader = self.reader();
+        // Obtaining the candidate can take the longest (it may be listed from the server): it
+        // comes first, so that the instances are read last, just before the write.
+        let candidate = match (action, &config) {
+            (Action::Approve { fingerprint }, Ok(config)) => Some(tool_set(
+                self,
+                &reader,
+                server,
+                fingerprint,
+                &config.config().fingerprint,
+                true,
+            )),
             _ => None,
         };
-        let (observed, views, unreadable) = observe(self, server);
+        let (observed, views, unreadable) = observe(&reader, server);
         let result = if unreadable.is_empty() {
-            self.write_action(server, action, &views, listed)
+            config
+                .map_err(|e| (500, e))
+                .and_then(|config| self.write_action(&config, server, action, &views, candidate))
         } else {
             Err((
                 502,
@@ -173,14 +183,17 @@ impl Console {
                 ),
             ))
         };
-        let (status, result_name, message, version) = match result {
-            Ok((version, message)) => (200, "written", message, Some(version)),
+        let (status, result_name, message, versions) = match result {
+            Ok((versions, message)) => (200, "written", message, Some(versions)),
             Err((status, message)) => (status, "refused", message, None),
         };
+        let version = versions.as_ref().map(|v| v.agents.clone());
         let mut event = json!({
             "operator": self.operator, "action": action.name(), "server": server,
             "observed": observed, "result": result_name, "message": message,
             "ecds_file": self.fleet.ecds_file.display().to_string(), "ecds_version": version,
+            "admin_ecds_file": self.fleet.admin_ecds_file.display().to_string(),
+            "admin_ecds_version": versions.as_ref().map(|v| v.admin.clone()),
         });
         if let (Some(map), Action::Approve { fingerprint }) = (event.as_object_mut(), action) {
             map.insert("fingerprint".into(), json!(fingerprint));
@@ -203,27 +216,29 @@ impl Console {
         }
     }
 
-    /// Writes the change (an approval's lock from `listed`); `(version, message)` or
-    /// `(status, why not)`.
+    /// Writes the change (an approval's lock from `candidate`) to both resources of
+    /// `config`; `(versions, message)` or `(status, why not)`.
     fn write_action(
         &self,
+        config: &FleetConfig,
         server: &str,
         action: &Action,
         views: &[Value],
-        listed: Option<Result<(Vec<Value>, ToolDigests), String>>,
-    ) -> Result<(String, String), (u16, String)> {
-        let doc = EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource)
-            .map_err(|e| (500, e))?;
+        candidate: Option<Result<ToolSet, String>>,
+    ) -> Result<(Versions, String), (u16, String)> {
+        if let Some(why) = config.disagreement() {
+            return Err((409, format!("refused: {why}")));
+        }
         let (change, message) = match action {
             Action::Approve { fingerprint } => {
                 if let Some(conflict) = approval_conflict(views, fingerprint) {
                     return Err((409, format!("refused: {conflict}")));
                 }
-                let (tools, set) = listed
-                    .unwrap_or_else(|| Err("the candidate was not listed".into()))
+                let set = candidate
+                    .unwrap_or_else(|| Err("the candidate was not read".into()))
                     .map_err(|e| (409, format!("refused: {e}")))?;
-                let count = tools.len();
-                let lock = lock_entry(&set, tools)
+                let count = set.tools.len();
+                let lock = lock_entry(&set.digests, set.tools)
                     .get("lock")
                     .cloned()
                     .unwrap_or(Value::Null);
@@ -239,7 +254,8 @@ impl Console {
                 format!("quarantined {server} in the fleet's plugin configuration"),
             ),
             Action::Release => {
-                if doc
+                if config
+                    .agents
                     .server_entry(server)
                     .and_then(|e| e.get("quarantine"))
                     .is_none()
@@ -257,11 +273,11 @@ impl Console {
                 )
             }
         };
-        let version = doc.write_change(server, &change).map_err(|e| (500, e))?;
-        Ok((
-            version.clone(),
-            format!("{message} (ECDS version {version})"),
-        ))
+        let versions = config
+            .write_change(server, &change)
+            .map_err(|e| (if e.starts_with("refused:") { 409 } else { 500 }, e))?;
+        let message = format!("{message} (ECDS version {})", versions.agents);
+        Ok((versions, message))
     }
 }
 

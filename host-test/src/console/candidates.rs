@@ -1,40 +1,54 @@
-//! Tool definitions behind the fingerprints the Envoys report: the candidate (listed from the
-//! server and accepted only when its fingerprint is the one reported) and the baseline (the
-//! lock in the fleet's plugin configuration), and the review page built from both with
-//! `toolseal report`'s renderer.
+//! Tool definitions behind the fingerprints the Envoys report, and the review page built from
+//! them with `toolseal report`'s renderer. A set comes from the fleet's configuration (a lock
+//! of that fingerprint), else from the instances' admin API (`GET servers/{id}/tools/{fp}`:
+//! the definitions the plugin stored, the very ones it checks calls against), else — for a
+//! candidate only — listed from the server itself (`servers.<id>.tools_url`).
 //!
-//! Main design decision: definitions are addressed by fingerprint. A listing is kept only
-//! under the fingerprint it hashes to, so a cached set is exactly the set that fingerprint
-//! names; a listing that hashes to anything else than what was asked for is refused.
+//! Main design decision: definitions are addressed by fingerprint and trusted from no source
+//! until they hash to it: whoever answers (an instance, the server), a set is accepted only
+//! when its fingerprint under the fleet's `fingerprint.fields` is the one asked for, and a
+//! cached set is exactly the set its fingerprint names.
 
 use super::Console;
-use super::ecds::EcdsDocument;
+use super::fleet_config::FleetConfig;
+use super::instances::{Reader, encode_segment};
 use super::mcp_list;
 use crate::cli::report_html;
 use serde_json::Value;
 use toolseal_core::config::Pin;
 use toolseal_core::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
 
-/// Candidate sets kept in memory.
+/// Tool sets kept in memory.
 const CACHED_SETS: usize = 16;
 
-/// Recently listed tool sets by fingerprint, newest last.
+/// One server's tool set, checked against its fingerprint.
+#[derive(Debug, Clone)]
+pub struct ToolSet {
+    /// The definitions.
+    pub tools: Vec<Value>,
+    /// Their digests (the fingerprint asked for).
+    pub digests: ToolDigests,
+    /// Where they came from, for the review page: `stored by envoy-0`, `listed from URL`.
+    pub source: String,
+}
+
+/// Recently read tool sets by fingerprint, newest last.
 #[derive(Debug, Default)]
 pub struct CandidateCache {
-    sets: Vec<(String, Vec<Value>)>,
+    sets: Vec<(String, Vec<Value>, String)>,
 }
 
 impl CandidateCache {
-    fn get(&self, fingerprint: &str) -> Option<Vec<Value>> {
+    fn get(&self, fingerprint: &str) -> Option<(Vec<Value>, String)> {
         self.sets
             .iter()
-            .find(|(fp, _)| fp == fingerprint)
-            .map(|(_, tools)| tools.clone())
+            .find(|(fp, ..)| fp == fingerprint)
+            .map(|(_, tools, source)| (tools.clone(), source.clone()))
     }
 
-    fn put(&mut self, fingerprint: String, tools: Vec<Value>) {
-        self.sets.retain(|(fp, _)| *fp != fingerprint);
-        self.sets.push((fingerprint, tools));
+    fn put(&mut self, fingerprint: String, tools: Vec<Value>, source: String) {
+        self.sets.retain(|(fp, ..)| *fp != fingerprint);
+        self.sets.push((fingerprint, tools, source));
         if self.sets.len() > CACHED_SETS {
             self.sets.remove(0);
         }
@@ -44,7 +58,7 @@ impl CandidateCache {
 /// Digests of `tools` under `fields`.
 pub fn digests(tools: &[Value], fields: &FingerprintFields) -> Result<ToolDigests, String> {
     digest_tools(&Value::Array(tools.to_vec()), fields)
-        .map_err(|e| format!("the listed tools are not a valid tool set: {e}"))
+        .map_err(|e| format!("the tools are not a valid tool set: {e}"))
 }
 
 /// Whether `text` is a server fingerprint (`sha256:` and 64 lowercase hex digits).
@@ -57,95 +71,157 @@ pub fn is_fingerprint(text: &str) -> bool {
     })
 }
 
-/// The candidate set of `server` whose fingerprint (under `fields`) is `fingerprint`, from the
-/// cache or listed from the server now; with its digests.
-pub fn candidate(
+/// `tools` with their digests when they hash to `fingerprint`; why not otherwise.
+fn checked(
+    tools: Vec<Value>,
+    fingerprint: &str,
+    fields: &FingerprintFields,
+    source: String,
+) -> Result<ToolSet, String> {
+    let digests = digests(&tools, fields).map_err(|e| format!("{source}: {e}"))?;
+    let got = digests.fingerprint();
+    if got != fingerprint {
+        return Err(format!(
+            "{source}: the definitions hash to {got}, not {fingerprint}"
+        ));
+    }
+    Ok(ToolSet {
+        tools,
+        digests,
+        source,
+    })
+}
+
+/// The `tools` of an admin API's `{"fingerprint", "tools"}` answer.
+fn stored_tools(answer: Value) -> Result<Vec<Value>, String> {
+    match answer {
+        Value::Object(mut map) => match map.remove("tools") {
+            Some(Value::Array(tools)) => Ok(tools),
+            _ => Err("the answer has no `tools` array".into()),
+        },
+        _ => Err("the answer is not a JSON object".into()),
+    }
+}
+
+/// The set of `server` whose fingerprint (under `fields`) is `fingerprint`: from the cache,
+/// else stored by the first instance that has it, else (`list`: a live candidate) listed from
+/// the server's `tools_url`.
+pub fn tool_set(
     console: &Console,
+    reader: &Reader<'_>,
     server: &str,
     fingerprint: &str,
     fields: &FingerprintFields,
-) -> Result<(Vec<Value>, ToolDigests), String> {
+    list: bool,
+) -> Result<ToolSet, String> {
     let cached = console
         .candidates
         .lock()
         .ok()
         .and_then(|c| c.get(fingerprint));
-    if let Some(tools) = cached {
-        let set = digests(&tools, fields)?;
-        if set.fingerprint() == fingerprint {
-            return Ok((tools, set));
+    if let Some((tools, source)) = cached
+        && let Ok(set) = checked(tools, fingerprint, fields, source)
+    {
+        return Ok(set);
+    }
+    let path = format!(
+        "servers/{}/tools/{}",
+        encode_segment(server),
+        encode_segment(fingerprint)
+    );
+    let mut why = Vec::new();
+    for instance in &console.fleet.instances {
+        let source = format!("stored by {}", instance.name);
+        let found = match reader.get(instance, &path) {
+            Ok(Some(answer)) => stored_tools(answer)
+                .map_err(|e| format!("{source}: {e}"))
+                .and_then(|tools| checked(tools, fingerprint, fields, source)),
+            Ok(None) => Err(format!("{}: not stored", instance.name)),
+            Err(e) => Err(format!("{}: {e}", instance.name)),
+        };
+        match found {
+            Ok(set) => return Ok(remember(console, set, fingerprint)),
+            Err(e) => why.push(e),
         }
     }
-    let source = console.fleet.servers.get(server).ok_or_else(|| {
+    let unserved = format!("no instance serves {fingerprint} ({})", why.join("; "));
+    let Some(source) = console.fleet.servers.get(server).filter(|_| list) else {
+        let hint = if list {
+            format!(", and the fleet file names no servers.{server}.tools_url to list it from")
+        } else {
+            String::new()
+        };
+        return Err(format!("{unserved}{hint}"));
+    };
+    let url = source.tools_url.display();
+    let tools = mcp_list::list_tools(&source.tools_url, console.timeout)
+        .map_err(|e| format!("{unserved}; listing {server:?}'s tools at {url}: {e}"))?;
+    let set = checked(tools, fingerprint, fields, format!("listed from {url}")).map_err(|e| {
         format!(
-            "the console cannot obtain the definitions of {server:?}'s candidate: the fleet file \
-             names no servers.{server}.tools_url to list them from"
+            "{unserved}; {e}: the server moved again (or answers the console differently); \
+             wait for the fleet to see the new set and review that"
         )
     })?;
-    let tools = mcp_list::list_tools(&source.tools_url, console.timeout).map_err(|e| {
-        format!(
-            "listing {server:?}'s tools at {}: {e}",
-            source.tools_url.display()
-        )
-    })?;
-    let set = digests(&tools, fields)?;
-    let listed = set.fingerprint();
-    if listed != fingerprint {
-        return Err(format!(
-            "{} now lists {listed}, not {fingerprint} that the Envoys report: the server moved \
-             again (or answers the console differently); wait for the fleet to see the new set \
-             and review that",
-            source.tools_url.display()
-        ));
-    }
-    if let Ok(mut cache) = console.candidates.lock() {
-        cache.put(listed, tools.clone());
-    }
-    Ok((tools, set))
+    Ok(remember(console, set, fingerprint))
 }
 
-/// The baseline definitions of `server` for `fingerprint`: none for an empty baseline, the
-/// configured lock when it is that fingerprint.
-pub fn baseline(
-    doc: &EcdsDocument,
+fn remember(console: &Console, set: ToolSet, fingerprint: &str) -> ToolSet {
+    if let Ok(mut cache) = console.candidates.lock() {
+        cache.put(
+            fingerprint.to_owned(),
+            set.tools.clone(),
+            set.source.clone(),
+        );
+    }
+    set
+}
+
+/// The configured lock of `server` when it is `fingerprint`.
+pub fn configured_lock(
+    config: &FleetConfig,
     server: &str,
-    fingerprint: Option<&str>,
-) -> Result<Vec<Value>, String> {
-    let Some(fingerprint) = fingerprint else {
-        return Ok(Vec::new());
-    };
-    match doc.config.servers.get(server).and_then(|s| s.pin.as_ref()) {
-        Some(Pin::Lock {
+    fingerprint: &str,
+) -> Option<Vec<Value>> {
+    match config.config().servers.get(server)?.pin.as_ref()? {
+        Pin::Lock {
             fingerprint: fp,
             tools,
-        }) if fp == fingerprint => Ok(tools.clone()),
-        _ => Err(format!(
-            "the baseline {fingerprint} is not a lock in the fleet's plugin configuration (a \
-             trust-on-first-use, fingerprint-pin or runtime baseline): its definitions are not \
-             available to the console, only the classified diff the Envoys report"
-        )),
+        } if fp == fingerprint => Some(tools.clone()),
+        _ => None,
     }
 }
 
-/// The review page (`toolseal report`'s page) for `server` from `baseline` to `candidate`.
+/// The review page (`toolseal report`'s page) for `server` from `baseline_fp` (none: an empty
+/// baseline) to `candidate_fp`.
 pub fn review_page(
     console: &Console,
     server: &str,
     baseline_fp: Option<&str>,
     candidate_fp: &str,
 ) -> Result<String, String> {
-    let doc = EcdsDocument::read(&console.fleet.ecds_file, &console.fleet.ecds_resource)?;
-    let old = baseline(&doc, server, baseline_fp)?;
-    let (new, _) = candidate(console, server, candidate_fp, &doc.config.fingerprint)?;
-    let old_label = format!("{server}: baseline (plugin configuration lock)");
-    let new_label = match console.fleet.servers.get(server) {
-        Some(source) => format!(
-            "{server}: candidate (listed from {})",
-            source.tools_url.display()
-        ),
-        None => format!("{server}: candidate"),
+    let config = console.fleet_config()?;
+    let reader = console.reader();
+    let fields = &config.config().fingerprint;
+    let (old, old_source) = match baseline_fp {
+        None => (Vec::new(), "no baseline".to_owned()),
+        Some(fp) => match configured_lock(&config, server, fp) {
+            Some(tools) => (tools, "plugin configuration lock".to_owned()),
+            None => {
+                let set = tool_set(console, &reader, server, fp, fields, false).map_err(|e| {
+                    format!("the baseline's definitions are not available, only the classified diff the Envoys report: {e}")
+                })?;
+                (set.tools, set.source)
+            }
+        },
     };
-    Ok(report_html::render((&old_label, &new_label), &old, &new))
+    let new = tool_set(console, &reader, server, candidate_fp, fields, true)?;
+    let old_label = format!("{server}: baseline ({old_source})");
+    let new_label = format!("{server}: candidate ({})", new.source);
+    Ok(report_html::render(
+        (&old_label, &new_label),
+        &old,
+        &new.tools,
+    ))
 }
 
 #[cfg(test)]
@@ -165,15 +241,65 @@ mod tests {
     }
 
     #[test]
+    fn a_set_is_trusted_only_when_it_hashes_to_the_fingerprint_asked_for() {
+        let tools =
+            vec![json!({"name": "add", "description": "Add.", "inputSchema": {"type": "object"}})];
+        let fields = FingerprintFields::default();
+        let fp = digests(&tools, &fields).unwrap().fingerprint();
+        let answer = json!({"fingerprint": fp, "tools": tools});
+        let set = checked(
+            stored_tools(answer).unwrap(),
+            &fp,
+            &fields,
+            "stored by a".into(),
+        );
+        assert_eq!(set.unwrap().source, "stored by a");
+        // An instance (or a server) answering other definitions under that fingerprint.
+        let other = vec![
+            json!({"name": "add", "description": "Add. And exfiltrate.", "inputSchema": {"type": "object"}}),
+        ];
+        let other_fp = digests(&other, &fields).unwrap().fingerprint();
+        let err = checked(other, &fp, &fields, "stored by b".into()).unwrap_err();
+        assert_eq!(
+            err,
+            format!("stored by b: the definitions hash to {other_fp}, not {fp}")
+        );
+        let twice = vec![json!({"name": "a"}), json!({"name": "a"})];
+        assert!(
+            checked(twice, &fp, &fields, "stored by c".into())
+                .unwrap_err()
+                .starts_with("stored by c: the tools are not a valid tool set")
+        );
+        assert_eq!(
+            stored_tools(json!({"fingerprint": fp})).unwrap_err(),
+            "the answer has no `tools` array"
+        );
+        assert_eq!(
+            stored_tools(json!([])).unwrap_err(),
+            "the answer is not a JSON object"
+        );
+    }
+
+    #[test]
     fn the_cache_keeps_the_newest_sets() {
         let mut cache = CandidateCache::default();
         for n in 0..=CACHED_SETS {
-            cache.put(format!("fp{n}"), vec![json!({"name": n.to_string()})]);
+            cache.put(
+                format!("fp{n}"),
+                vec![json!({"name": n.to_string()})],
+                "stored by a".into(),
+            );
         }
         assert!(cache.get("fp0").is_none());
-        assert_eq!(cache.get("fp1").unwrap(), vec![json!({"name": "1"})]);
-        cache.put("fp1".into(), vec![]);
-        assert_eq!(cache.get("fp1").unwrap(), Vec::<Value>::new());
+        assert_eq!(
+            cache.get("fp1").unwrap(),
+            (vec![json!({"name": "1"})], "stored by a".to_owned())
+        );
+        cache.put("fp1".into(), vec![], "listed from b".into());
+        assert_eq!(
+            cache.get("fp1").unwrap(),
+            (Vec::<Value>::new(), "listed from b".to_owned())
+        );
         assert_eq!(cache.sets.len(), CACHED_SETS);
     }
 

@@ -1,13 +1,14 @@
-//! The fleet's plugin configuration as the ECDS file carries it: a discovery response whose
-//! `TypedExtensionConfig` (named `toolseal` by default) holds the wasm filter, whose
-//! `configuration` is the plugin JSON as a string.
+//! One ECDS file as it carries toolseal's plugin configuration: a discovery response whose
+//! `TypedExtensionConfig` (`toolseal` or `toolseal-admin` by default) holds the wasm filter,
+//! whose `configuration` is the plugin JSON as a string.
 //!
-//! Main design decision: the file is changed only as a whole and atomically — read, change
-//! one server's entry, validate the new plugin JSON with the plugin's own parser, write a
+//! Main design decision: a file is changed only as a whole and atomically — change one
+//! server's entry, validate the new plugin JSON with the plugin's own parser, write a
 //! temporary file in the same directory, `fsync`, `rename` over the old one — because Envoy
 //! watches the path for moves and must never read a half-written or invalid file. Just before
 //! the rename the file is read again: if someone else changed it meanwhile, the write is
-//! refused instead of silently undoing their change.
+//! refused instead of silently undoing their change. Which files are written together, and in
+//! which order, is `fleet_config`'s business.
 
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -94,14 +95,20 @@ impl EcdsDocument {
             .and_then(Value::as_object)
     }
 
-    /// Writes the document with `change` applied to `server`'s entry and a new
-    /// `version_info`; returns the new version. Refused (nothing written) when the new plugin
-    /// configuration does not validate or the file changed since it was read.
-    pub fn write_change(&self, server: &str, change: &EntryChange) -> Result<String, String> {
-        let plugin_config = changed_config(&self.plugin_config, server, change)?;
-        let text = serde_json::to_string(&plugin_config).map_err(|e| e.to_string())?;
+    /// The file this document was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The bytes of this document with `plugin_config` in its resource and the next
+    /// `version_info`, and that version. Refused when `plugin_config` would not load.
+    pub fn rendered(&self, plugin_config: &Value) -> Result<(Vec<u8>, String), String> {
+        let text = serde_json::to_string(plugin_config).map_err(|e| e.to_string())?;
         Config::parse(text.as_bytes()).map_err(|e| {
-            format!("refused: the changed plugin configuration would not load: {e}")
+            format!(
+                "refused: the changed plugin configuration would not load ({}): {e}",
+                self.path.display()
+            )
         })?;
         let version = next_version(&self.version);
         let mut document = self.document.clone();
@@ -111,8 +118,25 @@ impl EcdsDocument {
         }
         let mut bytes = serde_json::to_vec_pretty(&document).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
-        replace_atomically(&self.path, &bytes, &self.raw)?;
-        Ok(version)
+        Ok((bytes, version))
+    }
+
+    /// Refused when the file no longer holds the bytes this document was read from (someone
+    /// else wrote it since): writing now would undo their change.
+    pub fn unchanged(&self) -> Result<(), String> {
+        match std::fs::read(&self.path) {
+            Ok(now) if now == self.raw => Ok(()),
+            Ok(_) => Err(format!(
+                "refused: {} changed while this action was prepared (another writer?); reload and review again",
+                self.path.display()
+            )),
+            Err(e) => Err(format!("cannot read {} again: {e}", self.path.display())),
+        }
+    }
+
+    /// Stages the bytes this document was read from, to put it back.
+    pub fn stage_original(&self) -> Result<Staged, String> {
+        Staged::new(&self.path, &self.raw)
     }
 }
 
@@ -186,47 +210,64 @@ pub fn next_version(current: &str) -> String {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path` (mode of the old file), syncs it, checks
-/// that `path` still holds `expected`, and renames it over `path`.
-fn replace_atomically(path: &Path, bytes: &[u8], expected: &[u8]) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.console-{}.tmp", std::process::id()));
-    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
-    let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    })();
-    let outcome = written
-        .map_err(|e| format!("cannot write {}: {e}", temp.display()))
-        .and_then(|()| match std::fs::read(path) {
-            Ok(now) if now == expected => Ok(()),
-            Ok(_) => Err(format!(
-                "refused: {} changed while this action was prepared (another writer?); reload and review again",
-                path.display()
-            )),
-            Err(e) => Err(format!("cannot read {} again: {e}", path.display())),
-        })
-        .and_then(|()| {
-            std::fs::rename(&temp, path)
-                .map_err(|e| format!("cannot rename over {}: {e}", path.display()))
-        });
-    if outcome.is_err() {
-        let _ = std::fs::remove_file(&temp);
-        return outcome;
+/// A new content for a file, written and synced beside it, not yet in place: [`Staged::commit`]
+/// renames it over the file (the one step Envoy's file watch sees); dropped uncommitted, it
+/// is removed.
+#[derive(Debug)]
+pub struct Staged {
+    temp: PathBuf,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Writes `bytes` to a temporary file in `path`'s directory, with the mode of the file it
+    /// will replace (Envoy may run as another user), and syncs it.
+    pub fn new(path: &Path, bytes: &[u8]) -> Result<Staged, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let staged = Staged {
+            temp: dir.join(format!(".{name}.console-{}.tmp", std::process::id())),
+            path: path.to_path_buf(),
+        };
+        let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
+        let mut file = std::fs::File::create(&staged.temp)
+            .map_err(|e| format!("cannot write {}: {e}", staged.temp.display()))?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .and_then(|()| file.write_all(bytes))
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", staged.temp.display()))?;
+        Ok(staged)
     }
-    // The rename is durable once the directory is synced; failing that, the new file is
-    // still in place, so this is not an error for the action.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
+
+    /// The file it will replace.
+    pub fn target(&self) -> &Path {
+        &self.path
     }
-    Ok(())
+
+    /// Renames the staged file over its target.
+    pub fn commit(self) -> Result<(), String> {
+        std::fs::rename(&self.temp, &self.path)
+            .map_err(|e| format!("cannot rename over {}: {e}", self.path.display()))?;
+        // The rename is durable once the directory is synced; failing that, the new file is
+        // still in place, so this is not an error for the action.
+        if let Some(dir) = self.path.parent()
+            && let Ok(d) = std::fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // After a commit there is nothing left to remove.
+        let _ = std::fs::remove_file(&self.temp);
+    }
 }
 
 #[cfg(test)]
@@ -288,47 +329,6 @@ mod tests {
         assert_eq!(next_version(""), "1");
         assert_eq!(next_version("v1.2"), "v1.2.console-1");
         assert_eq!(next_version("v1.2.console-9"), "v1.2.console-10");
-    }
-
-    #[test]
-    fn a_change_is_validated_written_atomically_and_refused_after_a_concurrent_write() {
-        let config = json!({"posture": "strict", "servers": {}});
-        let path = temp_file("write", &ecds(&config, "3"));
-        let doc = EcdsDocument::read(&path, "toolseal").unwrap();
-        assert_eq!(doc.version, "3");
-        let version = doc
-            .write_change("demo", &EntryChange::Quarantine("held".into()))
-            .unwrap();
-        assert_eq!(version, "4");
-        let again = EcdsDocument::read(&path, "toolseal").unwrap();
-        assert_eq!(again.server_entry("demo").unwrap()["quarantine"], "held");
-        assert_eq!(
-            again.config.servers["demo"].quarantine.as_deref(),
-            Some("held")
-        );
-        // No temporary file is left beside it.
-        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("toolseal.ecds.json")]);
-        // `doc` is stale now: writing from it would undo the quarantine.
-        let err = doc.write_change("demo", &EntryChange::Release).unwrap_err();
-        assert!(
-            err.contains("changed while this action was prepared"),
-            "{err}"
-        );
-        // A lock whose fingerprint does not match its tools would not load: refused.
-        let bad = json!({"fingerprint": "sha256:00", "tools": [{"name": "a", "inputSchema": {}}]});
-        let err = again
-            .write_change("demo", &EntryChange::Lock(bad))
-            .unwrap_err();
-        assert!(
-            err.contains("would not load") && err.contains("servers.demo"),
-            "{err}"
-        );
-        assert_eq!(EcdsDocument::read(&path, "toolseal").unwrap().version, "4");
-        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]

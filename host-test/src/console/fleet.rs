@@ -1,6 +1,7 @@
 //! The fleet file: which Envoys the console watches (each one's admin URL and where its
-//! bearer token comes from), the ECDS file that carries the fleet's plugin configuration,
-//! where each server's candidate tools can be listed, and the console's audit log.
+//! bearer token comes from), the two ECDS files that carry the fleet's plugin configuration
+//! (the agents' listener's and the admin listener's), where each server's candidate tools can
+//! be listed when no instance has them, and the console's audit log.
 //!
 //! Main design decision: the file names token *sources* (a file or an environment variable),
 //! never tokens, and the token is read again at each use, so the file can live in git and a
@@ -78,10 +79,15 @@ pub struct ServerSource {
 pub struct Fleet {
     /// The Envoys, in file order.
     pub instances: Vec<Instance>,
-    /// The ECDS file (a discovery response) holding the plugin configuration.
+    /// The agents' listener's ECDS file (a discovery response) holding the plugin
+    /// configuration without `admin`.
     pub ecds_file: PathBuf,
     /// The name of the `TypedExtensionConfig` in it (default `toolseal`).
     pub ecds_resource: String,
+    /// The admin listener's ECDS file: the same configuration plus its `admin` block.
+    pub admin_ecds_file: PathBuf,
+    /// The name of the `TypedExtensionConfig` in it (default `toolseal-admin`).
+    pub admin_ecds_resource: String,
     /// Per-server candidate sources, by server id.
     pub servers: BTreeMap<String, ServerSource>,
     /// The console's append-only audit log (JSON lines).
@@ -184,15 +190,36 @@ impl Fleet {
         }
         let config = object(
             root.get("plugin_config")
-                .ok_or_else(|| field_err("plugin_config", "missing: name the ECDS file"))?,
+                .ok_or_else(|| field_err("plugin_config", "missing: name the two ECDS files"))?,
             "plugin_config",
         )?;
-        known_keys(config, "plugin_config", &["ecds_file", "resource"])?;
+        known_keys(
+            config,
+            "plugin_config",
+            &["ecds_file", "resource", "admin_ecds_file", "admin_resource"],
+        )?;
         let ecds_file = path_in(base, text(config, "plugin_config", "ecds_file")?);
-        let ecds_resource = match config.get("resource") {
-            None => "toolseal".to_owned(),
-            Some(_) => text(config, "plugin_config", "resource")?.to_owned(),
+        if !config.contains_key("admin_ecds_file") {
+            return Err(field_err(
+                "plugin_config.admin_ecds_file",
+                "missing: name the admin listener's ECDS file (the same plugin configuration plus \
+                 its `admin` block); the console rewrites it with `ecds_file`, so that the two \
+                 plugin instances, which share one state, never apply different pins or quarantines",
+            ));
+        }
+        let admin_ecds_file = path_in(base, text(config, "plugin_config", "admin_ecds_file")?);
+        if admin_ecds_file == ecds_file {
+            return Err(field_err(
+                "plugin_config.admin_ecds_file",
+                "is `ecds_file` again; each ECDS subscription holds one resource, in a file of its own",
+            ));
+        }
+        let resource_name = |key: &str, default: &str| match config.get(key) {
+            None => Ok(default.to_owned()),
+            Some(_) => text(config, "plugin_config", key).map(str::to_owned),
         };
+        let ecds_resource = resource_name("resource", "toolseal")?;
+        let admin_ecds_resource = resource_name("admin_resource", "toolseal-admin")?;
         let servers = match root.get("servers") {
             None => BTreeMap::new(),
             Some(value) => object(value, "servers")?
@@ -209,6 +236,8 @@ impl Fleet {
             instances,
             ecds_file,
             ecds_resource,
+            admin_ecds_file,
+            admin_ecds_resource,
             servers,
             audit_log,
             operator,
@@ -311,7 +340,8 @@ mod tests {
             {"name": "envoy-1", "admin_url": "http://[::1]:9903/toolseal/", "token": {"env": "TS_TOKEN"}},
             {"name": "edge", "admin_url": "http://10.0.0.7:9902/toolseal/", "token": {"env": "T"}, "plain_http": true}
         ],
-        "plugin_config": {"ecds_file": "ecds/toolseal.json"},
+        "plugin_config": {"ecds_file": "ecds/toolseal.json", "admin_ecds_file": "/etc/envoy/admin.json",
+                          "admin_resource": "ts-admin"},
         "servers": {"demo": {"tools_url": "http://127.0.0.1:8000/mcp"}},
         "audit_log": "/var/log/console.jsonl",
         "operator": "alice"
@@ -345,6 +375,11 @@ mod tests {
             PathBuf::from("/etc/toolseal/ecds/toolseal.json")
         );
         assert_eq!(fleet.ecds_resource, "toolseal");
+        assert_eq!(
+            fleet.admin_ecds_file,
+            PathBuf::from("/etc/envoy/admin.json")
+        );
+        assert_eq!(fleet.admin_ecds_resource, "ts-admin");
         assert_eq!(fleet.servers["demo"].tools_url.port, 8000);
         assert_eq!(fleet.audit_log, PathBuf::from("/var/log/console.jsonl"));
         assert_eq!(fleet.operator.as_deref(), Some("alice"));
@@ -354,7 +389,7 @@ mod tests {
     fn bad_fleet_files_are_refused_naming_the_field() {
         let cases: &[(&str, &str)] = &[
             (
-                r#"{"instances": [], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "field `instances`: expected a non-empty array",
             ),
             (
@@ -362,47 +397,63 @@ mod tests {
                 "field `plugin_config`: missing",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a", "colour": 1}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a", "colour": 1}"#,
                 "field `colour`: unknown key",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": "s3cret"}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": "s3cret"}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "field `instances[0].token`: expected a JSON object",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T", "file": "f"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T", "file": "f"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "field `instances[0].token`: give exactly one of",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://10.1.2.3:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://10.1.2.3:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "field `instances[0].admin_url`: 10.1.2.3 is not a loopback address",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "https://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "https://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "only http:// URLs are supported",
             ),
             (
-                r#"{"instances": [{"name": "a b", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a b", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "field `instances[0].name`: use at most 64",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}, {"name": "a", "admin_url": "http://127.0.0.1:2/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}, {"name": "a", "admin_url": "http://127.0.0.1:2/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "field `instances[1].name`: \"a\" is used twice",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}}"#,
                 "field `audit_log`: missing",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a", "servers": {"demo": {"url": "http://x/"}}}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                "field `plugin_config.admin_ecds_file`: missing: name the admin listener's ECDS file",
+            ),
+            (
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "./x"}, "audit_log": "a"}"#,
+                "field `plugin_config.admin_ecds_file`: is `ecds_file` again",
+            ),
+            (
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y", "admin_resource": ""}, "audit_log": "a"}"#,
+                "field `plugin_config.admin_resource`: expected a non-empty string",
+            ),
+            (
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y", "admin_ecds": "z"}, "audit_log": "a"}"#,
+                "field `plugin_config.admin_ecds`: unknown key",
+            ),
+            (
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a", "servers": {"demo": {"url": "http://x/"}}}"#,
                 "field `servers.demo.url`: unknown key",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://u:p@127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://u:p@127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a"}"#,
                 "credentials in the URL are not accepted",
             ),
             (
-                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x"}, "audit_log": "a", "audit_log": "b"}"#,
+                r#"{"instances": [{"name": "a", "admin_url": "http://127.0.0.1:1/", "token": {"env": "T"}}], "plugin_config": {"ecds_file": "x", "admin_ecds_file": "y"}, "audit_log": "a", "audit_log": "b"}"#,
                 "not valid JSON",
             ),
         ];

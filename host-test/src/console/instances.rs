@@ -1,5 +1,6 @@
 //! Reading every Envoy's toolseal admin API: `GET servers` for the overview, `GET
-//! servers/{id}` for one server's full view with its classified diff.
+//! servers/{id}` for one server's full view with its classified diff, `GET
+//! servers/{id}/tools/{fingerprint}` for the definitions of one of its sets.
 //!
 //! Main design decision: instances are asked in parallel (one thread each, bounded by the
 //! request timeout), and an instance that cannot be read is reported as such, never skipped:
@@ -34,105 +35,103 @@ pub fn encode_segment(segment: &str) -> String {
     out
 }
 
-/// `GET {admin_url}{path}`: `Ok(None)` for a 404, the JSON body for a 200, an error otherwise.
-pub fn admin_get(
-    instance: &Instance,
-    path: &str,
-    timeout: Duration,
-) -> Result<Option<Value>, String> {
-    let token = instance.token.read()?;
-    let authorization = format!("Bearer {token}");
-    let target = format!("{}{path}", instance.admin_url.path);
-    let response = http_client::request(
-        &instance.admin_url,
-        "GET",
-        &target,
-        &[
-            ("Authorization", &authorization),
+/// How the console calls the instances' admin APIs.
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    /// The instances.
+    pub fleet: &'a Fleet,
+    /// Timeout of each request.
+    pub timeout: Duration,
+    /// `(header, operator)`: when the admin listener's `admin.identity` is a request header,
+    /// the console's operator is sent in it (without it every admin request is refused 403).
+    pub identity: Option<(String, &'a str)>,
+}
+
+impl Reader<'_> {
+    /// `GET {admin_url}{path}`: `Ok(None)` for a 404, the JSON body for a 200, an error
+    /// otherwise.
+    pub fn get(&self, instance: &Instance, path: &str) -> Result<Option<Value>, String> {
+        let token = instance.token.read()?;
+        let authorization = format!("Bearer {token}");
+        let target = format!("{}{path}", instance.admin_url.path);
+        let mut headers = vec![
+            ("Authorization", authorization.as_str()),
             ("Accept", "application/json"),
-        ],
-        b"",
-        timeout,
-    )?;
-    let body = || {
-        parse_strict(&response.body, 128).map_err(|e| format!("GET {path}: unreadable answer: {e}"))
-    };
-    match response.status {
-        200 => body().map(Some),
-        404 => Ok(None),
-        401 => Err(format!(
-            "GET {path}: 401: the admin API refused the token from {}",
-            instance.token.describe()
-        )),
-        status => {
-            let why = body()
-                .ok()
-                .and_then(|b| b.get("error").and_then(Value::as_str).map(str::to_owned))
-                .unwrap_or_default();
-            Err(format!("GET {path}: HTTP {status} {why}"))
+        ];
+        if let Some((header, operator)) = &self.identity {
+            headers.push((header, operator));
+        }
+        let response = http_client::request(
+            &instance.admin_url,
+            "GET",
+            &target,
+            &headers,
+            b"",
+            self.timeout,
+        )?;
+        let body = || {
+            parse_strict(&response.body, 128)
+                .map_err(|e| format!("GET {path}: unreadable answer: {e}"))
+        };
+        match response.status {
+            200 => body().map(Some),
+            404 => Ok(None),
+            401 => Err(format!(
+                "GET {path}: 401: the admin API refused the token from {}",
+                instance.token.describe()
+            )),
+            status => {
+                let why = body()
+                    .ok()
+                    .and_then(|b| b.get("error").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_default();
+                Err(format!("GET {path}: HTTP {status} {why}"))
+            }
         }
     }
-}
 
-/// Asks every instance of `fleet` for `path` at once.
-pub fn ask_all(fleet: &Fleet, path: &str, timeout: Duration) -> Vec<Answer> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = fleet
-            .instances
-            .iter()
-            .map(|instance| {
-                scope.spawn(move || Answer {
-                    instance: instance.name.clone(),
-                    result: admin_get(instance, path, timeout).and_then(|answer| {
-                        answer.ok_or_else(|| {
-                            format!("GET {path}: 404 (is the admin API on at this URL?)")
-                        })
-                    }),
+    /// Asks every instance for `path` at once, in fleet order.
+    fn each(&self, path: &str) -> Vec<(String, Result<Option<Value>, String>)> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .fleet
+                .instances
+                .iter()
+                .map(|instance| scope.spawn(move || self.get(instance, path)))
+                .collect();
+            self.fleet
+                .instances
+                .iter()
+                .zip(handles)
+                .map(|(instance, handle)| {
+                    let result = handle
+                        .join()
+                        .unwrap_or_else(|_| Err("the request thread failed".into()));
+                    (instance.name.clone(), result)
                 })
-            })
-            .collect();
-        fleet
-            .instances
-            .iter()
-            .zip(handles)
-            .map(|(instance, handle)| {
-                handle.join().unwrap_or_else(|_| Answer {
-                    instance: instance.name.clone(),
-                    result: Err("the request thread failed".into()),
-                })
+                .collect()
+        })
+    }
+
+    /// Asks every instance for `path` at once; a 404 is an error here.
+    pub fn ask_all(&self, path: &str) -> Vec<Answer> {
+        self.each(path)
+            .into_iter()
+            .map(|(instance, result)| Answer {
+                instance,
+                result: result.and_then(|answer| {
+                    answer.ok_or_else(|| {
+                        format!("GET {path}: 404 (is the admin API on at this URL?)")
+                    })
+                }),
             })
             .collect()
-    })
-}
+    }
 
-/// Every instance's full view of `server`: `Ok(None)` where the instance does not know it.
-pub fn server_views(
-    fleet: &Fleet,
-    server: &str,
-    timeout: Duration,
-) -> Vec<(String, Result<Option<Value>, String>)> {
-    let path = format!("servers/{}", encode_segment(server));
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = fleet
-            .instances
-            .iter()
-            .map(|instance| {
-                let path = path.as_str();
-                scope.spawn(move || admin_get(instance, path, timeout))
-            })
-            .collect();
-        fleet
-            .instances
-            .iter()
-            .zip(handles)
-            .map(|(instance, handle)| {
-                let result = handle
-                    .join()
-                    .unwrap_or_else(|_| Err("the request thread failed".into()));
-                (instance.name.clone(), result)
-            })
-            .collect()
-    })
+    /// Every instance's full view of `server`: `Ok(None)` where the instance does not know it.
+    pub fn server_views(&self, server: &str) -> Vec<(String, Result<Option<Value>, String>)> {
+        self.each(&format!("servers/{}", encode_segment(server)))
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod audit_log;
 pub mod candidates;
 pub mod ecds;
 pub mod fleet;
+pub mod fleet_config;
 pub mod guard;
 pub mod http_client;
 pub mod instances;
@@ -28,7 +29,9 @@ use anyhow::Result;
 use audit_log::AuditLog;
 use candidates::CandidateCache;
 use fleet::Fleet;
+use fleet_config::FleetConfig;
 use guard::Guard;
+use instances::Reader;
 use overview::ActionQueue;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -66,6 +69,30 @@ pub struct Console {
     pub action_lock: Mutex<()>,
     /// Actions followed until they converge.
     pub actions: Mutex<ActionQueue>,
+    /// The header the admin listener's `admin.identity` names, as last read from its resource.
+    pub identity_header: Mutex<Option<String>>,
+}
+
+impl Console {
+    /// Reads the fleet's two ECDS resources (and notes where the admin listener reads the
+    /// approver's name, for [`Console::reader`]).
+    pub fn fleet_config(&self) -> Result<FleetConfig, String> {
+        let config = FleetConfig::read(&self.fleet)?;
+        if let Ok(mut header) = self.identity_header.lock() {
+            *header = config.identity_header().map(str::to_owned);
+        }
+        Ok(config)
+    }
+
+    /// Calls the admin APIs with the operator's name in the identity header (as last read).
+    pub fn reader(&self) -> Reader<'_> {
+        let header = self.identity_header.lock().ok().and_then(|h| h.clone());
+        Reader {
+            fleet: &self.fleet,
+            timeout: self.timeout,
+            identity: header.map(|h| (h, self.operator.as_str())),
+        }
+    }
 }
 
 /// The operator: the flag, else the fleet file's, else the OS user.
@@ -152,14 +179,19 @@ pub fn run(rest: &[String]) -> Result<i32> {
         candidates: Mutex::new(CandidateCache::default()),
         action_lock: Mutex::new(()),
         actions: Mutex::new(ActionQueue::new()),
+        identity_header: Mutex::new(None),
     });
+    // Where the admin listener reads the approver's name, before the first read of an admin
+    // API; an unreadable configuration is shown on the page.
+    let _ = console.fleet_config();
     // Best effort: a reader that went away after the URL must not stop the console.
     let _ = crate::cli::stdout::print_lines(&[
         format!("http://{bound}/"),
         format!(
-            "toolseal console: {} instance(s), plugin configuration {}, audit log {}, operator {}",
+            "toolseal console: {} instance(s), plugin configuration {} and {}, audit log {}, operator {}",
             console.fleet.instances.len(),
             console.fleet.ecds_file.display(),
+            console.fleet.admin_ecds_file.display(),
             console.fleet.audit_log.display(),
             console.operator
         ),

@@ -10,8 +10,7 @@
 use super::Console;
 use super::actions::Action;
 use super::audit_log::now_ms;
-use super::ecds::EcdsDocument;
-use super::instances::ask_all;
+use super::fleet_config::FleetConfig;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, VecDeque};
 use toolseal_core::config::Pin;
@@ -98,7 +97,9 @@ impl Console {
 
     /// The whole state the page shows.
     pub fn overview(&self) -> Value {
-        let answers = ask_all(&self.fleet, "servers", self.timeout);
+        // The configuration first: it says where the admin listener reads the operator's name.
+        let doc = self.fleet_config();
+        let answers = self.reader().ask_all("servers");
         // server id -> instance -> view
         let mut by_server: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
         let mut instances = Vec::new();
@@ -120,9 +121,8 @@ impl Console {
                 }
             }
         }
-        let doc = EcdsDocument::read(&self.fleet.ecds_file, &self.fleet.ecds_resource);
         if let Ok(doc) = &doc {
-            for id in doc.config.servers.keys() {
+            for id in doc.config().servers.keys() {
                 by_server.entry(id.clone()).or_default();
             }
         }
@@ -133,14 +133,26 @@ impl Console {
         let actions = self.follow_actions(&by_server);
         json!({
             "operator": self.operator,
-            "ecds": match &doc {
-                Ok(doc) => json!({"path": self.fleet.ecds_file.display().to_string(), "version": doc.version, "error": null}),
-                Err(e) => json!({"path": self.fleet.ecds_file.display().to_string(), "version": null, "error": e}),
-            },
+            "ecds": self.configuration_state(doc.as_ref()),
             "instances": instances,
             "servers": servers,
             "actions": actions,
         })
+    }
+
+    /// The two ECDS files, their versions, and why they cannot be acted on, if they cannot.
+    fn configuration_state(&self, doc: Result<&FleetConfig, &String>) -> Value {
+        let (version, admin_version, error) = match doc {
+            Ok(doc) => (
+                Some(doc.agents.version.as_str()),
+                Some(doc.admin.version.as_str()),
+                doc.disagreement(),
+            ),
+            Err(e) => (None, None, Some(e.as_str())),
+        };
+        json!({"path": self.fleet.ecds_file.display().to_string(), "version": version,
+               "admin_path": self.fleet.admin_ecds_file.display().to_string(),
+               "admin_version": admin_version, "error": error})
     }
 
     fn server_row(
@@ -148,7 +160,7 @@ impl Console {
         id: &str,
         views: &BTreeMap<String, Value>,
         answers: &[super::instances::Answer],
-        doc: Option<&EcdsDocument>,
+        doc: Option<&FleetConfig>,
     ) -> Value {
         let per_instance: Vec<Value> = answers
             .iter()
@@ -239,9 +251,9 @@ pub fn disagreement(views: &BTreeMap<String, Value>, answered: usize) -> Vec<&'s
 }
 
 /// The server's entry in the fleet's configuration: lock or pin fingerprint, quarantine.
-fn configured(doc: &EcdsDocument, id: &str) -> Value {
+fn configured(doc: &FleetConfig, id: &str) -> Value {
     let mut out = Map::new();
-    if let Some(server) = doc.config.servers.get(id) {
+    if let Some(server) = doc.config().servers.get(id) {
         match &server.pin {
             Some(Pin::Lock { fingerprint, tools }) => {
                 out.insert(

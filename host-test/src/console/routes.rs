@@ -11,7 +11,6 @@
 use super::Console;
 use super::actions::Action;
 use super::candidates::{is_fingerprint, review_page};
-use super::instances::server_views;
 use super::web::{Answer, Request, percent_decode};
 use crate::cli::report_html;
 use serde_json::{Value, json};
@@ -89,7 +88,9 @@ impl Console {
         let Some(server) = path.strip_prefix("/api/servers/").and_then(percent_decode) else {
             return Answer::error(400, "malformed server id");
         };
-        let views: Vec<Value> = server_views(&self.fleet, &server, self.timeout)
+        let views: Vec<Value> = self
+            .reader()
+            .server_views(&server)
             .into_iter()
             .map(|(instance, result)| match result {
                 Ok(view) => json!({"instance": instance, "view": view, "error": null}),

@@ -11,6 +11,7 @@ use crate::exchanges::Exchanges;
 use crate::host::{Headers, HostOutputs, HostStore};
 use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::response::BodyPlan;
+use toolseal_core::revision::{RoutingHeaders, is_stateless, routing_repeated};
 
 /// A client → server message.
 pub fn client(
@@ -34,12 +35,21 @@ pub fn client(
             headers.get("content-type")
         },
         session: ctx.session_id.as_deref(),
-        mcp_method: if stdio {
-            None
+        // Over stdio the revision is in each request's `_meta` only.
+        routing: if stdio {
+            RoutingHeaders::default()
         } else {
-            headers.get("mcp-method")
+            let version = headers.get("mcp-protocol-version");
+            RoutingHeaders {
+                present: true,
+                version,
+                method: headers.get("mcp-method"),
+                name: headers.get("mcp-name"),
+                // Only the stateless revision's rules look at repeats.
+                repeated: version.is_some_and(is_stateless)
+                    && routing_repeated(ctx.headers.iter().map(|(k, _)| k.as_str())),
+            }
         },
-        mcp_name: if stdio { None } else { headers.get("mcp-name") },
         caller: &headers,
     };
     // A fresh exchange per message: a refused message must not disturb what other messages

@@ -10,11 +10,22 @@
 
 use serde_json::json;
 use toolseal_component::exchanges::{CAPACITY, Exchanges, MAX_PENDING};
-use toolseal_core::engine::Exchange;
+use toolseal_core::engine::{Exchange, PendingList};
+
+/// The ids of an exchange's pending lists.
+fn ids(exchange: &Exchange) -> Vec<serde_json::Value> {
+    exchange
+        .pending_lists
+        .iter()
+        .map(|l| l.id.clone())
+        .collect()
+}
 
 fn pending_list(server: &str, session: &str, id: u64) -> Exchange {
     let mut exchange = Exchange::new(server, Some(session));
-    exchange.pending_lists.push((json!(id), false));
+    exchange
+        .pending_lists
+        .push(PendingList::new(json!(id), Some(session)));
     exchange
 }
 
@@ -24,10 +35,7 @@ fn take_gives_back_what_merge_left_and_a_fresh_exchange_otherwise() {
     map.merge(pending_list("s", "a", 1));
     map.merge(pending_list("s", "a", 2));
     let taken = map.take("s", Some("a"));
-    assert_eq!(
-        taken.pending_lists,
-        vec![(json!(1), false), (json!(2), false)]
-    );
+    assert_eq!(ids(&taken), vec![json!(1), json!(2)]);
     assert!(
         map.take("s", Some("a")).pending_lists.is_empty(),
         "taken out, not copied"
@@ -50,18 +58,9 @@ fn the_least_recently_used_pair_is_evicted_at_capacity() {
         map.take("s", Some("session-1")).pending_lists.is_empty(),
         "evicted"
     );
-    assert_eq!(
-        map.take("s", Some("session-0")).pending_lists,
-        vec![(json!(0), false)]
-    );
-    assert_eq!(
-        map.take("s", Some("newcomer")).pending_lists,
-        vec![(json!(9999), false)]
-    );
-    assert_eq!(
-        map.take("s", Some("session-2")).pending_lists,
-        vec![(json!(2), false)]
-    );
+    assert_eq!(ids(&map.take("s", Some("session-0"))), vec![json!(0)]);
+    assert_eq!(ids(&map.take("s", Some("newcomer"))), vec![json!(9999)]);
+    assert_eq!(ids(&map.take("s", Some("session-2"))), vec![json!(2)]);
 }
 
 #[test]
@@ -72,9 +71,9 @@ fn pending_ids_are_capped_oldest_first() {
     }
     let taken = map.take("s", Some("a"));
     assert_eq!(taken.pending_lists.len(), MAX_PENDING);
-    assert_eq!(taken.pending_lists[0].0, json!(10));
+    assert_eq!(taken.pending_lists[0].id, json!(10));
     assert_eq!(
-        taken.pending_lists[MAX_PENDING - 1].0,
+        taken.pending_lists[MAX_PENDING - 1].id,
         json!(MAX_PENDING as u64 + 9)
     );
 }

@@ -1,5 +1,6 @@
-//! The admin API (SPEC section 6): review drift, approve the reviewed fingerprint,
-//! quarantine and release, read the audit ring.
+//! The admin API (SPEC section 6): review drift (with the stored definitions of a server's
+//! baseline, previous baseline and candidate), approve the reviewed fingerprint, quarantine
+//! and release, read the audit ring.
 //!
 //! Main design decision: the admin API is answered by the engine of the plugin instance whose
 //! config has an `admin` block with token hashes; the shipped Envoy config gives that block
@@ -204,6 +205,9 @@ impl Engine {
                 .server_view(store, id, true)
                 .map(|view| reply(200, view))
                 .ok_or_else(|| refused(404, Some(id), format!("unknown server {id:?}"))),
+            ("GET", ["servers", id, "tools", fingerprint]) => {
+                self.stored_tools(store, id, fingerprint)
+            }
             ("GET", ["audit"]) => Ok(reply(
                 200,
                 json!({"events": state::recent_audit(store, self.config.audit.ring_size)}),
@@ -211,7 +215,7 @@ impl Engine {
             ("POST", ["servers", id, action]) => {
                 self.admin_action(store, out, now_ms, id, action, request.body, who)
             }
-            _ => Err(refused(404, server, "unknown admin endpoint; see GET servers, GET servers/{id}, POST servers/{id}/approve|quarantine|release, GET audit".into())),
+            _ => Err(refused(404, server, "unknown admin endpoint; see GET servers, GET servers/{id}, GET servers/{id}/tools/{fingerprint}, POST servers/{id}/approve|quarantine|release, GET audit".into())),
         }
     }
 
@@ -269,6 +273,35 @@ impl Engine {
                 .ok_or_else(|| refused(500, Some(id), "state vanished".into())),
             Err(StateError::Refused(r)) => Err(refused(409, Some(id), r.to_string())),
             Err(e) => Err(refused(503, Some(id), e.to_string())),
+        }
+    }
+
+    /// `{"fingerprint", "tools"}`: the definitions stored for one of `id`'s own sets (its
+    /// baseline, previous baseline or live candidate) — what a reviewer diffs and what a lock
+    /// pins — served as stored. Any other fingerprint is refused like an unknown one, so the
+    /// endpoint never tells which sets other servers have.
+    fn stored_tools(
+        &self,
+        store: &dyn StateStore,
+        id: &str,
+        fingerprint: &str,
+    ) -> Result<LocalReply, Refused> {
+        let unavailable = |e: StateError| refused(503, Some(id), e.to_string());
+        let Some((record, _)) = state::load_record(store, id).map_err(unavailable)? else {
+            return Err(refused(404, Some(id), format!("unknown server {id:?}")));
+        };
+        let own = record.set_refs().contains(&Some(fingerprint));
+        let stored = match own {
+            true => state::tool_set_document(store, id, fingerprint).map_err(unavailable)?,
+            false => None,
+        };
+        match stored {
+            Some(body) => Ok(LocalReply {
+                status: 200,
+                content_type: "application/json",
+                body,
+            }),
+            None => Err(refused(404, Some(id), "not a stored tool set of this server: only its baseline, previous baseline and live candidate are served, once listed".into())),
         }
     }
 

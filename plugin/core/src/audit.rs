@@ -5,8 +5,9 @@
 //! the engine also keeps the most recent ones in a bounded ring in the state store so that
 //! `GET {prefix}audit` can serve them from any worker.
 
+use crate::json::put;
 use crate::status::SchemaStatus;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// The stable prefix of audit lines in a host log.
 pub const AUDIT_LOG_PREFIX: &str = "toolseal.audit ";
@@ -50,21 +51,23 @@ impl AuditEvent {
     /// The event as one JSON object.
     pub fn to_json(&self) -> Value {
         let mut obj = Map::new();
-        obj.insert("event".into(), json!(self.event));
-        obj.insert("time_ms".into(), json!(self.time_ms));
-        obj.insert("server".into(), json!(self.server));
-        obj.insert("session".into(), json!(self.session));
-        obj.insert(
-            "status_before".into(),
-            json!(self.status_before.map(SchemaStatus::as_str)),
+        put(&mut obj, "event", Value::from(self.event));
+        put(&mut obj, "time_ms", Value::from(self.time_ms));
+        put(&mut obj, "server", Value::from(self.server.as_str()));
+        put(&mut obj, "session", Value::from(self.session.clone()));
+        put(
+            &mut obj,
+            "status_before",
+            Value::from(self.status_before.map(SchemaStatus::as_str)),
         );
-        obj.insert(
-            "status_after".into(),
-            json!(self.status_after.map(SchemaStatus::as_str)),
+        put(
+            &mut obj,
+            "status_after",
+            Value::from(self.status_after.map(SchemaStatus::as_str)),
         );
-        obj.insert("baseline".into(), json!(self.baseline));
-        obj.insert("live".into(), json!(self.live));
-        obj.insert("reason".into(), json!(self.reason));
+        put(&mut obj, "baseline", Value::from(self.baseline.clone()));
+        put(&mut obj, "live", Value::from(self.live.clone()));
+        put(&mut obj, "reason", Value::from(self.reason.as_str()));
         for (k, v) in &self.detail {
             obj.insert(k.clone(), v.clone());
         }
@@ -99,29 +102,47 @@ pub struct Decision {
     pub decision: &'static str,
     /// Structured error code of a denial.
     pub error_code: Option<&'static str>,
+    /// The stateless revision the message was decided under (MCP 2026-07-28 or later);
+    /// `None` for the handshake era.
+    pub protocol_version: Option<String>,
 }
 
 impl Decision {
     /// The record as one JSON object with a stable key order.
     pub fn to_json(&self) -> Value {
         let mut obj = Map::new();
-        obj.insert("direction".into(), json!(self.direction));
+        put(&mut obj, "direction", Value::from(self.direction));
         let method = Some(self.method.as_str()).filter(|m| !m.is_empty());
-        obj.insert("method".into(), json!(method));
+        put(&mut obj, "method", Value::from(method));
         let id = self
             .id
             .as_deref()
             .and_then(|t| serde_json::from_str::<Value>(t).ok())
             .unwrap_or(Value::Null);
-        obj.insert("id".into(), id);
-        obj.insert("server".into(), json!(self.server));
-        obj.insert("session".into(), json!(self.session));
-        obj.insert("schema_status".into(), json!(self.schema_status.as_str()));
-        obj.insert("tools_in".into(), json!(self.tools_in));
-        obj.insert("tools_out".into(), json!(self.tools_out));
-        obj.insert("tool".into(), json!(self.tool));
-        obj.insert("decision".into(), json!(self.decision));
-        obj.insert("error_code".into(), json!(self.error_code));
+        put(&mut obj, "id", id);
+        put(&mut obj, "server", Value::from(self.server.as_str()));
+        put(&mut obj, "session", Value::from(self.session.clone()));
+        put(
+            &mut obj,
+            "schema_status",
+            Value::from(self.schema_status.as_str()),
+        );
+        put(
+            &mut obj,
+            "tools_in",
+            Value::from(self.tools_in.map(|n| n as u64)),
+        );
+        put(
+            &mut obj,
+            "tools_out",
+            Value::from(self.tools_out.map(|n| n as u64)),
+        );
+        put(&mut obj, "tool", Value::from(self.tool.clone()));
+        put(&mut obj, "decision", Value::from(self.decision));
+        put(&mut obj, "error_code", Value::from(self.error_code));
+        if let Some(version) = &self.protocol_version {
+            put(&mut obj, "protocol_version", Value::from(version.as_str()));
+        }
         Value::Object(obj)
     }
 }

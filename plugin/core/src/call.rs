@@ -9,7 +9,9 @@
 use crate::audit::Counter;
 use crate::denial::{Denial, ErrorCode};
 use crate::engine::{Engine, Exchange, PendingCall, RequestInfo};
+use crate::json::put;
 use crate::policy::CallFacts;
+use crate::snapshot_key::KeyRead;
 use crate::state;
 use crate::status::ServerRecord;
 use crate::store::StateStore;
@@ -27,6 +29,9 @@ pub struct Call<'a> {
     pub body: &'a [u8],
     /// The call's position in a batch body; `None` when the body is this one message.
     pub element: Option<usize>,
+    /// The caller's snapshot key (`Ok(None)`: the call is checked against the baseline
+    /// alone; an error: the host could not say who the caller is, so the call is refused).
+    pub key: &'a KeyRead<'a>,
 }
 
 /// A `tools/call` checked against the state but not yet recorded: in a batch, whether it
@@ -86,7 +91,15 @@ impl Engine {
             }
         };
         let record = self.record(store, &exchange.server);
-        let verdict = self.check_call(store, exchange, info, &record, &tool, arguments.as_ref());
+        let verdict = self.check_call(
+            store,
+            exchange,
+            info,
+            call.key,
+            &record,
+            &tool,
+            arguments.as_ref(),
+        );
         CheckedCall {
             tool,
             arguments,
@@ -95,11 +108,13 @@ impl Engine {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_call(
         &mut self,
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
+        key: &KeyRead<'_>,
         record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
@@ -187,14 +202,19 @@ impl Engine {
                 .into());
         };
         // A snapshot that is gone (evicted, or its set replaced) leaves the baseline alone to
-        // check against; one that cannot be read leaves the call undecided: refused.
-        let seen = match exchange.session.as_deref() {
+        // check against; one that cannot be read (nor its key) leaves the call undecided:
+        // refused.
+        let key = match key {
+            Ok(key) => key.as_ref(),
+            Err(e) => return Err(unverified(self, &format!("snapshot key unreadable: {e}"))),
+        };
+        let seen = match key {
             None => None,
-            Some(session) => state::get_snapshot_cached(
+            Some(key) => state::get_snapshot_cached(
                 store,
                 &mut self.snapshots,
                 &exchange.server,
-                session,
+                key,
                 self.config.limits.session_slots,
             )
             .and_then(|seen| match seen {
@@ -203,7 +223,10 @@ impl Engine {
                 }
                 _ => Ok(None),
             })
-            .map_err(|e| unverified(self, &format!("session snapshot unreadable: {e}")))?,
+            .map_err(|e| {
+                let why = format!("{} snapshot unreadable: {e}", key.source);
+                unverified(self, &why)
+            })?,
         };
         if let Some(seen) = seen
             && seen.digest(tool).is_some_and(|d| d != approved.digest)
@@ -300,6 +323,7 @@ impl Engine {
                 id: call.id.clone(),
                 tool: tool.clone(),
                 check_result,
+                stateless: exchange.stateless(),
             }),
             Ok(_) => CallOutcome::BatchRefused,
             Err(denial) => CallOutcome::Denied(denial),
@@ -336,7 +360,8 @@ impl Engine {
 
 /// The audit fields of a call decision: the tool, the SHA-256 of the call's own raw
 /// `arguments` bytes as the client sent them (null without arguments), the normalized
-/// (canonical) arguments that were checked, the decision and its code.
+/// (canonical) arguments that were checked, which caller snapshot it was compared with (the
+/// key's source; null: the baseline alone), the decision and its code.
 fn call_detail(
     call: &Call<'_>,
     tool: &str,
@@ -345,23 +370,31 @@ fn call_detail(
     code: Option<&str>,
 ) -> Map<String, Value> {
     let mut detail = Map::new();
-    detail.insert("tool".into(), json!(tool));
+    put(&mut detail, "tool", Value::from(tool));
     let raw = crate::json_span::call_arguments(call.body, call.element);
-    detail.insert(
-        "args_sha256".into(),
-        json!(raw.map(crate::fingerprint::sha256_hex)),
+    put(
+        &mut detail,
+        "args_sha256",
+        Value::from(raw.map(crate::fingerprint::sha256_hex)),
     );
     let mut canonical = Vec::new();
     if let Some(args) = arguments {
         crate::canonical::write_canonical(args, &mut canonical);
     }
-    detail.insert(
-        "arguments".into(),
-        json!(String::from_utf8_lossy(&canonical)),
+    put(
+        &mut detail,
+        "arguments",
+        Value::from(String::from_utf8_lossy(&canonical).into_owned()),
     );
-    detail.insert("decision".into(), json!(decision));
+    let snapshot = call.key.as_ref().ok().and_then(Option::as_ref);
+    put(
+        &mut detail,
+        "snapshot",
+        Value::from(snapshot.map(|k| &*k.source)),
+    );
+    put(&mut detail, "decision", Value::from(decision));
     if let Some(code) = code {
-        detail.insert("error_code".into(), json!(code));
+        put(&mut detail, "error_code", Value::from(code));
     }
     detail
 }
@@ -386,6 +419,15 @@ impl Engine {
         let mut decision =
             self.decision(exchange, "response", "tools/call", Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
+        if call.stateless
+            && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+        {
+            // An interim answer (MCP 2026-07-28 multi round-trip): the client answers its
+            // questions and calls again; that call is authorized anew, and only its final
+            // result is held to the contract.
+            out.decision(&decision);
+            return None;
+        }
         let problem = match (&read, call.check_result) {
             (_, false) => None,
             (Err(e), true) => Some(format!(
@@ -402,8 +444,8 @@ impl Engine {
         let record = record.as_deref();
         out.count(Counter::ResultMismatches, None);
         let mut detail = Map::new();
-        detail.insert("tool".into(), json!(call.tool));
-        detail.insert("problem".into(), json!(problem));
+        put(&mut detail, "tool", Value::from(call.tool.as_str()));
+        put(&mut detail, "problem", Value::from(problem.as_str()));
         let event = self.event(
             "result.mismatch",
             exchange,
@@ -428,7 +470,7 @@ impl Engine {
                 record,
                 &problem,
             )
-            .result(),
+            .result(call.stateless),
         )
     }
 

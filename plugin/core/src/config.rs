@@ -127,6 +127,9 @@ pub struct Limits {
     pub max_servers: usize,
     /// Fixed number of session snapshot slots (memory bound; eviction by hash).
     pub session_slots: usize,
+    /// Longest cache lifetime (`ttlMs`, MCP 2026-07-28) a verified `tools/list` result may
+    /// carry to the client; a longer one is lowered to it.
+    pub max_list_ttl_ms: u64,
 }
 
 impl Default for Limits {
@@ -137,9 +140,39 @@ impl Default for Limits {
             max_depth: 64,
             max_servers: 1024,
             session_slots: 4096,
+            max_list_ttl_ms: 60_000,
         }
     }
 }
+
+/// The largest `limits.max_list_ttl_ms` accepted (one day).
+pub const MAX_LIST_TTL_MS: u64 = 86_400_000;
+
+/// Where a request's snapshot key comes from (`snapshots.key`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotSource {
+    /// The `Mcp-Session-Id` header.
+    Session,
+    /// A request header (lower-cased name).
+    Header(String),
+    /// Envoy dynamic metadata at `NAMESPACE/key/…`.
+    Metadata(String),
+}
+
+impl SnapshotSource {
+    /// How audit events and snapshot slots name the source: `session`, `header:NAME`,
+    /// `metadata:PATH`.
+    pub fn label(&self) -> String {
+        match self {
+            SnapshotSource::Session => "session".into(),
+            SnapshotSource::Header(name) => format!("header:{name}"),
+            SnapshotSource::Metadata(path) => format!("metadata:{path}"),
+        }
+    }
+}
+
+/// Most sources `snapshots.key` may list.
+pub const MAX_SNAPSHOT_SOURCES: usize = 8;
 
 /// The admin API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,6 +238,8 @@ pub struct Config {
     pub audit: AuditConfig,
     /// First-contact screening.
     pub screening: crate::screening::ScreeningConfig,
+    /// Where the client snapshot key of a request comes from, first present source first.
+    pub snapshot_key: Vec<SnapshotSource>,
 }
 
 impl Default for Config {
@@ -222,6 +257,7 @@ impl Default for Config {
                 ring_size: 256,
             },
             screening: crate::screening::ScreeningConfig::default(),
+            snapshot_key: vec![SnapshotSource::Session],
         }
     }
 }
@@ -251,6 +287,9 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+// Out of line: a config is parsed once, and error paths are many (the .wasm stays small).
+#[cold]
+#[inline(never)]
 fn err(field: &str, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.to_string(),
@@ -285,6 +324,7 @@ impl Config {
                 "admin",
                 "audit",
                 "screening",
+                "snapshots",
             ],
         )?;
         let mut config = Config::default();
@@ -349,6 +389,9 @@ impl Config {
         if let Some(v) = root.get("screening") {
             config.screening = crate::screening::ScreeningConfig::from_json(v)?;
         }
+        if let Some(v) = root.get("snapshots") {
+            config.snapshot_key = snapshots(v)?;
+        }
         Ok(config)
     }
 
@@ -366,11 +409,13 @@ impl Config {
     }
 }
 
+#[inline(never)]
 fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, ConfigError> {
     v.as_object()
         .ok_or_else(|| err(field, "expected a JSON object"))
 }
 
+#[inline(never)]
 fn known_keys(obj: &Map<String, Value>, field: &str, allowed: &[&str]) -> Result<(), ConfigError> {
     for key in obj.keys() {
         if !allowed.contains(&key.as_str()) {
@@ -388,10 +433,12 @@ fn known_keys(obj: &Map<String, Value>, field: &str, allowed: &[&str]) -> Result
     Ok(())
 }
 
+#[inline(never)]
 fn string<'a>(v: &'a Value, field: &str) -> Result<&'a str, ConfigError> {
     v.as_str().ok_or_else(|| err(field, "expected a string"))
 }
 
+#[inline(never)]
 fn boolean(v: &Value, field: &str) -> Result<bool, ConfigError> {
     v.as_bool()
         .ok_or_else(|| err(field, "expected true or false"))
@@ -407,6 +454,7 @@ fn string_list(v: &Value, field: &str) -> Result<Vec<String>, ConfigError> {
         .collect()
 }
 
+#[inline(never)]
 fn positive(v: &Value, field: &str, max: u64) -> Result<usize, ConfigError> {
     match v.as_u64() {
         Some(n) if n >= 1 && n <= max => usize::try_from(n).map_err(|_| err(field, "too large")),
@@ -461,6 +509,7 @@ fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
     }
 }
 
+#[inline(never)]
 fn valid_header_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(':')
@@ -587,40 +636,78 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
 }
 
 fn limits(v: &Value) -> Result<Limits, ConfigError> {
+    // (key, largest value): every limit is a whole number from 1 to its largest value.
+    const KEYS: [(&str, u64); 6] = [
+        ("max_request_bytes", 64 << 20),
+        ("max_response_bytes", 256 << 20),
+        ("max_depth", 128),
+        ("max_servers", 1 << 16),
+        ("session_slots", 1 << 20),
+        ("max_list_ttl_ms", MAX_LIST_TTL_MS),
+    ];
     let obj = object(v, "limits")?;
-    known_keys(
-        obj,
-        "limits",
-        &[
-            "max_request_bytes",
-            "max_response_bytes",
-            "max_depth",
-            "max_servers",
-            "session_slots",
-        ],
-    )?;
-    let mut limits = Limits::default();
-    let get = |key: &str, max: u64| -> Result<Option<usize>, ConfigError> {
-        obj.get(key)
-            .map(|v| positive(v, &format!("limits.{key}"), max))
-            .transpose()
+    known_keys(obj, "limits", &KEYS.map(|(key, _)| key))?;
+    let d = Limits::default();
+    let mut values = [
+        d.max_request_bytes,
+        d.max_response_bytes,
+        d.max_depth,
+        d.max_servers,
+        d.session_slots,
+        usize::try_from(d.max_list_ttl_ms).unwrap_or(usize::MAX),
+    ];
+    for ((key, max), value) in KEYS.iter().zip(values.iter_mut()) {
+        if let Some(v) = obj.get(*key) {
+            *value = positive(v, &format!("limits.{key}"), *max)?;
+        }
+    }
+    let [
+        max_request_bytes,
+        max_response_bytes,
+        max_depth,
+        max_servers,
+        session_slots,
+        ttl,
+    ] = values;
+    Ok(Limits {
+        max_request_bytes,
+        max_response_bytes,
+        max_depth,
+        max_servers,
+        session_slots,
+        max_list_ttl_ms: u64::try_from(ttl).unwrap_or(MAX_LIST_TTL_MS),
+    })
+}
+
+fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
+    let obj = object(v, "snapshots")?;
+    known_keys(obj, "snapshots", &["key"])?;
+    let Some(list) = obj.get("key") else {
+        return Ok(vec![SnapshotSource::Session]);
     };
-    if let Some(n) = get("max_request_bytes", 64 << 20)? {
-        limits.max_request_bytes = n;
+    let items = list.as_array().map_or(&[][..], Vec::as_slice);
+    if items.is_empty() || items.len() > MAX_SNAPSHOT_SOURCES {
+        return Err(err(
+            "snapshots.key",
+            "expected a list of 1 to 8 sources, e.g. [\"session\", {\"header\": \"x-agent-id\"}]",
+        ));
     }
-    if let Some(n) = get("max_response_bytes", 256 << 20)? {
-        limits.max_response_bytes = n;
+    let mut sources = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let source = match identity_source(item) {
+            _ if item.as_str() == Some("session") => SnapshotSource::Session,
+            Some(IdentitySource::Header(name)) => SnapshotSource::Header(name),
+            Some(IdentitySource::Metadata(path)) => SnapshotSource::Metadata(path),
+            None => {
+                return Err(err(
+                    &format!("snapshots.key[{i}]"),
+                    "expected \"session\", {\"header\": NAME} or {\"metadata\": \"NAMESPACE/key/…\"}",
+                ));
+            }
+        };
+        sources.push(source);
     }
-    if let Some(n) = get("max_depth", 128)? {
-        limits.max_depth = n;
-    }
-    if let Some(n) = get("max_servers", 1 << 16)? {
-        limits.max_servers = n;
-    }
-    if let Some(n) = get("session_slots", 1 << 20)? {
-        limits.session_slots = n;
-    }
-    Ok(limits)
+    Ok(sources)
 }
 
 fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
@@ -662,25 +749,34 @@ fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
         const FIELD: &str = "admin.identity";
         let identity = object(i, FIELD)?;
         known_keys(identity, FIELD, &["header", "metadata"])?;
-        let text = |key: &str| identity.get(key).and_then(Value::as_str);
-        admin.identity = Some(match (identity.len(), text("header"), text("metadata")) {
-            (1, Some(name), _)
-                if valid_header_name(name) && !name.eq_ignore_ascii_case("authorization") =>
-            {
-                IdentitySource::Header(name.to_ascii_lowercase())
-            }
-            (1, _, Some(path)) if path.trim_matches('/').contains('/') => {
-                IdentitySource::Metadata(path.to_string())
-            }
-            _ => {
-                return Err(err(
-                    FIELD,
-                    "expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
-                ));
-            }
-        });
+        admin.identity = match identity_source(i) {
+            Some(IdentitySource::Header(name)) if name == "authorization" => None,
+            source => source,
+        };
+        if admin.identity.is_none() {
+            return Err(err(
+                FIELD,
+                "expected {\"header\": NAME} (a header name other than authorization) or {\"metadata\": \"NAMESPACE/key/…\"} (e.g. envoy.filters.http.jwt_authn/payload/sub)",
+            ));
+        }
     }
     Ok(admin)
+}
+
+/// A caller named by `{"header": NAME}` or `{"metadata": "NAMESPACE/key/…"}` (exactly one),
+/// as `admin.identity` and `snapshots.key` name one.
+fn identity_source(v: &Value) -> Option<IdentitySource> {
+    let obj = v.as_object().filter(|o| o.len() == 1)?;
+    let text = |key: &str| obj.get(key).and_then(Value::as_str);
+    match (text("header"), text("metadata")) {
+        (Some(name), _) if valid_header_name(name) => {
+            Some(IdentitySource::Header(name.to_ascii_lowercase()))
+        }
+        (_, Some(path)) if path.trim_matches('/').contains('/') => {
+            Some(IdentitySource::Metadata(path.to_string()))
+        }
+        _ => None,
+    }
 }
 
 fn parse_hex32(hex: &str) -> Option<[u8; 32]> {

@@ -4,6 +4,7 @@
 //! a protocol error, because models see tool errors and can act on them; the machine-readable
 //! part lives in `structuredContent` with a fixed vocabulary of codes and actions.
 
+use crate::json::put;
 use crate::status::SchemaStatus;
 use serde_json::{Value, json};
 
@@ -99,32 +100,62 @@ impl Denial {
         self.code == ErrorCode::ResultContractChanged
     }
 
-    /// The `result` object of the JSON-RPC response.
-    pub fn result(&self) -> Value {
+    /// The `result` object of the JSON-RPC response; `stateless`: answering a request made
+    /// under MCP 2026-07-28 or later, where it carries `"resultType": "complete"`.
+    pub fn result(&self, stateless: bool) -> Value {
         let mut structured = serde_json::Map::new();
-        structured.insert("error_code".into(), json!(self.code.as_str()));
-        structured.insert("server".into(), json!(self.server));
-        structured.insert("tool".into(), json!(self.tool));
-        structured.insert("schema_status".into(), json!(self.status.as_str()));
-        structured.insert("required_action".into(), json!(self.required_action));
-        structured.insert(
-            "side_effect_started".into(),
-            json!(self.side_effect_started()),
+        put(
+            &mut structured,
+            "error_code",
+            Value::from(self.code.as_str()),
         );
-        structured.insert("current_fingerprint".into(), json!(self.fingerprint));
+        put(&mut structured, "server", Value::from(self.server.as_str()));
+        put(&mut structured, "tool", Value::from(self.tool.as_str()));
+        put(
+            &mut structured,
+            "schema_status",
+            Value::from(self.status.as_str()),
+        );
+        put(
+            &mut structured,
+            "required_action",
+            Value::from(self.required_action),
+        );
+        put(
+            &mut structured,
+            "side_effect_started",
+            Value::from(self.side_effect_started()),
+        );
+        put(
+            &mut structured,
+            "current_fingerprint",
+            Value::from(self.fingerprint.clone()),
+        );
         for (k, v) in &self.extra {
             structured.insert(k.clone(), v.clone());
         }
-        json!({
-            "isError": true,
-            "content": [{"type": "text", "text": self.message}],
-            "structuredContent": Value::Object(structured),
-        })
+        let mut text = serde_json::Map::new();
+        put(&mut text, "type", Value::from("text"));
+        put(&mut text, "text", Value::from(self.message.as_str()));
+        let mut result = serde_json::Map::new();
+        put(&mut result, "isError", Value::from(true));
+        put(
+            &mut result,
+            "content",
+            Value::from(vec![Value::Object(text)]),
+        );
+        put(&mut result, "structuredContent", Value::Object(structured));
+        if stateless {
+            // MCP 2026-07-28 requires every result to say what it is; a denial is final.
+            put(&mut result, "resultType", Value::from("complete"));
+        }
+        Value::Object(result)
     }
 
-    /// The whole JSON-RPC response answering request `id`.
-    pub fn response(&self, id: &Value) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "result": self.result()})
+    /// The whole JSON-RPC response answering request `id` (`stateless`: see
+    /// [`Denial::result`]).
+    pub fn response(&self, id: &Value, stateless: bool) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "result": self.result(stateless)})
     }
 }
 

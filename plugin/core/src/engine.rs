@@ -14,6 +14,8 @@ use crate::denial::{Denial, ErrorCode, denial_message};
 use crate::jsonrpc::{self, Message, Payload};
 use crate::parse_cache::ParseCache;
 use crate::policy::{Action, CallFacts, CallerIdentity};
+use crate::revision::RoutingHeaders;
+use crate::snapshot_key::{ClientKey, KeyRead};
 use crate::state::{self, StateError};
 use crate::status::{SchemaStatus, ServerRecord};
 use crate::store::StateStore;
@@ -28,11 +30,9 @@ pub struct RequestInfo<'a> {
     pub content_type: Option<&'a str>,
     /// `Mcp-Session-Id` header.
     pub session: Option<&'a str>,
-    /// `Mcp-Method` header (MCP 2026-07-28).
-    pub mcp_method: Option<&'a str>,
-    /// `Mcp-Name` header (MCP 2026-07-28).
-    pub mcp_name: Option<&'a str>,
-    /// Headers and metadata for policy principals.
+    /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` (MCP 2026-07-28 routes on them).
+    pub routing: RoutingHeaders<'a>,
+    /// Headers and metadata for policy principals and snapshot keys.
     pub caller: &'a dyn CallerIdentity,
 }
 
@@ -96,6 +96,35 @@ pub struct PendingCall {
     pub tool: String,
     /// The approved tool has an `outputSchema`: check the result against it.
     pub check_result: bool,
+    /// Asked under a stateless revision (MCP 2026-07-28): the answer may be an interim
+    /// `input_required` one, and a replacement must carry `resultType`.
+    pub stateless: bool,
+}
+
+/// A forwarded `tools/list` awaiting its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingList {
+    /// JSON-RPC id.
+    pub id: Value,
+    /// The request sent a cursor (a later page).
+    pub cursor: bool,
+    /// Asked under a stateless revision (MCP 2026-07-28): a rewritten result must carry that
+    /// revision's members (`resultType`, cache hints).
+    pub stateless: bool,
+    /// The caller's snapshot key: a verified list is recorded as what this caller saw.
+    pub key: Option<ClientKey<'static>>,
+}
+
+impl PendingList {
+    /// A pending handshake-era list of `session` (no cursor).
+    pub fn new(id: Value, session: Option<&str>) -> Self {
+        PendingList {
+            id,
+            cursor: false,
+            stateless: false,
+            key: session.map(|s| ClientKey::session(s).into_owned()),
+        }
+    }
 }
 
 /// What one HTTP exchange (a request and its response stream) remembers between callbacks.
@@ -105,8 +134,11 @@ pub struct Exchange {
     pub server: String,
     /// `Mcp-Session-Id` of the request.
     pub session: Option<String>,
-    /// `tools/list` requests awaiting their response: id and whether a cursor was sent.
-    pub pending_lists: Vec<(Value, bool)>,
+    /// The stateless revision the request declared (header or `_meta`: MCP 2026-07-28 or
+    /// later), once its body was read; `None` for the handshake era.
+    pub protocol_version: Option<String>,
+    /// `tools/list` requests awaiting their response.
+    pub pending_lists: Vec<PendingList>,
     /// `tools/call` requests awaiting their result.
     pub pending_calls: Vec<PendingCall>,
     /// Other requests awaiting an answer (id, method), so each answer's record names its method.
@@ -125,11 +157,21 @@ impl Exchange {
         }
     }
 
+    /// Whether the request was made under a stateless revision (MCP 2026-07-28 or later).
+    pub fn stateless(&self) -> bool {
+        self.protocol_version
+            .as_deref()
+            .is_some_and(crate::revision::is_stateless)
+    }
+
     /// Takes over what `later` (a forwarded message of the same server and session) left
     /// pending, for hosts that keep one exchange per session across messages (the WIT
     /// component); keeps at most `max_pending` ids of each kind, dropping the oldest, so the
     /// exchange stays bounded when answers never come.
     pub fn absorb(&mut self, later: Exchange, max_pending: usize) {
+        if later.protocol_version.is_some() {
+            self.protocol_version = later.protocol_version;
+        }
         self.pending_lists.extend(later.pending_lists);
         self.pending_calls.extend(later.pending_calls);
         self.pending_other.extend(later.pending_other);
@@ -419,12 +461,23 @@ impl Engine {
                 return self.refuse(store, out, now_ms, exchange, refusal);
             }
         };
-        if let Err(reason) = check_mcp_headers(info, &payload) {
-            let refusal = Refusal {
-                payload: Some(&payload),
-                ..Refusal::new(400, &reason)
-            };
-            return self.refuse(store, out, now_ms, exchange, refusal);
+        match crate::revision::read(&info.routing, &payload) {
+            Ok(version) => exchange.protocol_version = version,
+            Err(mismatch) => {
+                // The stateless revision answers a header mismatch with the request's id.
+                let id = match (&payload, &mismatch.version) {
+                    (Payload::Single(m), Some(_)) => m.id(),
+                    _ => None,
+                };
+                exchange.protocol_version = mismatch.version;
+                let refusal = Refusal {
+                    code: mismatch.code,
+                    payload: Some(&payload),
+                    id,
+                    ..Refusal::new(400, &mismatch.reason)
+                };
+                return self.refuse(store, out, now_ms, exchange, refusal);
+            }
         }
         if payload
             .messages()
@@ -438,6 +491,13 @@ impl Engine {
             };
             return self.refuse(store, out, now_ms, exchange, refusal);
         }
+        // The caller's snapshot key is read once, and only for a body that lists or calls.
+        let key = match payload.messages().iter().any(|m| {
+            matches!(m, Message::Request { method, .. } if method == "tools/call" || method == "tools/list")
+        }) {
+            true => self.client_key(info),
+            false => Ok(None),
+        };
         // Every call is checked before any message is recorded: a batch with a refused call
         // is answered locally as a whole, and no element of it may be recorded as passing.
         let batch = matches!(payload, Payload::Batch(_));
@@ -455,6 +515,7 @@ impl Engine {
                         params: params.as_ref(),
                         body,
                         element: batch.then_some(index),
+                        key: &key,
                     };
                     self.check_tools_call(store, exchange, info, &call)
                 })
@@ -465,7 +526,7 @@ impl Engine {
         for (index, (message, checked)) in payload.messages().iter().zip(checked).enumerate() {
             let element = batch.then_some(index);
             let answer = self.settle_message(
-                store, out, now_ms, exchange, message, checked, body, element, refused,
+                store, out, now_ms, exchange, message, checked, body, element, &key, refused,
             );
             answers.push(answer);
         }
@@ -495,6 +556,7 @@ impl Engine {
             code,
             reason,
             payload,
+            id,
         } = refusal;
         out.count(Counter::RequestsRejected, Some(&status.to_string()));
         let mut detail = Map::new();
@@ -522,7 +584,11 @@ impl Engine {
         }
         RequestVerdict::Reply(LocalReply::json(
             status,
-            &jsonrpc::error_response(&Value::Null, code, &format!("toolseal: {reason}")),
+            &jsonrpc::error_response(
+                id.unwrap_or(&Value::Null),
+                code,
+                &format!("toolseal: {reason}"),
+            ),
         ))
     }
 
@@ -539,6 +605,7 @@ impl Engine {
         checked: Option<CheckedCall>,
         body: &[u8],
         element: Option<usize>,
+        key: &KeyRead<'_>,
         refused: bool,
     ) -> Option<Value> {
         let (id, method, params) = match message {
@@ -558,13 +625,14 @@ impl Engine {
                 params: params.as_ref(),
                 body,
                 element,
+                key,
             };
             return match self.settle_call(store, out, now_ms, exchange, &call, checked, refused) {
                 CallOutcome::Forward(pending) => {
                     exchange.pending_calls.push(pending);
                     None
                 }
-                CallOutcome::Denied(denial) => Some(denial.response(id)),
+                CallOutcome::Denied(denial) => Some(denial.response(id, exchange.stateless())),
                 CallOutcome::BatchRefused => not_forwarded(message),
             };
         }
@@ -577,7 +645,15 @@ impl Engine {
                 .as_ref()
                 .and_then(|p| p.get("cursor"))
                 .is_some_and(|c| !c.is_null());
-            exchange.pending_lists.push((id.clone(), cursor));
+            // A list whose caller's key cannot be read is served as any other, but recorded as
+            // seen by nobody: a later call compares with an older snapshot, never a newer one.
+            let key = key.as_ref().ok().and_then(Option::as_ref);
+            exchange.pending_lists.push(PendingList {
+                id: id.clone(),
+                cursor,
+                stateless: exchange.stateless(),
+                key: key.cloned().map(ClientKey::into_owned),
+            });
         } else if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
             exchange.pending_other.push((id.clone(), method.clone()));
         }
@@ -603,6 +679,11 @@ impl Engine {
         decision.decision = "deny";
         decision.error_code = Some(crate::audit::BATCH_REFUSED);
         out.decision(&decision);
+    }
+
+    /// The snapshot key of a request (`snapshots.key`: its first source the request has).
+    fn client_key<'a>(&self, info: &RequestInfo<'a>) -> KeyRead<'a> {
+        crate::snapshot_key::resolve(&self.config.snapshot_key, info.session, info.caller)
     }
 
     /// A `pass` decision record for a message no check applies to (SPEC section 10: one
@@ -756,8 +837,11 @@ impl Engine {
         now_ms: u64,
         record: Option<&ServerRecord>,
         reason: &str,
-        detail: Map<String, Value>,
+        mut detail: Map<String, Value>,
     ) -> AuditEvent {
+        if exchange.stateless() {
+            detail.insert("protocol_version".into(), json!(exchange.protocol_version));
+        }
         AuditEvent {
             event: name,
             time_ms: now_ms,
@@ -793,6 +877,7 @@ impl Engine {
             tool: None,
             decision: "pass",
             error_code: None,
+            protocol_version: exchange.protocol_version.clone(),
         }
     }
 
@@ -834,6 +919,9 @@ struct Refusal<'a> {
     reason: &'a str,
     /// The body, when it was read: each of its messages gets a record.
     payload: Option<&'a Payload>,
+    /// The id the answer carries (the stateless revision echoes a refused request's id);
+    /// `None`: null.
+    id: Option<&'a Value>,
 }
 
 impl<'a> Refusal<'a> {
@@ -843,6 +931,7 @@ impl<'a> Refusal<'a> {
             code: jsonrpc::INVALID_REQUEST,
             reason,
             payload: None,
+            id: None,
         }
     }
 
@@ -859,39 +948,6 @@ fn is_json(content_type: Option<&str>) -> bool {
     content_type
         .and_then(|ct| ct.split(';').next())
         .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-}
-
-fn check_mcp_headers(info: &RequestInfo<'_>, payload: &Payload) -> Result<(), String> {
-    if info.mcp_method.is_none() && info.mcp_name.is_none() {
-        return Ok(());
-    }
-    let Payload::Single(message) = payload else {
-        return Err("Mcp-Method/Mcp-Name headers cannot describe a batch".into());
-    };
-    if let Some(header) = info.mcp_method
-        && message.method() != Some(header)
-    {
-        return Err(format!(
-            "Mcp-Method header {header:?} does not match the body's method"
-        ));
-    }
-    if let Some(header) = info.mcp_name {
-        let params = match message {
-            Message::Request { params, .. } | Message::Notification { params, .. } => {
-                params.as_ref()
-            }
-            _ => None,
-        };
-        let body_name = params
-            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-            .and_then(Value::as_str);
-        if body_name != Some(header) {
-            return Err(format!(
-                "Mcp-Name header {header:?} does not match the body's params.name"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The answer for a batch element that was allowed but not forwarded because another

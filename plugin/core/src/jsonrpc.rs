@@ -22,6 +22,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// JSON-RPC error code: the server (here: the plugin) failed internally.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP 2026-07-28 error code: the request's HTTP headers do not match its body (answered
+/// with HTTP 400).
+pub const HEADER_MISMATCH: i64 = -32020;
 
 /// The largest batch accepted. A batch is answered locally as a whole when one element is
 /// denied, so its size bounds the work per request; real clients send a handful.

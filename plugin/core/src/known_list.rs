@@ -18,6 +18,7 @@ use crate::audit::Outputs;
 use crate::engine::{Engine, Exchange};
 use crate::envelope::{ResultBytes, split_response};
 use crate::jsonrpc::{Message, Payload};
+use crate::listing::ListAnswer;
 use crate::store::StateStore;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -35,6 +36,9 @@ pub struct KnownList {
     result: Value,
     /// The fingerprint of `result.tools`.
     fingerprint: String,
+    /// Where the value of the result's top-level `ttlMs` is in `bytes`, so that lowering it
+    /// is a splice, not a re-encoding of every tool.
+    ttl: Option<std::ops::Range<usize>>,
 }
 
 /// One worker's remembered lists, by server id.
@@ -47,12 +51,60 @@ pub struct KnownLists {
 impl KnownList {
     /// A list result: its bytes as sent, their strict parse, and the fingerprint of its tools.
     pub fn new(bytes: Vec<u8>, result: Value, fingerprint: String) -> Self {
+        let ttl = result
+            .get("ttlMs")
+            .and_then(|_| top_level_number(&bytes, b"\"ttlMs\""));
         KnownList {
             bytes,
             result,
             fingerprint,
+            ttl,
         }
     }
+}
+
+/// The span of the number that `key` (a JSON string as written, quotes included) names at
+/// the top level of `object`, bytes that passed the strict parser. Strings are skipped whole
+/// and brackets counted, so a nested member of the same name is never taken; a key spelled
+/// with escapes is not found (the caller then re-encodes instead of splicing).
+fn top_level_number(object: &[u8], key: &[u8]) -> Option<std::ops::Range<usize>> {
+    let (mut depth, mut at) = (0usize, 0usize);
+    while let Some(&byte) = object.get(at) {
+        match byte {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = at;
+                at += 1;
+                while let Some(&c) = object.get(at) {
+                    match c {
+                        b'\\' => at += 1,
+                        b'"' => break,
+                        _ => {}
+                    }
+                    at += 1;
+                }
+                if depth == 1 && object.get(start..=at) == Some(key) {
+                    let rest = object.get(at + 1..)?;
+                    let colon = rest.iter().position(|&c| c == b':')?;
+                    let value = at + 1 + colon + 1;
+                    let begin = value
+                        + object
+                            .get(value..)?
+                            .iter()
+                            .position(|c| !c.is_ascii_whitespace())?;
+                    let len = object
+                        .get(begin..)?
+                        .iter()
+                        .position(|c| !b"-+.eE0123456789".contains(c))?;
+                    return (len > 0).then_some(begin..begin + len);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
 }
 
 impl KnownLists {
@@ -114,7 +166,7 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         body: &[u8],
-    ) -> Option<Option<Value>> {
+    ) -> Option<Option<crate::response::Forward>> {
         if exchange.pending_lists.is_empty() {
             return None;
         }
@@ -123,21 +175,29 @@ impl Engine {
         let index = exchange
             .pending_lists
             .iter()
-            .position(|(pending, _)| crate::response::same_id(pending, &envelope.id))?;
-        let (_, cursor) = exchange.pending_lists.remove(index);
-        let id = envelope.id;
-        let new = self.list_result(
+            .position(|pending| crate::response::same_id(&pending.id, &envelope.id))?;
+        let request = exchange.pending_lists.remove(index);
+        let verdict = self.list_result(
             store,
             out,
             now_ms,
             exchange,
-            &id,
-            cursor,
+            &request,
             &known.result,
             Some(&known.fingerprint),
         );
         self.checked_list = None;
-        Some(new.map(|new| crate::response::answer(&id, new)))
+        // A lowered `ttlMs` is spliced into the server's bytes: only the number changes.
+        if let (ListAnswer::LowerTtl(cap), Some(span)) = (&verdict, &known.ttl) {
+            let start = envelope.result.start.saturating_add(span.start);
+            let end = envelope.result.start.saturating_add(span.end);
+            return Some(Some(crate::response::Forward::Splice(start..end, *cap)));
+        }
+        Some(
+            verdict
+                .into_answer(&envelope.id, &known.result)
+                .map(|v| crate::response::Forward::Bytes(v.to_string().into_bytes())),
+        )
     }
 
     /// After the full path read `body` as `payload` and checked it as a whole `tools/list`

@@ -7,8 +7,9 @@
 
 use crate::approved::Approved;
 use crate::audit::Counter;
-use crate::engine::{Engine, Exchange};
+use crate::engine::{Engine, Exchange, PendingList};
 use crate::fingerprint::{ToolDigests, digest_tools};
+use crate::json::put;
 use crate::state::{self, PageAccumulator, StateError};
 use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
@@ -17,6 +18,38 @@ use std::rc::Rc;
 
 /// The `_meta` key that explains a filtered list.
 pub const META_KEY: &str = "io.toolseal/status";
+
+/// What to forward for one list result.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ListAnswer {
+    /// The server's result, unchanged.
+    Unchanged,
+    /// The server's result with its top-level `ttlMs` lowered to this number of milliseconds
+    /// (a verified list whose cache lifetime is over `limits.max_list_ttl_ms`).
+    LowerTtl(u64),
+    /// This result instead (the tools removed).
+    Replace(Value),
+}
+
+impl ListAnswer {
+    /// The JSON-RPC response to request `id` to forward instead of the server's (whose
+    /// `result` was `result`), if it changes. A lowered `ttlMs` is set on a copy here; the
+    /// known-list path splices it into the server's bytes instead.
+    pub(crate) fn into_answer(self, id: &Value, result: &Value) -> Option<Value> {
+        let result = match self {
+            ListAnswer::Unchanged => return None,
+            ListAnswer::Replace(result) => result,
+            ListAnswer::LowerTtl(cap) => {
+                let mut result = result.clone();
+                if let Some(obj) = result.as_object_mut() {
+                    obj.insert("ttlMs".into(), json!(cap));
+                }
+                result
+            }
+        };
+        Some(crate::response::answer(id, result))
+    }
+}
 
 /// The verdict on one list result.
 struct Verdict {
@@ -29,7 +62,7 @@ struct Verdict {
 }
 
 impl Engine {
-    /// Checks one `tools/list` result; returns the result to forward instead, if it changes.
+    /// Checks one `tools/list` result answering `request`; says what to forward.
     /// `known`: the fingerprint `result.tools` is known to have (a result checked before, byte
     /// for byte), so that it is not digested again. A whole list evaluated as a valid set,
     /// served or filtered, leaves the fingerprint computed for it in `checked_list`.
@@ -40,26 +73,18 @@ impl Engine {
         out: &mut dyn crate::audit::Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        id: &Value,
-        cursor_sent: bool,
+        request: &PendingList,
         result: &Value,
         known: Option<&str>,
-    ) -> Option<Value> {
+    ) -> ListAnswer {
+        let (id, cursor_sent) = (&request.id, request.cursor);
         let tools = result.get("tools");
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
         let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
         let whole = !cursor_sent && !next_cursor;
         self.checked_list = None;
         let verdict = if !whole {
-            self.check_page(
-                store,
-                out,
-                now_ms,
-                exchange,
-                tools,
-                cursor_sent,
-                next_cursor,
-            )
+            self.check_page(store, out, now_ms, exchange, tools, request, next_cursor)
         } else {
             self.check_whole(store, out, now_ms, exchange, tools, known)
         };
@@ -73,6 +98,9 @@ impl Engine {
             .map_or(SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
         decision.tools_in = Some(tools_in);
+        if request.stateless {
+            decision.protocol_version = exchange.protocol_version.clone();
+        }
         if verdict.unchecked {
             self.hold(&exchange.server);
         }
@@ -82,21 +110,30 @@ impl Engine {
         }
         if verdict.serve {
             out.count(Counter::ListsVerified, None);
-            if let (Some(session), Some(baseline)) = (
-                exchange.session.as_deref(),
+            if let (Some(key), Some(baseline)) = (
+                request.key.as_ref(),
                 verdict.record.as_ref().and_then(|r| r.baseline.as_deref()),
             ) {
                 state::put_snapshot(
                     store,
                     &exchange.server,
-                    session,
+                    key,
                     baseline,
                     self.config.limits.session_slots,
                 );
             }
             decision.tools_out = Some(tools_in);
+            // The gateway owns cache hints: a client keeps a verified list at most this long.
+            let cap = self.config.limits.max_list_ttl_ms;
+            let answer = match result.get("ttlMs").and_then(Value::as_f64) {
+                Some(ttl) if ttl > cap as f64 => {
+                    decision.decision = "rewrite";
+                    ListAnswer::LowerTtl(cap)
+                }
+                _ => ListAnswer::Unchanged,
+            };
             out.decision(&decision);
-            return None;
+            return answer;
         }
         out.count(Counter::ListsFiltered, None);
         decision.tools_out = Some(0);
@@ -113,11 +150,12 @@ impl Engine {
             detail,
         );
         self.emit(store, out, &event);
-        Some(filtered(
+        ListAnswer::Replace(filtered(
             result,
             &exchange.server,
             verdict.record.as_ref(),
             &verdict.reason,
+            request.stateless,
         ))
     }
 
@@ -243,12 +281,18 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
         tools: Option<&Value>,
-        cursor_sent: bool,
+        request: &PendingList,
         next_cursor: bool,
     ) -> Verdict {
+        let cursor_sent = request.cursor;
         let slots = self.config.limits.session_slots;
         let server = exchange.server.clone();
-        let session = exchange.session.clone().unwrap_or_default();
+        // Pages accumulate per caller: its snapshot key (without one, per server).
+        let session = request
+            .key
+            .as_ref()
+            .map(|k| state::key_identity(k).into_owned())
+            .unwrap_or_default();
         let Some(page) = tools.and_then(Value::as_array) else {
             return self.check_whole(store, out, now_ms, exchange, tools, None);
         };
@@ -502,8 +546,17 @@ impl Engine {
     }
 }
 
-/// The result with every tool removed and the reason in `_meta`.
-fn filtered(result: &Value, server: &str, record: Option<&ServerRecord>, reason: &str) -> Value {
+/// The result with every tool removed and the reason in `_meta`. Its cache hints are the
+/// gateway's: a closed list must not outlive an approval in any cache (`ttlMs: 0`,
+/// `cacheScope: "private"`); under a stateless revision it carries every member that
+/// revision requires of a list result.
+fn filtered(
+    result: &Value,
+    server: &str,
+    record: Option<&ServerRecord>,
+    reason: &str,
+    stateless: bool,
+) -> Value {
     // Every member but the tools is copied (copying the whole result only to drop its tools
     // was most of a refused list's cost once the list itself was recognized).
     let mut out = match result.as_object() {
@@ -517,22 +570,40 @@ fn filtered(result: &Value, server: &str, record: Option<&ServerRecord>, reason:
         None => result.clone(),
     };
     if let Some(obj) = out.as_object_mut() {
-        obj.insert("tools".into(), json!([]));
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        put(obj, "tools", Value::Array(Vec::new()));
+        if stateless || obj.contains_key("ttlMs") || obj.contains_key("cacheScope") {
+            put(obj, "ttlMs", Value::from(0));
+            put(obj, "cacheScope", Value::from("private"));
+        }
+        if stateless {
+            put(obj, "resultType", Value::from("complete"));
+        }
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
         if !meta.is_object() {
-            *meta = json!({});
+            *meta = Value::Object(serde_json::Map::new());
         }
         if let Some(meta) = meta.as_object_mut() {
-            meta.insert(
-                META_KEY.into(),
-                json!({
-                    "server": server,
-                    "schema_status": record.map_or("unbaselined", |r| r.status.as_str()),
-                    "reason": reason,
-                    "baseline_fingerprint": record.and_then(|r| r.baseline.clone()),
-                    "live_fingerprint": record.and_then(|r| r.live.clone()),
-                }),
+            let mut status = serde_json::Map::new();
+            put(&mut status, "server", Value::from(server));
+            put(
+                &mut status,
+                "schema_status",
+                Value::from(record.map_or("unbaselined", |r| r.status.as_str())),
             );
+            put(&mut status, "reason", Value::from(reason));
+            put(
+                &mut status,
+                "baseline_fingerprint",
+                Value::from(record.and_then(|r| r.baseline.clone())),
+            );
+            put(
+                &mut status,
+                "live_fingerprint",
+                Value::from(record.and_then(|r| r.live.clone())),
+            );
+            put(meta, META_KEY, Value::Object(status));
         }
     }
     out

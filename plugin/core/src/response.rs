@@ -8,12 +8,13 @@
 //! JSON-RPC error: the client never receives unchecked tools.
 
 use crate::audit::Outputs;
-use crate::engine::{Engine, Exchange};
+use crate::engine::{Engine, Exchange, PendingList};
 use crate::jsonrpc::{self, Message, Payload};
 use crate::sse::SseParser;
 use crate::store::StateStore;
 use crate::unread::{Unread, may_hold_tools};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// How the host must feed the response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +137,7 @@ impl Engine {
             return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
         }
         if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, body) {
-            return verdict.map(|v| v.to_string().into_bytes());
+            return verdict.map(|forward| forward.into_bytes(body));
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
@@ -151,7 +152,6 @@ impl Engine {
             }
         };
         self.read_payload(store, out, now_ms, exchange, body, payload)
-            .map(|v| v.to_string().into_bytes())
     }
 
     /// One whole server message (stdio, or any framing that delivers messages whole): always
@@ -197,7 +197,23 @@ impl Engine {
         let read = parser.rewrite(chunk, end, |event| match event.data.as_deref() {
             Some(data) if !data.is_empty() => self
                 .server_data(store, out, now_ms, exchange, data)
-                .map(|new_data| event.with_data(&new_data)),
+                .map(|forward| match (forward, &event.data) {
+                    // One `data` line, read in place: the number is spliced into the event's
+                    // own bytes (no re-framing of a large list).
+                    (Forward::Splice(at, n), Some(Cow::Borrowed(line))) => {
+                        let offset =
+                            (line.as_ptr() as usize).wrapping_sub(event.raw.as_ptr() as usize);
+                        let within = event
+                            .raw
+                            .get(offset..offset.saturating_add(line.len()))
+                            .is_some_and(|s| s.as_ptr() == line.as_ptr());
+                        match within {
+                            true => splice(event.raw, shift(at, offset), n),
+                            false => event.with_data(&text(splice(data, at, n))),
+                        }
+                    }
+                    (forward, _) => event.with_data(&text(forward.into_bytes(data))),
+                }),
             _ => None,
         });
         let forward = match read {
@@ -229,7 +245,7 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         data: &[u8],
-    ) -> Option<String> {
+    ) -> Option<Forward> {
         let relevant = !exchange.pending_lists.is_empty()
             || !exchange.pending_calls.is_empty()
             || data.windows(12).any(|w| w == b"list_changed")
@@ -238,25 +254,23 @@ impl Engine {
             return None;
         }
         if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data) {
-            return verdict.map(|v| v.to_string());
+            return verdict;
         }
         match jsonrpc::parse_payload(data, self.config.limits.max_depth) {
             Ok(payload) => self
                 .read_payload(store, out, now_ms, exchange, data, payload)
-                .map(|v| v.to_string()),
+                .map(Forward::Bytes),
             Err(_) if self.may_pass_unread(exchange, Unread::MalformedEvent, Some(data)) => None,
             Err(e) => {
                 let why = format!("{}: {e}", Unread::MalformedEvent.why());
-                Some(
-                    self.fail_closed(store, out, now_ms, exchange, &why)
-                        .to_string(),
-                )
+                let error = self.fail_closed(store, out, now_ms, exchange, &why);
+                Some(Forward::Bytes(error.to_string().into_bytes()))
             }
         }
     }
 
     /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a checked list's
-    /// bytes (see [`crate::known_list`]).
+    /// bytes (see [`crate::known_list`]); returns the bytes to forward instead, if any.
     fn read_payload(
         &mut self,
         store: &mut dyn StateStore,
@@ -265,9 +279,11 @@ impl Engine {
         exchange: &mut Exchange,
         body: &[u8],
         payload: Payload,
-    ) -> Option<Value> {
+    ) -> Option<Vec<u8>> {
         self.checked_list = None;
-        let replaced = self.server_payload(store, out, now_ms, exchange, &payload);
+        let replaced = self
+            .server_payload(store, out, now_ms, exchange, &payload)
+            .map(|value| value.to_string().into_bytes());
         // The list check leaves the fingerprint it computed for a whole list, served or
         // filtered: `body` and `payload` are the server's bytes and their parse either way
         // (a filtered answer is rebuilt from them the next time too).
@@ -326,12 +342,12 @@ impl Engine {
                 let list = exchange
                     .pending_lists
                     .iter()
-                    .position(|(pending, _)| same_id(pending, id));
+                    .position(|pending| same_id(&pending.id, id));
                 if let Some(index) = list {
-                    let (_, cursor) = exchange.pending_lists.remove(index);
-                    let new =
-                        self.list_result(store, out, now_ms, exchange, id, cursor, result, None)?;
-                    return Some(answer(id, new));
+                    let request = exchange.pending_lists.remove(index);
+                    let list =
+                        self.list_result(store, out, now_ms, exchange, &request, result, None);
+                    return list.into_answer(id, result);
                 }
                 if let Some(index) = exchange
                     .pending_calls
@@ -344,9 +360,11 @@ impl Engine {
                 }
                 if result.get("tools").is_some_and(Value::is_array) {
                     // A tool list the client did not visibly ask for: check it all the same.
-                    let new =
-                        self.list_result(store, out, now_ms, exchange, id, false, result, None)?;
-                    return Some(answer(id, new));
+                    let mut request = PendingList::new(id.clone(), None);
+                    request.stateless = exchange.stateless();
+                    let list =
+                        self.list_result(store, out, now_ms, exchange, &request, result, None);
+                    return list.into_answer(id, result);
                 }
                 let answers = take_other(exchange, id);
                 self.pass_record(
@@ -458,7 +476,7 @@ impl Engine {
         let mut answered: Vec<(Value, String, Option<String>)> = exchange
             .pending_lists
             .drain(..)
-            .map(|(id, _)| (id, "tools/list".to_string(), None))
+            .map(|list| (list.id, "tools/list".to_string(), None))
             .collect();
         let (calls, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut exchange.pending_calls)
             .into_iter()
@@ -569,13 +587,50 @@ pub(crate) fn answer(id: &Value, result: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// What replaces a body (or an event's data).
+pub(crate) enum Forward {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// The same bytes with this range replaced by the decimal digits of the number.
+    Splice(std::ops::Range<usize>, u64),
+}
+
+impl Forward {
+    /// The bytes to forward in place of `original`.
+    fn into_bytes(self, original: &[u8]) -> Vec<u8> {
+        match self {
+            Forward::Bytes(bytes) => bytes,
+            Forward::Splice(at, number) => splice(original, at, number),
+        }
+    }
+}
+
+/// Event data as text (it was checked as UTF-8, and a splice writes ASCII digits).
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn shift(at: std::ops::Range<usize>, by: usize) -> std::ops::Range<usize> {
+    at.start.saturating_add(by)..at.end.saturating_add(by)
+}
+
+/// `bytes` with the range `at` replaced by the decimal digits of `number`.
+pub(crate) fn splice(bytes: &[u8], at: std::ops::Range<usize>, number: u64) -> Vec<u8> {
+    let digits = number.to_string();
+    let mut out = Vec::with_capacity(bytes.len() + digits.len());
+    out.extend_from_slice(bytes.get(..at.start).unwrap_or_default());
+    out.extend_from_slice(digits.as_bytes());
+    out.extend_from_slice(bytes.get(at.end..).unwrap_or_default());
+    out
+}
+
 /// Removes the request `id` answers from the exchange's pending requests (an error answers
 /// it as a result would); returns that request's method.
 fn settle(exchange: &mut Exchange, id: &Value) -> Option<String> {
     if let Some(index) = exchange
         .pending_lists
         .iter()
-        .position(|(p, _)| same_id(p, id))
+        .position(|p| same_id(&p.id, id))
     {
         exchange.pending_lists.remove(index);
         return Some("tools/list".into());

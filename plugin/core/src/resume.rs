@@ -118,6 +118,7 @@ fn parse_awaited(bytes: &[u8], server: &str, session: &str) -> Vec<PendingCall> 
                 id: e.get("id")?.clone(),
                 tool: e.get("tool")?.as_str()?.to_string(),
                 check_result: true,
+                stateless: false,
             })
         })
         .collect()

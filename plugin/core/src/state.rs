@@ -16,13 +16,15 @@
 //! - `srv/<id>` — the [`ServerRecord`] of one server;
 //! - `set/<id>/<n>` — `{"fingerprint", "tools": [...]}`: one of the server's stored sets
 //!   (baseline, previous baseline, live candidate, recent candidates), `n < SET_SLOTS`;
-//! - `sess/<slot>` — `{"server","session","fingerprint"}`: the set last served to a session;
+//! - `sess/<slot>` — `{"server","session","fingerprint","source"}`: the set last served to a
+//!   caller, by its snapshot key ([`crate::snapshot_key`]: `session` is the Mcp-Session-Id);
 //! - `page/<slot>` — tools accumulated over the pages of a paginated `tools/list`;
 //! - `wait/<slot>` — checked `tools/call`s of a session still awaiting their result
 //!   ([`crate::resume`]);
 //! - `audit/head` and `audit/<n>` — the audit ring.
 
 use crate::parse_cache::ParseCache;
+use crate::snapshot_key::ClientKey;
 use crate::status::{Event, Refusal, ServerRecord};
 use crate::store::{Expect, StateStore, StoreError};
 use serde_json::{Value, json};
@@ -286,13 +288,24 @@ pub fn holds_tool_set(
     server: &str,
     fingerprint: &str,
 ) -> Result<bool, StateError> {
+    Ok(tool_set_document(store, server, fingerprint)?.is_some())
+}
+
+/// The stored `{"fingerprint", "tools"}` document of `fingerprint` among `server`'s slots,
+/// as written (`None`: not stored, or its slot reused since).
+pub fn tool_set_document(
+    store: &dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+) -> Result<Option<Vec<u8>>, StateError> {
     for slot in 0..SET_SLOTS {
-        if read(store, &set_key(server, slot))?.is_some_and(|(bytes, _)| holds(&bytes, fingerprint))
+        if let Some((bytes, _)) = read(store, &set_key(server, slot))?
+            && holds(&bytes, fingerprint)
         {
-            return Ok(true);
+            return Ok(Some(bytes));
         }
     }
-    Ok(false)
+    Ok(None)
 }
 
 /// The stored tool definitions of `fingerprint` among `server`'s slots (`None`: not stored,
@@ -302,21 +315,15 @@ pub fn get_tool_set(
     server: &str,
     fingerprint: &str,
 ) -> Result<Option<Vec<Value>>, StateError> {
-    for slot in 0..SET_SLOTS {
-        let Some((bytes, _)) = read(store, &set_key(server, slot))? else {
-            continue;
-        };
-        if !holds(&bytes, fingerprint) {
-            continue;
-        }
-        let mut value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| StateError::Corrupt(format!("server {server}: tool set: {e}")))?;
-        return match value.get_mut("tools").map(Value::take) {
-            Some(Value::Array(tools)) => Ok(Some(tools)),
-            _ => Ok(None),
-        };
+    let Some(bytes) = tool_set_document(store, server, fingerprint)? else {
+        return Ok(None);
+    };
+    let mut value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| StateError::Corrupt(format!("server {server}: tool set: {e}")))?;
+    match value.get_mut("tools").map(Value::take) {
+        Some(Value::Array(tools)) => Ok(Some(tools)),
+        _ => Ok(None),
     }
-    Ok(None)
 }
 
 /// The slot a (server, session) pair hashes to.
@@ -334,34 +341,49 @@ pub fn slot(server: &str, session: &str, slots: usize) -> usize {
     usize::try_from(u64::from_le_bytes(n) % slots).unwrap_or(0)
 }
 
-/// Records that `session` was served the set approved as `fingerprint`.
-pub fn put_snapshot(
-    store: &mut dyn StateStore,
-    server: &str,
-    session: &str,
-    fingerprint: &str,
-    slots: usize,
-) {
-    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
-    let value = json!({"server": server, "session": session, "fingerprint": fingerprint});
-    if let Ok(bytes) = serde_json::to_vec(&value) {
-        let _ = store.set(&key, &bytes, Expect::Any);
+/// The slot identity of a client key: the session id itself (as it always was), or the
+/// source and the value, so keys of different sources never share an identity.
+#[inline(never)]
+pub fn key_identity<'k>(key: &'k ClientKey<'_>) -> std::borrow::Cow<'k, str> {
+    if key.is_session() {
+        std::borrow::Cow::Borrowed(&key.value)
+    } else {
+        std::borrow::Cow::Owned(format!("{}\0{}", key.source, key.value))
     }
 }
 
-/// The fingerprint of the set last served to `session` (`Ok(None)`: unknown or evicted).
+fn snapshot_key(server: &str, key: &ClientKey<'_>, slots: usize) -> String {
+    format!("ts/v1/sess/{}", slot(server, &key_identity(key), slots))
+}
+
+/// Records that the caller of `key` was served the set approved as `fingerprint`.
+pub fn put_snapshot(
+    store: &mut dyn StateStore,
+    server: &str,
+    key: &ClientKey<'_>,
+    fingerprint: &str,
+    slots: usize,
+) {
+    let value = json!({"server": server, "session": key.value, "fingerprint": fingerprint,
+        "source": key.source});
+    if let Ok(bytes) = serde_json::to_vec(&value) {
+        let _ = store.set(&snapshot_key(server, key, slots), &bytes, Expect::Any);
+    }
+}
+
+/// The fingerprint of the set last served to the caller of `key` (`Ok(None)`: unknown
+/// or evicted).
 pub fn get_snapshot(
     store: &dyn StateStore,
     server: &str,
-    session: &str,
+    key: &ClientKey<'_>,
     slots: usize,
 ) -> Result<Option<String>, StateError> {
-    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
-    let Some((bytes, _)) = read(store, &key)? else {
+    let Some((bytes, _)) = read(store, &snapshot_key(server, key, slots))? else {
         return Ok(None);
     };
     Ok(parse_snapshot(&bytes)
-        .filter(|s| s.owns(server, session))
+        .filter(|s| s.owns(server, key))
         .map(|s| s.fingerprint))
 }
 
@@ -371,34 +393,38 @@ pub fn get_snapshot_cached(
     store: &dyn StateStore,
     snapshots: &mut ParseCache<Snapshot>,
     server: &str,
-    session: &str,
+    key: &ClientKey<'_>,
     slots: usize,
 ) -> Result<Option<Rc<Snapshot>>, StateError> {
-    let key = format!("ts/v1/sess/{}", slot(server, session, slots));
-    let Some((bytes, version)) = read(store, &key)? else {
+    let slot_key = snapshot_key(server, key, slots);
+    let Some((bytes, version)) = read(store, &slot_key)? else {
         return Ok(None);
     };
     let snapshot = snapshots
-        .get_or_parse(&key, bytes, version, |b| parse_snapshot(b).ok_or(()))
+        .get_or_parse(&slot_key, bytes, version, |b| parse_snapshot(b).ok_or(()))
         .ok();
-    Ok(snapshot.filter(|s| s.owns(server, session)))
+    Ok(snapshot.filter(|s| s.owns(server, key)))
 }
 
-/// What a session slot holds: the set last served to one (server, session).
+/// What a snapshot slot holds: the set last served to one (server, caller key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     /// Server id.
     pub server: String,
-    /// `Mcp-Session-Id`.
+    /// The key's value (`Mcp-Session-Id` for the session source).
     pub session: String,
+    /// The key's source (`session`, `header:NAME`, `metadata:PATH`; absent in slots written
+    /// before snapshot keys had sources: `session`).
+    pub source: Option<String>,
     /// Fingerprint of the set served.
     pub fingerprint: String,
 }
 
 impl Snapshot {
-    /// Whether the slot holds this (server, session) and not another that hashed to it.
-    fn owns(&self, server: &str, session: &str) -> bool {
-        self.server == server && self.session == session
+    /// Whether the slot holds this (server, key) and not another that hashed to it.
+    fn owns(&self, server: &str, key: &ClientKey<'_>) -> bool {
+        let source = self.source.as_deref().unwrap_or("session");
+        self.server == server && self.session == key.value && source == key.source
     }
 }
 
@@ -408,6 +434,7 @@ fn parse_snapshot(bytes: &[u8]) -> Option<Snapshot> {
     Some(Snapshot {
         server: text("server")?,
         session: text("session")?,
+        source: text("source"),
         fingerprint: text("fingerprint")?,
     })
 }

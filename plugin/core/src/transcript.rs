@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
 use crate::policy::CallerIdentity;
 use crate::response::BodyPlan;
+use crate::revision::RoutingHeaders;
 use crate::store::MemoryStore;
 use serde_json::Value;
 
@@ -131,14 +132,18 @@ fn headers(value: Option<&Value>, seq: &str) -> Result<Vec<(String, String)>, St
         .collect()
 }
 
-struct Headers<'a>(&'a HttpExchange);
+struct Headers<'a>(&'a HttpExchange, &'a serde_json::Map<String, Value>);
 
 impl CallerIdentity for Headers<'_> {
     fn header(&self, name: &str) -> Option<String> {
         self.0.request_header(name).map(str::to_string)
     }
-    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
-        Ok(None)
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String> {
+        let mut parts = path.split('/').filter(|p| !p.is_empty());
+        let Some(first) = parts.next().and_then(|ns| self.1.get(ns)) else {
+            return Ok(None);
+        };
+        Ok(parts.try_fold(first, |v, p| v.get(p)).cloned())
     }
 }
 
@@ -161,6 +166,9 @@ pub struct NativeReplay {
     pub out: CollectedOutputs,
     /// Clock (ms), advanced by one second per exchange.
     pub now_ms: u64,
+    /// Envoy dynamic metadata every request carries (namespace → struct), as a host would
+    /// offer it to policy principals and snapshot keys.
+    pub metadata: serde_json::Map<String, Value>,
 }
 
 impl NativeReplay {
@@ -171,6 +179,7 @@ impl NativeReplay {
             store: MemoryStore::new(),
             out: CollectedOutputs::default(),
             now_ms: 1_800_000_000_000,
+            metadata: serde_json::Map::new(),
         };
         // An in-memory store never fails; a problem would still be in `config.loaded`.
         let _configured =
@@ -191,7 +200,7 @@ impl NativeReplay {
                 path: &path,
                 authorization: ex.request_header("authorization"),
                 source: None,
-                caller: &Headers(ex),
+                caller: &Headers(ex, &self.metadata),
                 body: &ex.request_body,
             };
             let reply = self
@@ -202,13 +211,24 @@ impl NativeReplay {
                 response_body: Vec::new(),
             };
         }
-        let caller = Headers(ex);
+        let caller = Headers(ex, &self.metadata);
         let info = RequestInfo {
             http_method: &ex.http_method,
             content_type: ex.request_header("content-type"),
             session: ex.request_header("mcp-session-id"),
-            mcp_method: ex.request_header("mcp-method"),
-            mcp_name: ex.request_header("mcp-name"),
+            routing: RoutingHeaders {
+                present: true,
+                version: ex.request_header("mcp-protocol-version"),
+                method: ex.request_header("mcp-method"),
+                name: ex.request_header("mcp-name"),
+                // Only the stateless revision's rules look at repeats (as every host does).
+                repeated: ex
+                    .request_header("mcp-protocol-version")
+                    .is_some_and(crate::revision::is_stateless)
+                    && crate::revision::routing_repeated(
+                        ex.request_headers.iter().map(|(k, _)| k.as_str()),
+                    ),
+            },
             caller: &caller,
         };
         let mut exchange = Exchange::new(server, info.session);

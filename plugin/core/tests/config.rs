@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::{
-    Config, IdentitySource, ListChanged, Pin, Posture, ResultsMode, ServerIdSource,
+    Config, IdentitySource, ListChanged, Pin, Posture, ResultsMode, ServerIdSource, SnapshotSource,
 };
 use toolseal_core::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
 
@@ -42,7 +42,42 @@ fn empty_config_gives_the_documented_defaults() {
         "admin API off without a token"
     );
     assert!(!c.audit.call_allowed);
+    assert_eq!(c.limits.max_list_ttl_ms, 60_000);
+    assert_eq!(c.snapshot_key, vec![SnapshotSource::Session]);
     assert_eq!(c, Config::parse(b"{}").unwrap());
+}
+
+#[test]
+fn snapshot_key_sources_and_the_list_ttl_cap_parse_in_order() {
+    let c = parse(&json!({
+        "snapshots": {"key": [
+            {"header": "X-Agent-ID"},
+            {"metadata": "envoy.filters.http.jwt_authn/payload/sub"},
+            "session"
+        ]},
+        "limits": {"max_list_ttl_ms": 5000}
+    }))
+    .unwrap();
+    assert_eq!(
+        c.snapshot_key,
+        vec![
+            SnapshotSource::Header("x-agent-id".into()),
+            SnapshotSource::Metadata("envoy.filters.http.jwt_authn/payload/sub".into()),
+            SnapshotSource::Session,
+        ]
+    );
+    let labels: Vec<String> = c.snapshot_key.iter().map(SnapshotSource::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "header:x-agent-id",
+            "metadata:envoy.filters.http.jwt_authn/payload/sub",
+            "session"
+        ]
+    );
+    assert_eq!(c.limits.max_list_ttl_ms, 5000);
+    let defaulted = parse(&json!({"snapshots": {}})).unwrap();
+    assert_eq!(defaulted.snapshot_key, vec![SnapshotSource::Session]);
 }
 
 #[test]
@@ -225,6 +260,58 @@ fn bad_configs_name_the_field_to_fix() {
         (
             json!({"policy": {"rules": [{"action": "deny", "tool": "x", "arguments": {"/a": {"foo": 1}}}]}}),
             "field `policy.rules[0]",
+        ),
+        (
+            json!({"limits": {"max_list_ttl_ms": 0}}),
+            "field `limits.max_list_ttl_ms`: expected a whole number from 1 to 86400000",
+        ),
+        (
+            json!({"limits": {"max_list_ttl_ms": 86_400_001}}),
+            "field `limits.max_list_ttl_ms`: expected a whole number from 1 to 86400000",
+        ),
+        (
+            json!({"limits": {"max_list_ttl_ms": "60s"}}),
+            "field `limits.max_list_ttl_ms`: expected a whole number",
+        ),
+        (
+            json!({"snapshots": {"keys": ["session"]}}),
+            "field `snapshots.keys`: unknown key; expected one of: key",
+        ),
+        (
+            json!({"snapshots": []}),
+            "field `snapshots`: expected a JSON object",
+        ),
+        (
+            json!({"snapshots": {"key": []}}),
+            "field `snapshots.key`: expected a list of 1 to 8 sources",
+        ),
+        (
+            json!({"snapshots": {"key": "session"}}),
+            "field `snapshots.key`: expected a list of 1 to 8 sources",
+        ),
+        (
+            json!({"snapshots": {"key": vec!["session"; 9]}}),
+            "field `snapshots.key`: expected a list of 1 to 8 sources",
+        ),
+        (
+            json!({"snapshots": {"key": ["session", "cookie"]}}),
+            "field `snapshots.key[1]`: expected \"session\", {\"header\": NAME} or {\"metadata\": \"NAMESPACE/key/…\"}",
+        ),
+        (
+            json!({"snapshots": {"key": [{"header": "bad header"}]}}),
+            "field `snapshots.key[0]`: expected \"session\"",
+        ),
+        (
+            json!({"snapshots": {"key": [{"header": "x-agent-id", "in": ["a"]}]}}),
+            "field `snapshots.key[0]`: expected \"session\"",
+        ),
+        (
+            json!({"snapshots": {"key": [{"metadata": "envoy.filters.http.jwt_authn"}]}}),
+            "field `snapshots.key[0]`: expected \"session\"",
+        ),
+        (
+            json!({"snapshots": {"key": [{"query": "agent"}]}}),
+            "field `snapshots.key[0]`: expected \"session\"",
         ),
     ];
     for (config, want) in cases {

@@ -14,10 +14,11 @@ use serde_json::{Value, json};
 use toolseal_core::audit::{CollectedOutputs, Outputs};
 use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::Config;
-use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::engine::{Engine, Exchange, PendingList, RequestInfo, RequestVerdict};
 use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::policy::CallerIdentity;
 use toolseal_core::response::BodyPlan;
+use toolseal_core::revision::RoutingHeaders;
 use toolseal_core::store::{Expect, MemoryStore, StateStore, StoreError};
 use toolseal_core::unread::Unread;
 
@@ -88,8 +89,10 @@ fn info<'a>(caller: &'a NoMetadata) -> RequestInfo<'a> {
         http_method: "POST",
         content_type: Some("application/json"),
         session: Some("s1"),
-        mcp_method: None,
-        mcp_name: None,
+        routing: RoutingHeaders {
+            present: true,
+            ..RoutingHeaders::default()
+        },
         caller,
     }
 }
@@ -330,7 +333,9 @@ fn what_may_pass_unread_is_decided_in_one_place() {
     let engine = Engine::new(config());
     let idle = Exchange::new(SERVER, None);
     let mut awaiting_list = Exchange::new(SERVER, None);
-    awaiting_list.pending_lists.push((json!(1), false));
+    awaiting_list
+        .pending_lists
+        .push(PendingList::new(json!(1), Some("s1")));
     let mut awaiting_other = Exchange::new(SERVER, None);
     awaiting_other.pending_other.push((json!(2), "ping".into()));
     let plain: &[u8] = b"plain text";

@@ -18,6 +18,7 @@ use toolseal_core::audit::CollectedOutputs;
 use toolseal_core::config::Config;
 use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::policy::CallerIdentity;
+use toolseal_core::revision::RoutingHeaders;
 use toolseal_core::state::SET_SLOTS;
 use toolseal_core::store::{MemoryStore, StateStore};
 
@@ -56,8 +57,10 @@ impl Gateway {
             http_method: "POST",
             content_type: Some("application/json"),
             session: Some(session),
-            mcp_method: None,
-            mcp_name: None,
+            routing: RoutingHeaders {
+                present: true,
+                ..RoutingHeaders::default()
+            },
             caller: &caller,
         };
         let mut exchange = Exchange::new(server, Some(session));

@@ -56,11 +56,14 @@ async function api(path, options) {
 function renderHeader(state) {
   const ecds = state.ecds || {};
   const summary = document.getElementById("fleet-summary");
+  const versions = ecds.version == null ? []
+    : [" version ", el("code", {id: "ecds-version", text: ecds.version}), " and ",
+       el("code", {text: ecds.admin_path}), " version ",
+       el("code", {id: "admin-ecds-version", text: ecds.admin_version})];
   summary.replaceChildren(
     "operator ", el("strong", {text: state.operator}), " · plugin configuration ",
-    el("code", {text: ecds.path}),
-    ...(ecds.error ? [el("span", {class: "warning", text: " " + ecds.error})]
-      : [" version ", el("code", {id: "ecds-version", text: ecds.version})]));
+    el("code", {text: ecds.path}), ...versions,
+    ...(ecds.error ? [el("span", {class: "warning", id: "ecds-error", text: " " + ecds.error})] : []));
   document.getElementById("instances").replaceChildren(...state.instances.map((i) =>
     el("li", {class: i.error ? "down" : null, title: i.error || i.admin_url, "data-instance": i.name},
       i.name, i.error ? " — unreachable: " + i.error : "")));

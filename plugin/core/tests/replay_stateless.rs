@@ -1,0 +1,316 @@
+//! Golden replay of real MCP 2026-07-28 recordings (the MCP Python SDK 2.3.0 and the
+//! TypeScript SDK v2 2.4.0, server and client, no session, no handshake) through the core
+//! engine: each release alone verifies, its lists come back with the gateway's cache hint,
+//! the multi round-trip call completes even under `results: "enforce"`, the
+//! `subscriptions/listen` stream's `list_changed` holds calls until the client lists again,
+//! and the rug pull of release B is filtered and refused in answers the SDK clients accept.
+//!
+//! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them. The same
+//! files hold the `.wasm` (host-test) and the component (stdio guard) to the same records.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use toolseal_core::config::Config;
+use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed, parse_transcript};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// A recording shipped in `examples/transcripts/`.
+fn transcript(name: &str) -> Vec<HttpExchange> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/transcripts")
+        .join(format!("{name}.json"));
+    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The real 2026-07-28 recordings of release A (the rug-pull server before the pull).
+const RECORDINGS: [&str; 3] = [
+    "python-sdk-2.3.0-rev1-json",
+    "python-sdk-2.3.0-rev1-sse",
+    "typescript-sdk-2.4.0-rev1",
+];
+
+/// Replays transcripts in order under one server id; returns one JSON line per decision and
+/// what the client received of each exchange.
+fn replay(
+    config: &str,
+    server: &str,
+    names: &[&str],
+    chunk: usize,
+) -> (NativeReplay, Vec<String>, Vec<Replayed>) {
+    let mut gw = NativeReplay::new(Config::parse(config.as_bytes()).unwrap());
+    let (mut lines, mut seen) = (Vec::new(), Vec::new());
+    for name in names {
+        for ex in transcript(name) {
+            let before = gw.out.decisions.len();
+            seen.push(gw.exchange(server, &ex, chunk));
+            for d in &gw.out.decisions[before..] {
+                let mut v = d.to_json();
+                let obj = v.as_object_mut().unwrap();
+                obj.insert("transcript".into(), json!(name));
+                obj.insert("seq".into(), json!(ex.seq));
+                obj.remove("session");
+                lines.push(v.to_string());
+            }
+        }
+    }
+    (gw, lines, seen)
+}
+
+fn golden(name: &str, lines: &[String]) {
+    let path = data(&format!("golden/{name}.jsonl"));
+    let text = lines.join("\n") + "\n";
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected != text {
+        let mut diff = String::new();
+        for (i, (a, b)) in expected.lines().zip(text.lines()).enumerate() {
+            if a != b {
+                diff.push_str(&format!("line {}:\n- {a}\n+ {b}\n", i + 1));
+            }
+        }
+        panic!(
+            "golden {name} differs ({} expected lines, {} actual); rerun with BLESS=1 after review\n{diff}",
+            expected.lines().count(),
+            text.lines().count()
+        );
+    }
+}
+
+fn record(line: &str) -> Value {
+    serde_json::from_str(line).unwrap()
+}
+
+/// The JSON-RPC messages a client received in a body (JSON or SSE).
+fn messages(body: &[u8]) -> Vec<Value> {
+    if let Ok(value) = serde_json::from_slice::<Value>(body) {
+        return vec![value];
+    }
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+#[test]
+fn each_recording_alone_verifies_with_the_gateways_cache_hint() {
+    for name in RECORDINGS {
+        for chunk in [1, 7, 4096] {
+            let (gw, lines, seen) = replay("", name, &[name], chunk);
+            let exchanges = transcript(name);
+            let mut lists = 0;
+            for line in &lines {
+                let d = record(line);
+                assert_ne!(d["decision"], "deny", "{name}: {line}");
+                assert_eq!(d["error_code"], Value::Null, "{name}: {line}");
+                assert_eq!(d["protocol_version"], "2026-07-28", "{name}: {line}");
+                if d["method"] == "tools/list" && d["direction"] == "response" {
+                    lists += 1;
+                    assert_eq!(d["schema_status"], "verified", "{name}: {line}");
+                    assert_eq!(d["tools_in"], d["tools_out"], "{name}: {line}");
+                }
+            }
+            assert!(lists >= 1, "{name}");
+            for (out, ex) in seen.iter().zip(&exchanges) {
+                assert_eq!(out.local_reply, None, "{name} seq {}: forwarded", ex.seq);
+                let sent = messages(&ex.response_body);
+                let got = messages(&out.response_body);
+                assert_eq!(got.len(), sent.len(), "{name} seq {}", ex.seq);
+                for (g, s) in got.iter().zip(&sent) {
+                    let hint = s["result"]["ttlMs"].as_u64();
+                    if s["result"]["tools"].is_array() && hint > Some(60_000) {
+                        // A verified list: the same tools, the gateway's lifetime.
+                        let mut want = s.clone();
+                        want["result"]["ttlMs"] = json!(60_000);
+                        assert_eq!(g, &want, "{name} seq {}", ex.seq);
+                    } else {
+                        assert_eq!(g, s, "{name} seq {}: passes unchanged", ex.seq);
+                    }
+                }
+            }
+            let record = toolseal_core::state::load_record(&gw.store, name)
+                .unwrap()
+                .unwrap()
+                .0;
+            assert_eq!(record.status.as_str(), "verified", "{name}");
+            if chunk == 7 {
+                golden(name, &lines);
+            }
+        }
+    }
+}
+
+#[test]
+fn release_b_met_first_is_held_by_first_contact_screening() {
+    let name = "python-sdk-2.3.0-rev2-json";
+    let (gw, lines, seen) = replay("", name, &[name], 7);
+    golden(name, &lines);
+    let list = lines
+        .iter()
+        .map(|l| record(l))
+        .find(|d| d["method"] == "tools/list" && d["direction"] == "response")
+        .unwrap();
+    assert_eq!(
+        (&list["schema_status"], &list["tools_out"]),
+        (&json!("pending"), &json!(0))
+    );
+    let pending = gw
+        .out
+        .audits
+        .iter()
+        .find(|a| a.event == "schema.pending")
+        .unwrap();
+    assert!(pending.detail.contains_key("findings"));
+    for out in &seen[2..] {
+        let reply: Value = serde_json::from_slice(&out.local_reply.as_ref().unwrap().body).unwrap();
+        assert_eq!(
+            reply["result"]["structuredContent"]["error_code"],
+            "SCHEMA_PENDING"
+        );
+        assert_eq!(reply["result"]["resultType"], "complete");
+    }
+}
+
+#[test]
+fn the_listen_streams_list_changed_holds_until_the_client_lists_again() {
+    let name = "python-sdk-2.3.0-rev1-json";
+    let (_, lines, _) = replay("", name, &[name], 7);
+    let methods: Vec<String> = lines
+        .iter()
+        .map(|l| record(l))
+        .map(|d| format!("{} {} {}", d["direction"], d["method"], d["decision"]).replace('"', ""))
+        .collect();
+    let changed = methods
+        .iter()
+        .position(|m| m == "response notifications/tools/list_changed pass")
+        .unwrap();
+    // The stream's other events pass, then the list verifies again before the next call.
+    let after: Vec<&str> = methods[changed + 1..].iter().map(String::as_str).collect();
+    assert_eq!(
+        after,
+        [
+            "request tools/list pass",
+            "response tools/list rewrite",
+            "request tools/call allow",
+            "response tools/call pass",
+        ]
+    );
+    // The held state was real: a call replayed right after the stream is refused.
+    let mut exchanges = transcript(name);
+    let listen = exchanges
+        .iter()
+        .position(|e| String::from_utf8_lossy(&e.request_body).contains("subscriptions/listen"))
+        .unwrap();
+    let call = exchanges.last().unwrap().clone();
+    exchanges.truncate(listen + 1);
+    exchanges.push(call);
+    let mut gw = NativeReplay::new(Config::default());
+    let outs: Vec<Replayed> = exchanges
+        .iter()
+        .map(|ex| gw.exchange(name, ex, 7))
+        .collect();
+    let refused: Value =
+        serde_json::from_slice(&outs.last().unwrap().local_reply.as_ref().unwrap().body).unwrap();
+    assert_eq!(
+        refused["result"]["structuredContent"]["error_code"],
+        "SCHEMA_UNVERIFIED"
+    );
+    assert_eq!(refused["result"]["resultType"], "complete");
+}
+
+#[test]
+fn the_confirmation_round_completes_under_an_enforced_result_contract() {
+    for name in [
+        "python-sdk-2.3.0-rev1-json",
+        "python-sdk-2.3.0-rev1-sse",
+        "typescript-sdk-2.4.0-rev1",
+    ] {
+        let config = format!(r#"{{"servers": {{"{name}": {{"results": "enforce"}}}}}}"#);
+        let (gw, lines, seen) = replay(&config, name, &[name], 7);
+        assert!(
+            !gw.out.audits.iter().any(|a| a.event == "result.mismatch"),
+            "{name}: every final result holds to its contract"
+        );
+        assert!(
+            lines.iter().all(|l| record(l)["decision"] != "deny"),
+            "{name}"
+        );
+        let interim = seen
+            .iter()
+            .flat_map(|out| messages(&out.response_body))
+            .filter(|m| m["result"]["resultType"] == "input_required")
+            .count();
+        assert_eq!(interim, 1, "{name}: the interim answer reached the client");
+    }
+}
+
+#[test]
+fn release_b_of_the_rug_pull_server_is_filtered_and_refused_in_the_revisions_shape() {
+    let names = ["python-sdk-2.3.0-rev1-json", "python-sdk-2.3.0-rev2-json"];
+    let (gw, lines, seen) = replay("", "rugpull", &names, 13);
+    golden("python-sdk-2.3.0-a-then-b", &lines);
+    let b: Vec<Value> = lines
+        .iter()
+        .map(|l| record(l))
+        .filter(|d| d["transcript"] == names[1])
+        .collect();
+    let list = b
+        .iter()
+        .find(|d| d["method"] == "tools/list" && d["direction"] == "response")
+        .unwrap();
+    assert_eq!(
+        (
+            &list["schema_status"],
+            &list["decision"],
+            &list["tools_out"]
+        ),
+        (&json!("changed"), &json!("rewrite"), &json!(0))
+    );
+    let calls: Vec<&Value> = b
+        .iter()
+        .filter(|d| d["method"] == "tools/call" && d["direction"] == "request")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for call in calls {
+        assert_eq!(
+            (&call["decision"], &call["error_code"]),
+            (&json!("deny"), &json!("SCHEMA_CHANGED"))
+        );
+    }
+    let b_seen = &seen[transcript(names[0]).len()..];
+    let listed = messages(&b_seen[1].response_body);
+    let result = &listed[0]["result"];
+    assert_eq!(result["tools"], json!([]));
+    assert_eq!(
+        (
+            &result["ttlMs"],
+            &result["cacheScope"],
+            &result["resultType"]
+        ),
+        (&json!(0), &json!("private"), &json!("complete"))
+    );
+    for out in &b_seen[2..] {
+        let reply: Value = serde_json::from_slice(&out.local_reply.as_ref().unwrap().body).unwrap();
+        assert_eq!(reply["result"]["resultType"], "complete");
+        assert_eq!(
+            reply["result"]["structuredContent"]["error_code"],
+            "SCHEMA_CHANGED"
+        );
+    }
+    assert!(gw.out.audits.iter().any(|a| a.event == "schema.changed"));
+}
