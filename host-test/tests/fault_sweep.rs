@@ -1,14 +1,18 @@
 //! The plugin under host faults: every proxy-wasm hostcall the built `.wasm` imports is made
 //! to fail, at every call index a working replay makes of it (and at every call at once),
-//! over a drifted transcript under a strict lock and over a verified one. The properties are
-//! read from what host-test saw leave the gateway, never from the plugin's own records:
+//! over a drifted transcript under a strict lock, over a verified one, and over the MCP
+//! 2026-07-28 recordings of a rug pull (release A verified, release B drifted). The properties
+//! are read from what host-test saw leave the gateway, never from the plugin's own records:
 //!
-//! - no drifted tool reaches a client (no `inputSchema` in any byte a client received);
+//! - no drifted tool reaches a client (no `inputSchema` in any byte a client received; for
+//!   the rug pull, not its poisoned description);
 //! - no request a working host refused is forwarded;
 //! - every `tools/list` and `tools/call` is answered as a working host answers it, or with
 //!   an error (a local reply, a reset stream, or a toolseal error in the body); nothing
 //!   stalls, and no recorded answer a working host replaced reaches the client;
-//! - the guest never traps (a trap kills an Envoy worker's VM).
+//! - the guest never traps (a trap kills an Envoy worker's VM);
+//! - a 2026-07-28 client gets answers valid under its revision: every result it receives
+//!   says `resultType`, and a list toolseal emptied carries `ttlMs: 0`, `cacheScope: private`.
 //!
 //! A configuration refused at start (a fault while `proxy_on_configure` applies the locks)
 //! is fail-closed too: nothing is served.
@@ -40,6 +44,10 @@ struct Scenario {
     metadata: Map<String, Value>,
     /// Byte patterns no client may ever receive in this scenario.
     never_delivered: Vec<&'static [u8]>,
+    /// One server id for every transcript (`None`: each transcript's name).
+    server: Option<&'static str>,
+    /// The requests are MCP 2026-07-28 ones: results must follow that revision.
+    stateless: bool,
 }
 
 /// A lock entry (`{"lock": {...}}` plus `extra`) for `tools`.
@@ -80,6 +88,8 @@ fn drifted() -> Scenario {
         ],
         metadata: Map::new(),
         never_delivered: vec![b"\"inputSchema\""],
+        server: None,
+        stateless: false,
     }
 }
 
@@ -125,6 +135,39 @@ fn verified() -> Scenario {
         transcripts: vec![transcript("everything-2025.11.25"), fast],
         metadata,
         never_delivered: vec![b"BROKEN-CONTRACT"],
+        server: None,
+        stateless: false,
+    }
+}
+
+/// MCP 2026-07-28 (official Python SDK 2.3.0 client and server): release A of a rug-pull
+/// server over SSE and JSON (lists with a one-hour cache hint, calls, a multi round-trip
+/// call, a `subscriptions/listen` stream), then release B, whose poisoned description drifts
+/// from A's strict lock. Snapshots are keyed by a `jwt_authn`-style subject, so the key is
+/// read through the host's metadata, and results are enforced.
+fn stateless() -> Scenario {
+    let rugpull = load_tools(&common::transcript("python-sdk-2.3.0-rev1-json")).unwrap();
+    let mut metadata = Map::new();
+    metadata.insert(
+        "envoy.filters.http.jwt_authn".into(),
+        json!({"payload": {"sub": "agent-7"}}),
+    );
+    Scenario {
+        name: "stateless",
+        config: json!({
+            "posture": "strict",
+            "servers": {"rugpull": lock(&rugpull, json!({"results": "enforce"}))},
+            "snapshots": {"key": [{"metadata": "envoy.filters.http.jwt_authn/payload/sub"}]}
+        }),
+        transcripts: vec![
+            transcript("python-sdk-2.3.0-rev1-sse"),
+            transcript("python-sdk-2.3.0-rev1-json"),
+            transcript("python-sdk-2.3.0-rev2-json"),
+        ],
+        metadata,
+        never_delivered: vec![b"id_rsa"],
+        server: Some("rugpull"),
+        stateless: true,
     }
 }
 
@@ -132,7 +175,7 @@ fn options(s: &Scenario, faults: Vec<Fault>) -> ReplayOptions {
     ReplayOptions {
         wasm_path: common::plugin_wasm(),
         plugin_configuration: s.config.to_string().into_bytes(),
-        server: None,
+        server: s.server.map(str::to_string),
         chunk: 61,
         log_level: LogLevel::Debug,
         dynamic_metadata: s.metadata.clone(),
@@ -194,6 +237,23 @@ fn contains(bytes: &[u8], needle: &[u8]) -> bool {
     bytes.windows(needle.len()).any(|w| w == needle)
 }
 
+/// The JSON-RPC messages in what a client received: a JSON body (one message or a batch), or
+/// the `data` of each event of a stream; what does not parse (a stream cut by a reset) is
+/// not a message.
+fn messages(bytes: &[u8]) -> Vec<Value> {
+    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+        return match value {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+    }
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
 /// Whether the client was told no: a local reply, a reset, a toolseal error or denial, or a
 /// list withheld (`tools: []` with toolseal's reason in `_meta`).
 fn refused(o: &ExchangeOutcome) -> bool {
@@ -228,10 +288,34 @@ fn check(s: &Scenario, label: &str, working: &[ExchangeReport], faulted: &[Excha
             wo.upstream_contacted || !fo.upstream_contacted,
             "{at}: forwarded a request a working host refused"
         );
+        if s.stateless {
+            for message in messages(&bytes) {
+                let Some(result) = message.get("result") else {
+                    continue;
+                };
+                assert!(
+                    result.get("resultType").is_some(),
+                    "{at}: a 2026-07-28 result without resultType: {message}"
+                );
+                if result.pointer("/_meta/io.toolseal~1status").is_some() {
+                    assert_eq!(
+                        (&result["ttlMs"], &result["cacheScope"]),
+                        (&json!(0), &json!("private")),
+                        "{at}: an emptied list keeps a cache hint: {message}"
+                    );
+                }
+            }
+        }
         if method(f, s) != "other" {
+            // The same answer, byte for byte, or the same messages written another way (a
+            // list the working host spliced in place may be re-encoded when a fault earlier
+            // in the run kept it from being remembered).
+            let working = delivered(wo);
+            let same_answer = bytes == working
+                || (!messages(&bytes).is_empty() && messages(&bytes) == messages(&working));
             let same = fo.upstream_contacted == wo.upstream_contacted
                 && fo.stop == wo.stop
-                && bytes == delivered(wo);
+                && same_answer;
             assert!(
                 same || refused(fo),
                 "{at}: answered neither as a working host nor with an error: {}",
@@ -338,13 +422,36 @@ fn the_working_replays_are_what_the_sweep_compares_with() {
     for r in reports.iter().filter(|r| method(r, &s) == "tools/list") {
         assert!(contains(&delivered(&r.outcome), b"\"inputSchema\""));
     }
+    // Stateless: release A's lists served with the cache hint lowered and its calls
+    // forwarded; release B's list emptied and its calls refused locally.
+    let s = stateless();
+    let Ok(Run::Replayed(reports, _)) = run(&s, Vec::new()) else {
+        panic!("stateless: working replay failed");
+    };
+    for r in &reports {
+        let release_b = r.transcript == "python-sdk-2.3.0-rev2-json";
+        let bytes = delivered(&r.outcome);
+        match (method(r, &s), release_b) {
+            ("tools/list", false) => {
+                assert!(contains(&bytes, b"\"inputSchema\""));
+                assert!(contains(&bytes, b"\"ttlMs\":60000"));
+            }
+            ("tools/list", true) => assert!(contains(&bytes, b"\"tools\":[]")),
+            ("tools/call", false) => assert!(r.outcome.upstream_contacted && !refused(&r.outcome)),
+            ("tools/call", true) => {
+                assert!(!r.outcome.upstream_contacted);
+                assert!(contains(&bytes, b"\"resultType\":\"complete\""));
+            }
+            _ => {}
+        }
+    }
 }
 
 #[test]
 fn every_hostcall_failing_at_every_call_fails_closed() {
     let started = Instant::now();
     let mut total = 0;
-    for s in [drifted(), verified()] {
+    for s in [drifted(), verified(), stateless()] {
         let (runs, refused) = sweep(&s);
         eprintln!(
             "{}: {runs} faulted replays ({refused} refused the configuration)",
