@@ -313,9 +313,8 @@ fn check(s: &Scenario, label: &str, working: &[ExchangeReport], faulted: &[Excha
             let working = delivered(wo);
             let same_answer = bytes == working
                 || (!messages(&bytes).is_empty() && messages(&bytes) == messages(&working));
-            let same = fo.upstream_contacted == wo.upstream_contacted
-                && fo.stop == wo.stop
-                && same_answer;
+            let same =
+                fo.upstream_contacted == wo.upstream_contacted && fo.stop == wo.stop && same_answer;
             assert!(
                 same || refused(fo),
                 "{at}: answered neither as a working host nor with an error: {}",

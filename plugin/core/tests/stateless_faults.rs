@@ -499,8 +499,8 @@ fn a_2026_list_stream_that_ends_mid_event_answers_the_list_with_an_error() {
     let text = String::from_utf8(sent).unwrap();
     let data = text
         .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("data: "))
         .unwrap();
     let error: Value = serde_json::from_str(data).unwrap();
     assert_eq!(error["id"], 1, "{text}");
