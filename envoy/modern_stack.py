@@ -221,16 +221,21 @@ def start_modern_stack(workdir: Path, upstreams: dict[str, Upstream], *,
         routes = {server_id: McpRoute(server_id, upstream.port, match_prefix=f"/{server_id}/",
                                       rewrite_prefix="/")
                   for server_id, upstream in upstreams.items()}
-        listen_port, admin_port = free_port(), free_port()
+        listen_port, admin_port, admin_api_port = free_port(), free_port(), free_port()
         config = plugin_config or envoyctl.default_plugin_config(admin_token)
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port,
                                routes=list(routes.values()), plugin_config=config,
-                               pre_filters=pre_filters, wasm_path=envoyctl.wasm_file())
+                               pre_filters=pre_filters, admin_api_port=admin_api_port,
+                               wasm_path=envoyctl.wasm_file())
+        has_admin_api = envoyctl.admin_api_enabled(config)
         envoy = envoyctl.start(text, workdir / f"envoy-{listen_port}", admin_port=admin_port,
-                               listen_port=listen_port)
+                               listen_port=listen_port,
+                               admin_api_port=admin_api_port if has_admin_api else None)
     except BaseException:
         for upstream in started:
             upstream.stop()
         raise
     prefix = config.get("admin", {}).get("prefix", "/toolseal/")
-    return ModernStack(envoy, Admin(envoy.url, admin_token, prefix), upstreams, routes)
+    # The admin API is served on its own listener; the agents' listener answers it 404.
+    base = envoy.admin_api_url if envoy.admin_api_port is not None else envoy.url
+    return ModernStack(envoy, Admin(base, admin_token, prefix), upstreams, routes)

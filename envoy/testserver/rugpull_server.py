@@ -45,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from requestlog import RequestLog, logging_middleware
-from surface import REVISIONS, object_schema, tool_surface
+from surface import REVISIONS, WEATHER_POISONED, object_schema, tool_surface
 
 RESULT_SHAPES = ("v1", "v2")
 
