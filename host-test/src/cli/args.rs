@@ -65,6 +65,14 @@ impl Args {
             .and_then(|(_, v)| v.as_deref())
     }
 
+    /// Every value of `--name`, in order (a repeatable flag).
+    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.flags
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .filter_map(|(_, v)| v.as_deref())
+    }
+
     /// Whether the switch `--name` was given.
     pub fn has(&self, name: &str) -> bool {
         self.flags.iter().any(|(n, _)| n == name)

@@ -21,11 +21,13 @@ pub const USAGE: &str = "\
 usage:
   toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--expect FILE]
                   [--chunk N] [--audit] [--http] [--log-level LEVEL] [--metadata FILE]
-                  [--no-cache]
+                  [--no-cache] [--fail-hostcall NAME[:N]]... [--hostcalls]
                   TRANSCRIPT...
       Replays recorded MCP traffic through the built proxy-wasm plugin on wasmtime,
       keeping plugin state across transcripts; prints one JSON line per MCP message.
       --expect FILE compares the lines with FILE (BLESS=1 rewrites it).
+      --fail-hostcall NAME[:N] makes the Nth call (default: every call) of hostcall NAME
+      fail with an error status; --hostcalls prints how often each hostcall was made.
   toolseal fingerprint FILE      server fingerprint, then `name digest` per tool
   toolseal diff OLD NEW          classified drift; exit 0 same, 1 additive, 2 breaking
   toolseal pin FILE [--server ID]  a `servers` config entry with a full lock

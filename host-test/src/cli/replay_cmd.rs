@@ -1,10 +1,13 @@
 //! `toolseal replay`: transcripts in order through one plugin VM; one JSON line per
 //! decision record on stdout (and, with `--audit`, per audit event; otherwise audit events
 //! go to stderr; with `--http`, one line per exchange with its HTTP outcome); `--expect
-//! FILE` checks the lines exactly (`BLESS=1` rewrites FILE).
+//! FILE` checks the lines exactly (`BLESS=1` rewrites FILE); `--fail-hostcall NAME[:N]`
+//! injects host faults, and `--hostcalls` ends the output with how often each hostcall was
+//! made (what a fault sweep iterates over).
 
 use super::args::Args;
 use super::stdout::print_lines;
+use crate::abi::faults::{FAULT_STATUS, Fault};
 use crate::abi::types::LogLevel;
 use crate::input_error::{InputError, input_error};
 use crate::replay::exchange::Stop;
@@ -17,7 +20,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use toolseal_core::json::parse_strict;
 
-const WITH_VALUE: [&str; 7] = [
+const WITH_VALUE: [&str; 8] = [
     "config",
     "server",
     "wasm",
@@ -25,8 +28,9 @@ const WITH_VALUE: [&str; 7] = [
     "chunk",
     "log-level",
     "metadata",
+    "fail-hostcall",
 ];
-const SWITCHES: [&str; 3] = ["audit", "http", "no-cache"];
+const SWITCHES: [&str; 4] = ["audit", "http", "no-cache", "hostcalls"];
 
 /// The plugin module `cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm`
 /// writes, relative to the workspace this command was built in.
@@ -79,6 +83,12 @@ pub fn run(rest: &[String]) -> Result<i32> {
                 lines.push(http_line(&report.transcript, &report.seq, &report.outcome));
             }
         }
+    }
+    for (hostcall, call) in &replay.hostcalls().injected {
+        eprintln!("toolseal: injected fault: call {call} of {hostcall} answered {FAULT_STATUS:?}");
+    }
+    if args.has("hostcalls") {
+        lines.push(hostcalls_line(&replay.hostcalls().counts));
     }
     print_lines(&lines)?;
     let Some(expect_path) = args.value("expect") else {
@@ -145,7 +155,20 @@ fn options(args: &Args) -> Result<ReplayOptions> {
         } else {
             default_cache_dir()
         },
+        faults: args
+            .values("fail-hostcall")
+            .map(|spec| Fault::parse(spec).map_err(input_error))
+            .collect::<Result<_>>()?,
     })
+}
+
+/// `{"hostcalls": {NAME: calls, ...}}`: how often the plugin made each hostcall.
+pub fn hostcalls_line(counts: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    let counts: Map<String, Value> = counts
+        .iter()
+        .map(|(name, n)| ((*name).to_owned(), Value::from(*n)))
+        .collect();
+    serde_json::json!({ "hostcalls": counts }).to_string()
 }
 
 /// Reads `--metadata FILE`: a JSON object of namespaces (e.g.
