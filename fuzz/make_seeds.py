@@ -10,7 +10,7 @@ SEP = b"\xff\xff"
 
 def transcripts():
     d = os.path.join(ROOT, "examples", "transcripts")
-    for name in sorted(os.listdir(d)):
+    for name in sorted(n for n in os.listdir(d) if n.endswith(".json")):
         data = json.load(open(os.path.join(d, name)))
         yield name, data if isinstance(data, list) else data.get("exchanges") or data.get("entries")
 
@@ -99,6 +99,54 @@ def main():
         configs.append(json.dumps({"servers": {"deploy": {"lock": {"fingerprint": "sha256:" + "0" * 64, "tools": tools}}}}).encode())
     write("config_parse", configs)
     write("engine_exchanges", engine)
+    write("regex_engine", regex_seeds())
+    write("schema_validator", schema_seeds(tool_lists))
+
+def drawn(tag, count, size):
+    """Choice bytes for the structured half of a target (mode byte 1), deterministic."""
+    out = []
+    for i in range(count):
+        block = b""
+        while len(block) < size:
+            block += hashlib.sha256(f"{tag}{i}{len(block)}".encode()).digest()
+        out.append(bytes([1]) + block[:size])
+    return out
+
+def regex_seeds():
+    """Raw pattern and text (mode 0: split byte = pattern length) from the RegExp verdicts
+    of other engines in plugin/core/tests/data/schema, plus drawn pattern trees."""
+    cases = json.load(open(os.path.join(ROOT, "plugin", "core", "tests", "data", "schema", "regex_cases.json")))
+    seeds = []
+    for case in cases:
+        pattern = case["pattern"].encode()
+        if len(pattern) > 255:
+            continue
+        for text_, _ in case["texts"][:2]:
+            seeds.append(bytes([0, len(pattern)]) + pattern + text_.encode())
+    return seeds + drawn("regex", 64, 160)
+
+def schema_seeds(tool_lists):
+    """Raw schema and instance (mode 0: the schema is the first 4 x split bytes, padded with
+    spaces) from the validator verdicts in plugin/core/tests/data/schema and the recorded
+    input schemas, plus drawn schemas."""
+    seeds = []
+    data = os.path.join(ROOT, "plugin", "core", "tests", "data", "schema")
+    pairs = []
+    for name in ("schema_cases.json", "schema_cases_draft7.json"):
+        for case in json.load(open(os.path.join(data, name))):
+            for instance, _ in case["instances"][:2]:
+                pairs.append((case["schema"], instance))
+    for t in tool_lists:
+        for tool in json.loads(t)["tools"]:
+            if "inputSchema" in tool:
+                pairs.append((tool["inputSchema"], {}))
+    for schema, instance in pairs:
+        raw = json.dumps(schema, separators=(",", ":")).encode()
+        if len(raw) > 1020:
+            continue
+        split = (len(raw) + 3) // 4
+        seeds.append(bytes([0, split]) + raw.ljust(split * 4) + json.dumps(instance).encode())
+    return seeds + drawn("schema", 64, 300)
 
 if __name__ == "__main__":
     sys.exit(main())

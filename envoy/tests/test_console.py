@@ -297,6 +297,10 @@ async def test_review_approve_quarantine_release_in_the_browser(rig: Rig, tmp_pa
     # Each action was one update of each ECDS resource, applied by both Envoys' two filters
     # without a restart; the admin listener's resource is the agents' plus the admin block as
     # it was published.
+    # Convergence above is read on the agents' listener; the admin listener's filter applies
+    # the same update on its own watch, so its count may trail by a moment: wait, bounded.
+    envoyctl.wait_until(lambda: rig.fleet.reloads() == [4, 4] and rig.admin_reloads() == [4, 4],
+                        10, "both resources applied once per action on both Envoys")
     assert rig.fleet.reloads() == [4, 4]
     assert rig.admin_reloads() == [4, 4]
     config, admin_config = (

@@ -3,12 +3,16 @@
 //! Main design decision: every target checks a property against an independent reading of
 //! the same bytes, not only "no panic": a lossless JSON tree built by serde_json (which keeps
 //! every duplicate key, so the strict parser's refusals can be checked), numeric equality for
-//! canonical re-parsing, and a lenient "what would a client or server read" view of what the
-//! engine forwards.
+//! canonical re-parsing, a lenient "what would a client or server read" view of what the
+//! engine forwards, and other engines (the `regex` crate, the `jsonschema` crate) for the
+//! pattern matcher and the schema validator.
 
+pub mod bytes;
 pub mod lenient;
 pub mod lossless;
+pub mod regex_gen;
 pub mod scenario;
+pub mod schema_gen;
 
 use serde_json::Value;
 

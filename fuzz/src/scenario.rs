@@ -78,7 +78,11 @@ pub struct Step {
 /// Splits `data` into the config selector and the exchanges.
 pub fn decode(data: &[u8]) -> (u8, Vec<(u8, u8, Vec<u8>, Vec<u8>)>) {
     let mut segments = split(data);
-    let selector = segments.first().and_then(|s| s.first()).copied().unwrap_or(0);
+    let selector = segments
+        .first()
+        .and_then(|s| s.first())
+        .copied()
+        .unwrap_or(0);
     if !segments.is_empty() {
         segments.remove(0);
     }
@@ -106,13 +110,25 @@ fn split(data: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Builds the HTTP exchange for one decoded step (`record`: the server's state before).
-pub fn build(ctl1: u8, ctl2: u8, request: Vec<u8>, response: Vec<u8>, record: Option<&ServerRecord>) -> Step {
+pub fn build(
+    ctl1: u8,
+    ctl2: u8,
+    request: Vec<u8>,
+    response: Vec<u8>,
+    record: Option<&ServerRecord>,
+) -> Step {
     let chunk = usize::from(ctl2 & 0x3f) + 1;
     let session = if ctl1 & 0x40 == 0 { "s1" } else { "s2" };
     if ctl1 & 0x80 != 0 {
         let (action, body) = match ctl1 & 3 {
-            0 => ("approve", json!({"fingerprint": record.and_then(|r| r.live.clone())})),
-            1 => ("approve", json!({"fingerprint": record.and_then(|r| r.previous.clone().or(r.baseline.clone()))})),
+            0 => (
+                "approve",
+                json!({"fingerprint": record.and_then(|r| r.live.clone())}),
+            ),
+            1 => (
+                "approve",
+                json!({"fingerprint": record.and_then(|r| r.previous.clone().or(r.baseline.clone()))}),
+            ),
             2 => ("quarantine", json!({"reason": "fuzz"})),
             _ => ("release", json!({})),
         };
@@ -135,7 +151,10 @@ pub fn build(ctl1: u8, ctl2: u8, request: Vec<u8>, response: Vec<u8>, record: Op
     let mut request_headers = vec![("mcp-session-id".to_string(), session.to_string())];
     match (ctl1 >> 2) & 3 {
         0 => request_headers.push(("content-type".into(), "application/json".into())),
-        1 => request_headers.push(("content-type".into(), "Application/JSON; charset=utf-8".into())),
+        1 => request_headers.push((
+            "content-type".into(),
+            "Application/JSON; charset=utf-8".into(),
+        )),
         2 => request_headers.push(("content-type".into(), "text/plain".into())),
         _ => {}
     }
@@ -199,13 +218,16 @@ pub fn run(data: &[u8]) {
         }
         let ctype = step.exchange.response_header("content-type").unwrap_or("");
         for message in lenient::response_messages(ctype, &out.response_body) {
-            let Some(key) = message.get("id").and_then(lenient::id_key) else { continue };
+            let Some(key) = message.get("id").and_then(lenient::id_key) else {
+                continue;
+            };
             if !client.outstanding_lists.remove(&key) {
                 continue;
             }
             let tools = message.get("result").and_then(|r| r.get("tools"));
             if let Some(Value::Array(tools)) = tools {
-                let tofu = posture == Posture::Discovery && before.as_ref().is_none_or(|r| r.baseline.is_none());
+                let tofu = posture == Posture::Discovery
+                    && before.as_ref().is_none_or(|r| r.baseline.is_none());
                 if !tofu {
                     check_served(&gw, tools, before.as_ref(), after.as_ref(), &message);
                 }
@@ -216,11 +238,16 @@ pub fn run(data: &[u8]) {
 
 /// The server's record in the gateway's state.
 pub fn record(gw: &NativeReplay) -> Option<ServerRecord> {
-    state::load_record(&gw.store, SERVER).ok().flatten().map(|(r, _)| r)
+    state::load_record(&gw.store, SERVER)
+        .ok()
+        .flatten()
+        .map(|(r, _)| r)
 }
 
 fn baseline_digest(gw: &NativeReplay, baseline: Option<&str>, name: &str) -> Option<String> {
-    let tools = state::get_tool_set(&gw.store, baseline?)?;
+    let tools = state::get_tool_set(&gw.store, SERVER, baseline?)
+        .ok()
+        .flatten()?;
     let fields = gw.engine.config.fingerprint.clone();
     tools
         .iter()
@@ -233,9 +260,15 @@ fn check_calls(gw: &NativeReplay, exchange: &HttpExchange, before: Option<&Serve
         if method != "tools/call" {
             continue;
         }
-        let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or("");
-        let open = before.is_some_and(|r| r.status == SchemaStatus::Verified && !r.awaiting_verification());
-        let approved = baseline_digest(gw, before.and_then(|r| r.baseline.as_deref()), name).is_some();
+        let name = params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let open = before
+            .is_some_and(|r| r.status == SchemaStatus::Verified && !r.awaiting_verification());
+        let approved =
+            baseline_digest(gw, before.and_then(|r| r.baseline.as_deref()), name).is_some();
         assert!(
             open && approved,
             "tools/call {name:?} reached the server while status was {:?} (tool approved: {approved})",
@@ -244,7 +277,13 @@ fn check_calls(gw: &NativeReplay, exchange: &HttpExchange, before: Option<&Serve
     }
 }
 
-fn check_served(gw: &NativeReplay, tools: &[Value], before: Option<&ServerRecord>, after: Option<&ServerRecord>, msg: &Value) {
+fn check_served(
+    gw: &NativeReplay,
+    tools: &[Value],
+    before: Option<&ServerRecord>,
+    after: Option<&ServerRecord>,
+    msg: &Value,
+) {
     let fields = gw.engine.config.fingerprint.clone();
     for tool in tools {
         let name = tool.get("name").and_then(Value::as_str);
@@ -255,6 +294,9 @@ fn check_served(gw: &NativeReplay, tools: &[Value], before: Option<&ServerRecord
                 expected.is_some() && expected == digest
             })
         });
-        assert!(approved, "an unapproved tool reached the client in a tools/list answer: {tool} (message {msg})");
+        assert!(
+            approved,
+            "an unapproved tool reached the client in a tools/list answer: {tool} (message {msg})"
+        );
     }
 }

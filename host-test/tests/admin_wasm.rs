@@ -43,6 +43,7 @@ fn replay(config: &Value, metadata: Value) -> Replay {
         log_level: LogLevel::Info,
         dynamic_metadata: metadata.as_object().cloned().unwrap_or_default(),
         cache_dir: Some(std::env::temp_dir().join("toolseal-admin-wasm-cache")),
+        faults: Vec::new(),
     })
     .unwrap()
 }

@@ -46,6 +46,7 @@ fn start(chunk: usize) -> Replay {
         dynamic_metadata: Map::new(),
         // Compiled once, then deserialized: compiling the module per case is slow in debug.
         cache_dir: Some(std::env::temp_dir().join("toolseal-adversarial-wasm-cache")),
+        faults: Vec::new(),
     })
     .unwrap()
 }
@@ -269,7 +270,44 @@ fn batch_with_a_denied_call_is_answered_locally() {
         body[1]["result"]["structuredContent"]["error_code"],
         "TOOL_NOT_APPROVED"
     );
-    assert_eq!(audits(&r, "call.denied").len(), 1);
+    // Neither element was forwarded, so neither record says `allow`.
+    let records: Vec<(Value, Value, Value)> = decisions(&r[1])
+        .iter()
+        .map(|d| {
+            (
+                d["id"].clone(),
+                d["decision"].clone(),
+                d["error_code"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        records,
+        [
+            (json!(1), json!("deny"), json!("BATCH_REFUSED")),
+            (json!(2), json!("deny"), json!("TOOL_NOT_APPROVED")),
+        ]
+    );
+    assert!(audits(&r, "call.allowed").is_empty());
+    // One denial each, with the SHA-256 of that element's own `arguments` bytes
+    // (`{"message":"hi"}` and `{"path":"/"}`, computed with Python's hashlib).
+    let denied: Vec<(Value, Value)> = audits(&r, "call.denied")
+        .iter()
+        .map(|a| (a["error_code"].clone(), a["args_sha256"].clone()))
+        .collect();
+    assert_eq!(
+        denied,
+        [
+            (
+                json!("BATCH_REFUSED"),
+                json!("adbd982b8fe0bbd8477f09262028d3ac264001dc36e3c7579905e72c0b718755")
+            ),
+            (
+                json!("TOOL_NOT_APPROVED"),
+                json!("fdf6f57e150ea5cc949277a40f1c2b8fb53f108bd4c6af4b4f65f566507e6351")
+            ),
+        ]
+    );
 }
 
 #[test]

@@ -257,3 +257,63 @@ fn http_lines_tell_what_the_client_got() {
     assert_eq!(refused["stop"], "local_reply");
     assert_eq!(refused["status"], 200);
 }
+
+#[test]
+fn fail_hostcall_is_validated_counted_and_injected() {
+    for (spec, why) in [
+        (
+            "proxy_nonsense",
+            "is not a proxy-wasm hostcall this host offers",
+        ),
+        ("proxy_log:0", "must be a whole number from 1"),
+    ] {
+        let out = replay_drift(&["--fail-hostcall", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+    }
+
+    // A working replay, counted: the last line says how often each hostcall was made.
+    let out = replay_drift(&["--hostcalls"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let counts: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let buffer_reads = counts["hostcalls"]["proxy_get_buffer_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(buffer_reads > 10, "{counts}");
+    assert_eq!(
+        counts["hostcalls"]["proxy_send_local_response"], 1,
+        "{counts}"
+    );
+
+    // The plugin configuration cannot be read (the first buffer read): refused, not taken
+    // as the defaults.
+    let out = replay_drift(&["--fail-hostcall", "proxy_get_buffer_bytes:1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("refused its configuration"), "{stderr}");
+    assert!(
+        stderr.contains("the host could not hand over the plugin configuration (status 10)"),
+        "{stderr}"
+    );
+
+    // No replacement can be written: the filtered list's stream is reset (never forwarded
+    // with the drifted tools), the call is still refused locally.
+    let out = replay_drift(&["--http", "--fail-hostcall", "proxy_set_buffer_bytes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr
+            .contains("injected fault: call 1 of proxy_set_buffer_bytes answered InternalFailure"),
+        "{stderr}"
+    );
+    let http: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["transcript"] == "everything-2026.1.26" && l.get("http").is_some())
+        .map(|l| l["http"].clone())
+        .collect();
+    assert_eq!(http[3]["stop"], "reset", "the list: {http:?}");
+    assert_eq!(http[4]["stop"], "local_reply", "the call: {http:?}");
+    assert_eq!(http[4]["upstream"], false);
+}

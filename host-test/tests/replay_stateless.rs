@@ -43,6 +43,7 @@ fn options(server: &str, config: &Value, chunk: usize) -> ReplayOptions {
         log_level: LogLevel::Debug,
         dynamic_metadata: Map::new(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
+        faults: Vec::new(),
     }
 }
 

@@ -26,6 +26,7 @@ fn options(server: Option<&str>, config: &[u8], chunk: usize) -> ReplayOptions {
         log_level: LogLevel::Debug,
         dynamic_metadata: Map::new(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
+        faults: Vec::new(),
     }
 }
 

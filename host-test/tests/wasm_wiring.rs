@@ -114,6 +114,7 @@ fn settings(config: &[u8]) -> VmSettings {
         plugin_configuration: config.to_vec(),
         vm_configuration: Vec::new(),
         start_ns: DEFAULT_EPOCH_NS,
+        faults: Vec::new(),
     }
 }
 

@@ -5,15 +5,21 @@
 //! `envoy.filters.http.buffer` after this filter keeps the router from opening an upstream
 //! request before the plugin has decided; response headers leave before the body callbacks,
 //! so `content-length` is removed whenever the body may be rewritten.
+//!
+//! When the host fails a call, the filter reports the fact to the engine (headers or a body
+//! it could not read) and acts on the engine's answer; when acting itself fails, it stops the
+//! stream rather than let it go on ([`Http::stop`]): a request the plugin meant to answer
+//! locally is reset, never forwarded; a response whose replacement could not be written is
+//! reset, never continued with the original bytes.
 
+use crate::abi::{self, Buffer, Level, Map, Stream};
+use crate::dispatch::Action;
 use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData};
 use crate::telemetry::Published;
-use proxy_wasm::hostcalls;
-use proxy_wasm::traits::{Context, HttpContext, RootContext};
-use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType};
 use std::cell::RefCell;
 use std::rc::Rc;
 use toolseal_core::admin::{AdminRequest, MAX_ADMIN_BODY};
+use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
 use toolseal_core::response::{BodyPlan, ResponseState};
@@ -30,18 +36,27 @@ pub struct Root {
     shared: Option<Rc<RefCell<Shared>>>,
 }
 
-impl Context for Root {}
-
-impl RootContext for Root {
-    fn on_configure(&mut self, _size: usize) -> bool {
-        let bytes = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+impl Root {
+    /// `proxy_on_configure`: reads, validates and applies the plugin configuration; `false`
+    /// refuses it.
+    pub fn on_configure(&mut self) -> bool {
+        // A configuration that cannot be read is refused, never taken as empty: empty bytes
+        // are the defaults (discovery posture), which would turn a strict deployment into
+        // trust on first use.
+        let bytes = match abi::get_buffer(Buffer::PluginConfiguration, 0, usize::MAX) {
+            Ok(bytes) => bytes.unwrap_or_default(),
+            Err(abi::Status(code)) => {
+                let message = format!(
+                    "toolseal: the host could not hand over the plugin configuration (status {code}); refusing it"
+                );
+                let _logged = abi::log(Level::Critical, &message);
+                return false;
+            }
+        };
         let config = match Config::parse(&bytes) {
             Ok(config) => config,
             Err(e) => {
-                let _ = hostcalls::log(LogLevel::Critical, &format!("toolseal: {e}"));
+                let _logged = abi::log(Level::Critical, &format!("toolseal: {e}"));
                 return false;
             }
         };
@@ -53,28 +68,28 @@ impl RootContext for Root {
             metrics: &mut shared.metrics,
             published: &mut Published::default(),
         };
-        shared
+        let configured = shared
             .engine
             .configure(&mut SharedData, &mut out, host::now_ms());
+        if let Err(e) = configured {
+            let _logged = abi::log(Level::Critical, &format!("toolseal: {e}"));
+            return false;
+        }
         self.shared = Some(Rc::new(RefCell::new(shared)));
         true
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+    /// A context for one HTTP stream (`None` before a configuration was accepted).
+    pub fn create_http_context(&self) -> Option<Http> {
         let shared = self.shared.clone()?;
-        Some(Box::new(Http {
+        Some(Http {
             shared,
             mode: Mode::Mcp,
-            drop_rest: false,
             headers: Headers::default(),
             exchange: Exchange::default(),
             plan: BodyPlan::Pass,
             published: Published::default(),
-        }))
-    }
-
-    fn get_type(&self) -> Option<ContextType> {
-        Some(ContextType::HttpContext)
+        })
     }
 }
 
@@ -84,14 +99,16 @@ enum Mode {
     Mcp,
     /// An admin API request: answered locally at the end of its body.
     Admin,
-    /// Answered locally already: nothing more to do.
+    /// Answered locally already: nothing more to do (the local answer itself passes the
+    /// response callbacks untouched).
     Done,
+    /// The plugin could not act on its decision and stopped the stream: nothing more passes.
+    Stopped,
 }
 
-struct Http {
+/// One HTTP stream: a request and its response.
+pub struct Http {
     shared: Rc<RefCell<Shared>>,
-    /// The response failed closed mid-stream: drop every later body chunk.
-    drop_rest: bool,
     mode: Mode,
     headers: Headers,
     exchange: Exchange,
@@ -100,16 +117,33 @@ struct Http {
     published: Published,
 }
 
-impl Context for Http {}
-
 impl Http {
-    fn reply(&mut self, reply: &LocalReply) -> Action {
+    /// Answers the request locally. Nothing more of the stream passes either way: if the
+    /// host cannot send the answer, the stream is stopped ([`Http::stop`]).
+    fn reply(&mut self, reply: &LocalReply, stream: Stream) -> Action {
         self.mode = Mode::Done;
-        let headers = vec![
+        let headers = [
             ("content-type", reply.content_type),
             ("x-toolseal", "local"),
         ];
-        let _ = hostcalls::send_http_response(u32::from(reply.status), headers, Some(&reply.body));
+        if abi::send_local_response(u32::from(reply.status), &headers, &reply.body).is_err() {
+            return self.stop(stream);
+        }
+        Action::Pause
+    }
+
+    /// Stops the stream when the plugin cannot act as it decided: resets it (`stream`: the
+    /// direction the callback is in; a local reply also resets a response whose headers have
+    /// left), and when even that fails, holds it paused, so that nothing unchecked is
+    /// forwarded (Envoy then ends it at its timeout or buffer limit).
+    fn stop(&mut self, stream: Stream) -> Action {
+        self.mode = Mode::Stopped;
+        if abi::close_stream(stream).is_err() {
+            let body = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"toolseal: the stream was stopped"}}"#;
+            if abi::send_local_response(503, &[], body).is_ok() {
+                self.mode = Mode::Done;
+            }
+        }
         Action::Pause
     }
 
@@ -143,13 +177,52 @@ impl Http {
             caller,
         }
     }
-}
 
-impl HttpContext for Http {
-    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+    /// Asks the engine for a local answer (`answer`) and sends it.
+    fn refuse(
+        &mut self,
+        answer: impl FnOnce(&mut Engine, &mut EnvoyOutputs<'_>, &Exchange) -> LocalReply,
+        stream: Stream,
+    ) -> Action {
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
-        self.headers = host::request_headers();
+        let Shared { engine, metrics } = &mut *shared;
+        let mut out = EnvoyOutputs {
+            metrics,
+            published: &mut self.published,
+        };
+        let reply = answer(engine, &mut out, &self.exchange);
+        drop(shared);
+        self.reply(&reply, stream)
+    }
+}
+
+impl Http {
+    /// `proxy_on_request_headers`.
+    pub fn on_http_request_headers(&mut self, end_of_stream: bool) -> Action {
+        self.headers = match host::request_headers() {
+            Ok(headers) => headers,
+            Err(abi::Status(code)) => {
+                // Nothing can be checked; the server is named when its id is not a header.
+                let server = self.server_id(&self.shared.borrow().engine.config);
+                self.exchange = Exchange::new(&server.unwrap_or_default(), None);
+                let what = format!("the request headers (status {code})");
+                return self.refuse(
+                    |engine, out, exchange| {
+                        engine.request_unreadable(
+                            &mut SharedData,
+                            out,
+                            host::now_ms(),
+                            exchange,
+                            &what,
+                        )
+                    },
+                    Stream::Request,
+                );
+            }
+        };
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
         let path = self.headers.get(":path").unwrap_or_default().to_string();
         if shared.engine.is_admin_path(&path) {
             self.mode = Mode::Admin;
@@ -158,14 +231,16 @@ impl HttpContext for Http {
             }
             return Action::Continue;
         }
-        let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+        // A response that still arrives compressed fails closed when it must be read.
+        let _removed = abi::remove_header(Map::RequestHeaders, "accept-encoding");
         let Some(server) = self.server_id(&shared.engine.config) else {
-            let body = toolseal_core::jsonrpc::error_response(
-                &serde_json::Value::Null,
-                toolseal_core::jsonrpc::INTERNAL_ERROR,
-                "toolseal: cannot tell which MCP server this request is for (check server_id in the plugin config)",
+            drop(shared);
+            return self.refuse(
+                |engine, out, exchange| {
+                    engine.request_without_server(&mut SharedData, out, host::now_ms(), exchange)
+                },
+                Stream::Request,
             );
-            return self.reply(&LocalReply::json(503, &body));
         };
         self.exchange = Exchange::new(&server, self.headers.get("mcp-session-id"));
         let caller = EnvoyCaller {
@@ -185,26 +260,25 @@ impl HttpContext for Http {
             &info,
         );
         if let RequestVerdict::Reply(reply) = verdict {
-            return self.reply(&reply);
+            drop(shared);
+            return self.reply(&reply, Stream::Request);
         }
         Action::Continue
     }
 
-    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if self.mode == Mode::Done {
+    /// `proxy_on_request_body` (`body_size`: everything buffered so far).
+    pub fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if matches!(self.mode, Mode::Done | Mode::Stopped) {
             return Action::Pause;
         }
-        let shared = Rc::clone(&self.shared);
-        let mut shared = shared.borrow_mut();
-        if body_size > shared.engine.config.limits.max_request_bytes && self.mode == Mode::Mcp {
-            let Shared { engine, metrics } = &mut *shared;
-            let mut out = EnvoyOutputs {
-                metrics,
-                published: &mut self.published,
-            };
-            let reply =
-                engine.request_too_large(&mut SharedData, &mut out, host::now_ms(), &self.exchange);
-            return self.reply(&reply);
+        let limit = self.shared.borrow().engine.config.limits.max_request_bytes;
+        if body_size > limit && self.mode == Mode::Mcp {
+            return self.refuse(
+                |engine, out, exchange| {
+                    engine.request_too_large(&mut SharedData, out, host::now_ms(), exchange)
+                },
+                Stream::Request,
+            );
         }
         // An admin body over the cap is answered at once: the engine refuses (and audits) it
         // by its length, so only one byte more than the cap is read.
@@ -217,10 +291,26 @@ impl HttpContext for Http {
         } else {
             body_size
         };
-        let body = hostcalls::get_buffer(BufferType::HttpRequestBody, 0, read)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let body = match read_body(Buffer::RequestBody, read) {
+            Ok(body) => body,
+            Err(code) => {
+                let what = format!("the request body (status {code})");
+                return self.refuse(
+                    |engine, out, exchange| {
+                        engine.request_unreadable(
+                            &mut SharedData,
+                            out,
+                            host::now_ms(),
+                            exchange,
+                            &what,
+                        )
+                    },
+                    Stream::Request,
+                );
+            }
+        };
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
         if self.mode == Mode::Admin {
             let path = self.headers.get(":path").unwrap_or_default().to_string();
             return self.admin(&mut shared, &path, &body);
@@ -244,57 +334,57 @@ impl HttpContext for Http {
             &body,
         );
         self.headers = headers;
+        drop(shared);
         match verdict {
             RequestVerdict::Forward => Action::Continue,
-            RequestVerdict::Reply(reply) => self.reply(&reply),
+            RequestVerdict::Reply(reply) => self.reply(&reply, Stream::Request),
         }
     }
 
-    fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+    /// `proxy_on_response_headers`.
+    pub fn on_http_response_headers(&mut self, _end_of_stream: bool) -> Action {
+        if self.mode == Mode::Stopped {
+            return Action::Pause;
+        }
         if self.mode != Mode::Mcp {
             return Action::Continue;
         }
         let shared = self.shared.borrow();
-        let content_type = host::response_header("content-type");
-        let encoding = host::response_header("content-encoding");
-        self.plan = shared.engine.response_headers(
-            &mut self.exchange,
-            content_type.as_deref(),
-            encoding.as_deref(),
-        );
+        let engine = &shared.engine;
+        self.plan = match (
+            host::response_header("content-type"),
+            host::response_header("content-encoding"),
+        ) {
+            (Ok(content_type), Ok(encoding)) => engine.response_headers(
+                &mut self.exchange,
+                content_type.as_deref(),
+                encoding.as_deref(),
+            ),
+            _ => engine.response_headers_unreadable(&mut self.exchange),
+        };
+        drop(shared);
+        // A header left in place when the body is replaced only makes the answer unreadable
+        // (a wrong length or encoding): the unchecked bytes never leave either way.
         if self.plan != BodyPlan::Pass {
-            let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length");
+            let _removed = abi::remove_header(Map::ResponseHeaders, "content-length");
         }
         if matches!(self.exchange.response, ResponseState::Unreadable(_)) {
             // The body will be replaced by a plain JSON-RPC error (fail closed): say so in the
             // headers, or a client inflating "gzip" or reading SSE cannot read the error.
-            let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-encoding");
-            let _ = hostcalls::set_map_value(
-                MapType::HttpResponseHeaders,
-                "content-type",
-                Some("application/json"),
-            );
+            let _removed = abi::remove_header(Map::ResponseHeaders, "content-encoding");
+            let _set = abi::set_header(Map::ResponseHeaders, "content-type", "application/json");
         }
         Action::Continue
     }
 
-    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+    /// `proxy_on_response_body`.
+    pub fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if self.mode == Mode::Stopped {
+            return Action::Pause;
+        }
         if self.mode != Mode::Mcp || self.plan == BodyPlan::Pass {
             return Action::Continue;
         }
-        if self.drop_rest {
-            // A body that failed closed: nothing more of it reaches the client.
-            let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &[]);
-            return Action::Continue;
-        }
-        let limit = self.shared.borrow().engine.config.limits.max_response_bytes;
-        if self.plan == BodyPlan::Buffer && !end_of_stream && body_size <= limit {
-            return Action::Pause;
-        }
-        let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
         let Shared { engine, metrics } = &mut *shared;
@@ -302,39 +392,44 @@ impl HttpContext for Http {
             metrics,
             published: &mut self.published,
         };
-        let now = host::now_ms();
-        let replacement = match self.plan {
-            BodyPlan::Buffer => {
-                engine.response_json(&mut SharedData, &mut out, now, &mut self.exchange, &chunk)
+        let verdict = engine.response_body(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            &mut self.exchange,
+            body_size,
+            end_of_stream,
+            &mut || read_body(Buffer::ResponseBody, body_size).ok(),
+        );
+        drop(shared);
+        match verdict {
+            BodyVerdict::Wait => Action::Pause,
+            BodyVerdict::Forward => Action::Continue,
+            BodyVerdict::PassRest => {
+                self.plan = BodyPlan::Pass;
+                Action::Continue
             }
-            _ => engine.response_sse(
-                &mut SharedData,
-                &mut out,
-                now,
-                &mut self.exchange,
-                &chunk,
-                end_of_stream,
-            ),
-        };
-        let oversized = self.plan == BodyPlan::Buffer && !end_of_stream;
-        match replacement {
-            // Over `limits.max_response_bytes` before its end: answer now and drop the rest,
-            // before Envoy's own buffer limit resets the stream and leaves the client waiting.
-            Some(bytes) => {
-                let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &bytes);
-                self.drop_rest = oversized;
+            BodyVerdict::Replace(bytes) => {
+                match abi::set_buffer(Buffer::ResponseBody, 0, body_size, &bytes) {
+                    Ok(()) => Action::Continue,
+                    // The original bytes must not leave in place of their replacement.
+                    Err(_) => {
+                        self.shared
+                            .borrow_mut()
+                            .engine
+                            .response_stopped(&self.exchange);
+                        self.stop(Stream::Response)
+                    }
+                }
             }
-            // Nothing that must be read: stop buffering and let the body flow.
-            None if oversized => self.plan = BodyPlan::Pass,
-            None => {}
         }
-        Action::Continue
     }
 
-    fn on_log(&mut self) {
+    /// `proxy_on_log`: the stream is over.
+    pub fn on_log(&mut self) {
         // The stream is over (answered, reset or cut): checked calls it never answered wait
         // for a resumed stream of the same session (core `resume`).
-        if self.mode != Mode::Mcp || self.exchange.pending_calls.is_empty() {
+        if self.exchange.pending_calls.is_empty() {
             return;
         }
         self.shared
@@ -342,9 +437,7 @@ impl HttpContext for Http {
             .engine
             .exchange_end(&mut SharedData, &self.exchange);
     }
-}
 
-impl Http {
     fn admin(&mut self, shared: &mut Shared, path: &str, body: &[u8]) -> Action {
         // Moved out and back: the request borrows the headers while the reply needs `self`.
         let headers = std::mem::take(&mut self.headers);
@@ -365,6 +458,22 @@ impl Http {
         };
         let reply = engine.admin(&mut SharedData, &mut out, host::now_ms(), &request);
         self.headers = headers;
-        self.reply(&reply)
+        self.reply(&reply, Stream::Request)
+    }
+}
+
+/// The `size` bytes of a body buffer, exactly: anything else (a failed call, fewer bytes than
+/// the host announced) is a body the host could not hand over; the error is the status.
+fn read_body(buffer: Buffer, size: usize) -> Result<Vec<u8>, u32> {
+    match abi::get_buffer(buffer, 0, size) {
+        Ok(bytes) => {
+            let bytes = bytes.unwrap_or_default();
+            if bytes.len() == size {
+                Ok(bytes)
+            } else {
+                Err(0)
+            }
+        }
+        Err(abi::Status(code)) => Err(code),
     }
 }

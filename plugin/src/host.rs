@@ -1,11 +1,11 @@
-//! The host side of the engine's traits, over proxy-wasm hostcalls: shared data as the
-//! state store, the Envoy log and stats as outputs, headers and dynamic metadata as the
-//! caller's identity.
+//! The host side of the engine's traits, over proxy-wasm hostcalls ([`crate::abi`]): shared
+//! data as the state store, the Envoy log and stats as outputs, headers and dynamic metadata
+//! as the caller's identity. A read the host fails is reported to the engine as a failure,
+//! never as an absent value, so the engine fails closed on it.
 
+use crate::abi::{self, Level, Map, Status};
 pub use crate::pairs::Headers;
 use crate::telemetry::Published;
-use proxy_wasm::hostcalls;
-use proxy_wasm::types::{LogLevel, MapType, MetricType, Status};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use toolseal_core::audit::{
@@ -22,24 +22,24 @@ const ABSENT_CAS: u32 = u32::MAX;
 pub struct SharedData;
 
 impl StateStore for SharedData {
-    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
-        match hostcalls::get_shared_data(key) {
-            Ok((Some(bytes), Some(cas))) => Some((bytes, cas)),
-            Ok((Some(bytes), None)) => Some((bytes, 0)),
-            _ => None,
-        }
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
+        abi::shared_data(key).map_err(|Status(code)| {
+            StoreError::Unreadable(format!("the host answered status {code}"))
+        })
     }
 
     fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError> {
         let cas = match expect {
-            Expect::Any => None,
-            Expect::Absent => Some(ABSENT_CAS),
-            Expect::Version(v) => Some(v),
+            Expect::Any => 0,
+            Expect::Absent => ABSENT_CAS,
+            Expect::Version(v) => v,
         };
-        match hostcalls::set_shared_data(key, Some(value), cas) {
+        match abi::set_shared_data(key, value, cas) {
             Ok(()) => Ok(()),
-            Err(Status::CasMismatch) => Err(StoreError::Conflict),
-            Err(status) => Err(StoreError::Failed(format!("{status:?}"))),
+            Err(Status::CAS_MISMATCH) => Err(StoreError::Conflict),
+            Err(Status(code)) => Err(StoreError::Failed(format!(
+                "the host answered status {code}"
+            ))),
         }
     }
 }
@@ -64,21 +64,22 @@ impl Metrics {
         if let Some(id) = self.ids.get(name) {
             return Some(*id);
         }
-        let id = hostcalls::define_metric(MetricType::Counter, name).ok()?;
+        let id = abi::define_counter(name).ok()?;
         self.ids.insert(name.to_string(), id);
         Some(id)
     }
 
-    /// Adds one to `name`.
+    /// Adds one to `name`. Stats never change a verdict: a failure is ignored.
     pub fn increment(&mut self, name: &str) {
         if let Some(id) = self.ensure(name) {
-            let _ = hostcalls::increment_metric(id, 1);
+            let _counted = abi::increment(id, 1);
         }
     }
 }
 
 /// Outputs to Envoy: audit lines at info, decision records at debug and in the stream's
-/// filter state, stats counters.
+/// filter state, stats counters. The host log is the audit trail's sink; a line it refuses
+/// is lost (the shared audit ring still has the event), never a reason to change a verdict.
 pub struct EnvoyOutputs<'a> {
     /// Counters.
     pub metrics: &'a mut Metrics,
@@ -89,16 +90,13 @@ pub struct EnvoyOutputs<'a> {
 impl Outputs for EnvoyOutputs<'_> {
     fn audit(&mut self, event: &AuditEvent) {
         let line = format!("{AUDIT_LOG_PREFIX}{}", event.to_json());
-        let _ = hostcalls::log(LogLevel::Info, &line);
+        let _logged = abi::log(Level::Info, &line);
     }
 
     fn decision(&mut self, decision: &Decision) {
-        if matches!(
-            hostcalls::get_log_level(),
-            Ok(LogLevel::Trace | LogLevel::Debug)
-        ) {
+        if abi::log_level().is_ok_and(|level| level <= Level::Debug as u32) {
             let line = format!("{DECISION_LOG_PREFIX}{}", decision.to_json());
-            let _ = hostcalls::log(LogLevel::Debug, &line);
+            let _logged = abi::log(Level::Debug, &line);
         }
         self.published.publish(decision);
     }
@@ -115,61 +113,33 @@ impl Outputs for EnvoyOutputs<'_> {
     }
 }
 
-/// A response header as text.
-pub fn response_header(name: &str) -> Option<String> {
-    match hostcalls::get_map_value_bytes(MapType::HttpResponseHeaders, name) {
-        Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        _ => None,
-    }
+/// A response header as text: `Ok(None)` when absent, an error when the host could not read
+/// the map.
+pub fn response_header(name: &str) -> Result<Option<String>, Status> {
+    Ok(abi::header(Map::ResponseHeaders, name)?
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
-/// A property as text (route name, cluster name, ...).
+/// A property as text (route name, cluster name, ...); `None` when absent, empty or
+/// unreadable (a server id that cannot be read is no server id: the request is refused).
 pub fn property(path: &[&str]) -> Option<String> {
-    match hostcalls::get_property(path.to_vec()) {
+    match abi::property(path) {
         Ok(Some(bytes)) if !bytes.is_empty() => Some(String::from_utf8_lossy(&bytes).into_owned()),
         _ => None,
     }
 }
 
-/// Milliseconds since the epoch from the host clock.
+/// Milliseconds since the epoch from the host clock (0 when the host cannot tell: time only
+/// stamps audit events and drift, it decides nothing).
 pub fn now_ms() -> u64 {
-    hostcalls::get_current_time()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-#[link(wasm_import_module = "env")]
-#[allow(clashing_extern_declarations)]
-unsafe extern "C" {
-    /// `proxy_get_header_map_pairs` (proxy-wasm ABI 0.2.1): the map in the pair format, in a
-    /// buffer the host allocates through the guest's `proxy_on_memory_allocate`.
-    fn proxy_get_header_map_pairs(
-        map_type: u32,
-        return_data: *mut *mut u8,
-        return_size: *mut usize,
-    ) -> u32;
+    abi::now_ns().map_or(0, |ns| ns / 1_000_000)
 }
 
 /// The request headers, read once in the request-headers callback (Envoy refuses header-map
-/// access from body callbacks, and the SDK would panic on that refusal) and kept as the one
-/// buffer the host wrote. Any failure gives an empty map (the request then fails closed).
-pub fn request_headers() -> Headers {
-    let mut data: *mut u8 = std::ptr::null_mut();
-    let mut size: usize = 0;
-    // SAFETY: both out-pointers point to live locals for the duration of the call.
-    let status = unsafe {
-        proxy_get_header_map_pairs(MapType::HttpRequestHeaders as u32, &mut data, &mut size)
-    };
-    if status != 0 || data.is_null() {
-        return Headers::default();
-    }
-    // SAFETY: the host wrote `size` bytes into a block it obtained from
-    // `proxy_on_memory_allocate(size)`, which the SDK serves with a `Vec<u8>` of capacity
-    // `size` from this module's global allocator; ownership passes to us (as in the SDK's own
-    // `get_map_bytes`).
-    let bytes = unsafe { Vec::from_raw_parts(data, size, size) };
-    Headers::from_serialized(bytes)
+/// access from body callbacks) and kept as the one buffer the host wrote. An error: the host
+/// could not hand them over (the request is then refused).
+pub fn request_headers() -> Result<Headers, Status> {
+    abi::header_pairs(Map::RequestHeaders).map(Headers::from_serialized)
 }
 
 /// The caller as Envoy sees it: request headers and dynamic metadata.
@@ -185,11 +155,13 @@ impl CallerIdentity for EnvoyCaller<'_> {
             .map(str::to_string)
     }
 
-    fn metadata(&self, path: &str) -> Option<Value> {
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String> {
         let mut parts = vec!["metadata", "filter_metadata"];
         parts.extend(path.split('/').filter(|p| !p.is_empty()));
-        let bytes = hostcalls::get_property(parts).ok().flatten()?;
-        Some(decode_property(&bytes))
+        match abi::property(&parts) {
+            Ok(bytes) => Ok(bytes.map(|b| decode_property(&b))),
+            Err(Status(code)) => Err(format!("the host answered status {code}")),
+        }
     }
 }
 

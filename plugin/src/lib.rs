@@ -3,10 +3,15 @@
 //!
 //! Main design decision: this crate only moves bytes between the proxy-wasm ABI and
 //! `toolseal-core`'s [`Engine`](toolseal_core::engine::Engine). Each callback gathers host
-//! data, makes one engine call, and maps the verdict back. Host data is read through the
-//! byte-level hostcalls (never the SDK's `String` helpers, which panic on invalid UTF-8), so
-//! no input can panic the VM.
+//! data, makes one engine call, and maps the verdict back. It speaks the ABI itself (`abi`:
+//! every hostcall returns the host's status; `dispatch`: the exported callbacks) rather than
+//! through the SDK, whose wrappers panic on statuses they do not expect: whatever the host
+//! answers, the filter fails closed and the VM lives on.
 
+#[cfg(target_arch = "wasm32")]
+mod abi;
+#[cfg(target_arch = "wasm32")]
+mod dispatch;
 #[cfg(target_arch = "wasm32")]
 mod filter;
 #[cfg(target_arch = "wasm32")]
@@ -15,14 +20,21 @@ pub mod pairs;
 #[cfg(target_arch = "wasm32")]
 mod telemetry;
 
-/// The module's entry point (`_initialize`): registers the root context.
+/// The module's entry point (`_initialize`, which the host calls first): runs the static
+/// constructors and sends a panic's message to the host log (a panic aborts the VM; the
+/// operator should read why).
 #[cfg(target_arch = "wasm32")]
-#[allow(missing_docs)]
-mod entry {
-    proxy_wasm::main! {{
-        proxy_wasm::set_log_level(proxy_wasm::types::LogLevel::Trace);
-        proxy_wasm::set_root_context(|_| -> Box<dyn proxy_wasm::traits::RootContext> {
-            Box::new(super::filter::Root::default())
-        });
-    }}
+#[unsafe(no_mangle)]
+pub extern "C" fn _initialize() {
+    #[cfg(target_os = "wasi")]
+    {
+        unsafe extern "C" {
+            fn __wasm_call_ctors();
+        }
+        // SAFETY: the linker-provided constructor list, run once before anything else.
+        unsafe { __wasm_call_ctors() };
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let _logged = abi::log(abi::Level::Critical, &format!("toolseal: {info}"));
+    }));
 }

@@ -47,6 +47,27 @@ pub fn spans(bytes: &[u8]) -> Option<Vec<(Range<usize>, Range<usize>)>> {
     (offset == bytes.len()).then_some(pairs)
 }
 
+/// `pairs` in the pair format (what `proxy_send_local_response` takes as its headers). A
+/// length that does not fit the format's `u32` is written as `u32::MAX`, which the host
+/// refuses as a whole (never read in part).
+pub fn serialize(pairs: &[(&str, &str)]) -> Vec<u8> {
+    let word = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    let text: usize = pairs.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let mut bytes = Vec::with_capacity(4 + 8 * pairs.len() + text);
+    bytes.extend_from_slice(&word(pairs.len()));
+    for (key, value) in pairs {
+        bytes.extend_from_slice(&word(key.len()));
+        bytes.extend_from_slice(&word(value.len()));
+    }
+    for (key, value) in pairs {
+        for part in [key, value] {
+            bytes.extend_from_slice(part.as_bytes());
+            bytes.push(0);
+        }
+    }
+    bytes
+}
+
 /// A header map read in place: the text part of the host's pair buffer (every key and value,
 /// each followed by a NUL) checked as UTF-8 once, and the spans of its entries. Names are
 /// lower case and every name and value is valid UTF-8: a buffer where that does not hold is

@@ -6,7 +6,8 @@
 //! without parsing JSON inside a log line. Envoy stores a value set with
 //! `proxy_set_property(["toolseal.error_code"], …)` under the filter-state key
 //! `wasm.toolseal.error_code`. One request can carry several decisions (a batch, a call and
-//! its result); the most severe one stays (deny over rewrite over allow over pass), and a
+//! its result); the most severe one stays (deny over rewrite over allow over pass, a denial
+//! over an element refused with its batch), and a
 //! decision of equal severity replaces the earlier one, so a `tools/list` shows the status
 //! after its response. The stream context remembers the severity and the values it recorded
 //! ([`Published`]), so the host is never asked what the filter state holds and a field is
@@ -42,12 +43,14 @@ unsafe extern "C" {
 }
 
 /// How much a decision says about the request: a denial must not be hidden by a later
-/// pass-through record of the same stream.
-fn severity(decision: &str) -> u8 {
-    match decision {
-        "deny" => 3,
-        "rewrite" => 2,
-        "allow" => 1,
+/// pass-through record of the same stream, nor the denial that refused a batch by the
+/// elements refused with it (`BATCH_REFUSED`).
+fn severity(decision: &Decision) -> u8 {
+    match (decision.decision, decision.error_code) {
+        ("deny", Some(toolseal_core::audit::BATCH_REFUSED)) => 3,
+        ("deny", _) => 4,
+        ("rewrite", _) => 2,
+        ("allow", _) => 1,
         _ => 0,
     }
 }
@@ -88,7 +91,7 @@ impl Published {
     /// Records `decision` in the current stream's filter state unless a more severe decision
     /// is already recorded there. Failures are ignored: telemetry never changes a verdict.
     pub fn publish(&mut self, decision: &Decision) {
-        let severity = severity(decision.decision);
+        let severity = severity(decision);
         if self.severity.is_some_and(|recorded| recorded > severity) {
             return;
         }

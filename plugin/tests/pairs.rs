@@ -111,3 +111,23 @@ fn a_malformed_header_buffer_is_an_empty_map() {
     let headers = Headers::from_serialized(bytes);
     assert_eq!(headers.get(":method"), None);
 }
+
+#[test]
+fn the_filters_own_serializer_writes_what_the_host_reads() {
+    // The headers of a local reply, as `proxy_send_local_response` takes them.
+    let local = [
+        ("content-type", "application/json"),
+        ("x-toolseal", "local"),
+    ];
+    let bytes = pairs::serialize(&local);
+    assert_eq!(bytes, serialize(&local));
+    let back = read(&bytes).unwrap();
+    assert_eq!(
+        back,
+        [
+            (b"content-type".to_vec(), b"application/json".to_vec()),
+            (b"x-toolseal".to_vec(), b"local".to_vec()),
+        ]
+    );
+    assert_eq!(pairs::serialize(&[]), 0u32.to_le_bytes());
+}

@@ -43,8 +43,11 @@ pub fn system_now_ms() -> u64 {
 
 impl state::Host for HostState {
     fn get(&mut self, key: String) -> Option<state::Entry> {
+        // A memory store always answers.
         self.store
             .get(&key)
+            .ok()
+            .flatten()
             .map(|(value, version)| state::Entry { value, version })
     }
 
@@ -65,7 +68,9 @@ impl state::Host for HostState {
                 Ok(())
             }
             Err(StoreError::Conflict) => Err(state::SetError::Conflict),
-            Err(StoreError::Failed(message)) => Err(state::SetError::Failed(message)),
+            Err(StoreError::Failed(message) | StoreError::Unreadable(message)) => {
+                Err(state::SetError::Failed(message))
+            }
         }
     }
 }

@@ -169,6 +169,7 @@ fn proxy_wasm_run(wasm: &Path, server: &str, names: &[&str]) -> Vec<Seen> {
         log_level: LogLevel::Debug,
         dynamic_metadata: Map::new(),
         cache_dir: None,
+        faults: Vec::new(),
     };
     let mut replay = Replay::start(options).unwrap();
     let mut seen = Vec::new();

@@ -129,17 +129,17 @@ fn saves_atomically_and_sees_another_process_write_on_refresh() {
     );
 
     let (mut second, mut second_store) = StateFile::open(&path).unwrap();
-    assert_eq!(second_store.get("k").unwrap().0, b"one");
+    assert_eq!(second_store.get("k").unwrap().unwrap().0, b"one");
     second_store.set("k", b"two", Expect::Any).unwrap();
     second.lock().unwrap().save(&second_store).unwrap();
 
     first.lock().unwrap().refresh(&mut first_store).unwrap();
-    assert_eq!(first_store.get("k").unwrap().0, b"two");
+    assert_eq!(first_store.get("k").unwrap().unwrap().0, b"two");
     // Unchanged on disk: the refresh keeps what is in memory.
     first_store
         .set("only-in-memory", b"x", Expect::Any)
         .unwrap();
     first.lock().unwrap().refresh(&mut first_store).unwrap();
-    assert_eq!(first_store.get("only-in-memory").unwrap().0, b"x");
+    assert_eq!(first_store.get("only-in-memory").unwrap().unwrap().0, b"x");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,6 +9,7 @@
 
 pub mod buffers;
 pub mod control;
+pub mod faults;
 pub mod guest;
 pub mod header_map;
 pub mod maps;

@@ -7,6 +7,7 @@
 //! one gets a status, not stale data.
 
 use super::buffers::ConfigPhase;
+use super::faults::HostcallLog;
 use super::header_map::HeaderMap;
 use super::metrics::Metrics;
 use super::shared::{SharedData, SharedQueues};
@@ -83,6 +84,8 @@ pub struct VmState {
     pub effective_context: u32,
     /// Which configuration buffer the current callback may read.
     pub config_phase: ConfigPhase,
+    /// Hostcalls made (counted by name) and the faults to inject into them.
+    pub hostcalls: HostcallLog,
 }
 
 impl Default for VmState {
@@ -105,6 +108,7 @@ impl Default for VmState {
             live_contexts: Vec::new(),
             effective_context: 0,
             config_phase: ConfigPhase::None,
+            hostcalls: HostcallLog::default(),
         }
     }
 }

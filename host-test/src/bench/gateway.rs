@@ -101,6 +101,7 @@ impl Wasm {
             plugin_configuration: config.to_vec(),
             vm_configuration: Vec::new(),
             start_ns: DEFAULT_EPOCH_NS,
+            faults: Vec::new(),
         };
         let vm = PluginVm::start(&module.engine, &module.module, settings)?;
         Ok(Wasm {

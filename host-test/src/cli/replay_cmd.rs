@@ -1,10 +1,13 @@
 //! `toolseal replay`: transcripts in order through one plugin VM; one JSON line per
 //! decision record on stdout (and, with `--audit`, per audit event; otherwise audit events
 //! go to stderr; with `--http`, one line per exchange with its HTTP outcome); `--expect
-//! FILE` checks the lines exactly (`BLESS=1` rewrites FILE).
+//! FILE` checks the lines exactly (`BLESS=1` rewrites FILE); `--fail-hostcall NAME[:N]`
+//! injects host faults, and `--hostcalls` ends the output with how often each hostcall was
+//! made (what a fault sweep iterates over).
 
 use super::args::{Parsed, invocation_error, is_help, parser, text_value};
 use super::stdout::print_lines;
+use crate::abi::faults::{FAULT_STATUS, Fault};
 use crate::abi::types::LogLevel;
 use crate::input_error::input_error;
 use crate::replay::exchange::Stop;
@@ -23,7 +26,8 @@ use toolseal_core::json::parse_strict;
 pub const USAGE: &str = "\
 usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--expect FILE]
                        [--chunk N] [--audit] [--http] [--log-level LEVEL] [--metadata FILE]
-                       [--no-cache] TRANSCRIPT...
+                       [--no-cache] [--fail-hostcall NAME[:N]]... [--hostcalls]
+                       TRANSCRIPT...
   Replays recorded MCP traffic through the built proxy-wasm plugin on wasmtime, in order,
   keeping plugin state across transcripts (so release A then release B of one server shows
   the drift), and prints one JSON line per MCP message the plugin saw (its decision record).
@@ -39,6 +43,12 @@ usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--exp
   --log-level LEVEL  the plugin's log level: trace, debug, info, warn, error or critical
   --metadata FILE    Envoy dynamic metadata the plugin reads: a JSON object of namespaces
   --no-cache         compile the module again instead of using the precompiled cache
+  --fail-hostcall NAME[:N]
+                     make the Nth call (counting from 1 over the whole run; without :N every
+                     call) of proxy-wasm hostcall NAME fail with an error status, as a
+                     faulting host would; repeatable
+  --hostcalls        a last line {\"hostcalls\": {NAME: calls, ...}}: how often the plugin made
+                     each hostcall
 exit status: 0 replayed (and the expectation held), 1 the expectation did not hold or the
 plugin faulted, 2 unusable input.";
 
@@ -53,9 +63,11 @@ struct ReplayArgs {
     chunk: Option<String>,
     log_level: Option<String>,
     metadata: Option<PathBuf>,
+    fail_hostcall: Vec<String>,
     audit: bool,
     http: bool,
     no_cache: bool,
+    hostcalls: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Parsed<ReplayArgs>, lexopt::Error> {
@@ -76,6 +88,10 @@ fn parse(args: &[OsString]) -> Result<Parsed<ReplayArgs>, lexopt::Error> {
             Arg::Long("audit") => parsed.audit = true,
             Arg::Long("http") => parsed.http = true,
             Arg::Long("no-cache") => parsed.no_cache = true,
+            Arg::Long("fail-hostcall") => parsed
+                .fail_hostcall
+                .push(text_value(&mut parser, "--fail-hostcall")?),
+            Arg::Long("hostcalls") => parsed.hostcalls = true,
             Arg::Value(transcript) => parsed.transcripts.push(transcript.into()),
             other => return Err(other.unexpected()),
         }
@@ -139,6 +155,12 @@ pub fn run(args: &[OsString]) -> Result<i32> {
                 lines.push(http_line(&report.transcript, &report.seq, &report.outcome));
             }
         }
+    }
+    for (hostcall, call) in &replay.hostcalls().injected {
+        eprintln!("toolseal: injected fault: call {call} of {hostcall} answered {FAULT_STATUS:?}");
+    }
+    if args.hostcalls {
+        lines.push(hostcalls_line(&replay.hostcalls().counts));
     }
     print_lines(&lines)?;
     let Some(expect_path) = &args.expect else {
@@ -205,7 +227,21 @@ fn options(args: &ReplayArgs) -> Result<ReplayOptions> {
         } else {
             default_cache_dir()
         },
+        faults: args
+            .fail_hostcall
+            .iter()
+            .map(|spec| Fault::parse(spec).map_err(input_error))
+            .collect::<Result<_>>()?,
     })
+}
+
+/// `{"hostcalls": {NAME: calls, ...}}`: how often the plugin made each hostcall.
+pub fn hostcalls_line(counts: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    let counts: Map<String, Value> = counts
+        .iter()
+        .map(|(name, n)| ((*name).to_owned(), Value::from(*n)))
+        .collect();
+    serde_json::json!({ "hostcalls": counts }).to_string()
 }
 
 /// Reads `--metadata FILE`: a JSON object of namespaces (e.g.

@@ -11,6 +11,7 @@ pub mod exchange;
 pub mod expect;
 pub mod records;
 
+use crate::abi::faults::Fault;
 use crate::abi::state::{DEFAULT_EPOCH_NS, Identity};
 use crate::abi::types::LogLevel;
 use crate::input_error::input_error;
@@ -48,6 +49,8 @@ pub struct ReplayOptions {
     /// Precompiled-module cache directory (`None` = compile on every start: seconds of
     /// CPU in a debug build).
     pub cache_dir: Option<PathBuf>,
+    /// Hostcall faults to inject (`--fail-hostcall`).
+    pub faults: Vec<Fault>,
 }
 
 impl ReplayOptions {
@@ -64,6 +67,7 @@ impl ReplayOptions {
             log_level: LogLevel::Debug,
             dynamic_metadata: Map::new(),
             cache_dir: module_cache::default_cache_dir(),
+            faults: Vec::new(),
         }
     }
 }
@@ -119,6 +123,7 @@ impl Replay {
             plugin_configuration: options.plugin_configuration.clone(),
             vm_configuration: Vec::new(),
             start_ns: DEFAULT_EPOCH_NS,
+            faults: options.faults.clone(),
         };
         let mut vm = PluginVm::start(&engine, &module, settings)?;
         let logs = std::mem::take(&mut vm.host_mut().vm.logs);
@@ -135,6 +140,11 @@ impl Replay {
     /// The VM (its host state: shared data, metrics...).
     pub fn vm(&self) -> &PluginVm {
         &self.vm
+    }
+
+    /// The hostcalls the plugin made so far (counted by name) and the faults injected.
+    pub fn hostcalls(&self) -> &crate::abi::faults::HostcallLog {
+        &self.vm.host().vm.hostcalls
     }
 
     /// Replays every exchange of `transcript`.

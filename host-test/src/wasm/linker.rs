@@ -4,16 +4,22 @@
 //! unsigned in wasm32).
 
 use super::caller_guest::{CallerGuest, StoreData};
+use crate::abi::faults::FAULT_STATUS;
+use crate::abi::guest::Guest;
 use crate::abi::{buffers, control, maps, metrics, properties, shared, wasi};
 use anyhow::{Context, Result};
 use wasmtime::{Caller, Linker, Module};
 
-/// Defines a hostcall returning a status (or a WASI errno).
+/// Defines a hostcall returning a status (or a WASI errno). Every call is counted, and a
+/// planned fault ([`crate::abi::faults`]) answers its status instead of running the call.
 macro_rules! hostcall {
     ($linker:expr, $module:literal, $name:literal, |$g:ident $(, $arg:ident : $ty:ty)*| $body:expr) => {
         $linker
             .func_wrap($module, $name, |mut caller: Caller<'_, StoreData>, $($arg: $ty),*| -> wasmtime::Result<u32> {
                 let mut guest = CallerGuest::new(&mut caller);
+                if guest.host().vm.hostcalls.call($name) {
+                    return Ok(FAULT_STATUS.code());
+                }
                 let $g = &mut guest;
                 ($body).map_err(wasmtime::Error::new)
             })

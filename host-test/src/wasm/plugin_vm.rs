@@ -10,6 +10,7 @@
 use super::caller_guest::{GuestExports, StoreData};
 use super::linker::{linker, missing_imports};
 use crate::abi::buffers::ConfigPhase;
+use crate::abi::faults::Fault;
 use crate::abi::state::{HostState, Identity, LogEntry, StreamState};
 use crate::abi::types::{Action, LogLevel};
 use anyhow::{Context, Result, bail};
@@ -39,6 +40,8 @@ pub struct VmSettings {
     pub vm_configuration: Vec<u8>,
     /// Clock at start, nanoseconds since the Unix epoch.
     pub start_ns: u64,
+    /// Hostcall faults to inject, from the first call of the start sequence on.
+    pub faults: Vec<Fault>,
 }
 
 /// The plugin returned `false` from `proxy_on_configure`: its configuration was refused.
@@ -130,6 +133,7 @@ impl PluginVm {
         host.vm.plugin_configuration = settings.plugin_configuration;
         host.vm.vm_configuration = settings.vm_configuration;
         host.vm.now_ns = settings.start_ns;
+        host.vm.hostcalls.planned = settings.faults;
         let limits = StoreLimitsBuilder::new()
             .memory_size(MAX_MEMORY_BYTES)
             .build();

@@ -77,7 +77,9 @@ impl Guest for Guard {
     fn configure(config_json: String) -> Result<(), String> {
         let config = Config::parse(config_json.as_bytes()).map_err(|e| e.to_string())?;
         let mut engine = Engine::new(config);
-        engine.configure(&mut HostStore, &mut HostOutputs, host::now_ms());
+        engine
+            .configure(&mut HostStore, &mut HostOutputs, host::now_ms())
+            .map_err(|e| e.to_string())?;
         LOADED.with_borrow_mut(|slot| {
             *slot = Some(Loaded {
                 engine,

@@ -10,8 +10,8 @@ use toolseal_core::store::{Expect, StateStore, StoreError};
 pub struct HostStore;
 
 impl StateStore for HostStore {
-    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
-        state::get(key).map(|entry| (entry.value, entry.version))
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
+        Ok(state::get(key).map(|entry| (entry.value, entry.version)))
     }
 
     fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError> {
@@ -68,7 +68,7 @@ impl CallerIdentity for Headers<'_> {
         self.get(name).map(str::to_string)
     }
 
-    fn metadata(&self, _path: &str) -> Option<serde_json::Value> {
-        None
+    fn metadata(&self, _path: &str) -> Result<Option<serde_json::Value>, String> {
+        Ok(None)
     }
 }

@@ -286,13 +286,16 @@ impl Engine {
         id: &str,
         fingerprint: &str,
     ) -> Result<LocalReply, Refused> {
-        let Ok(Some((record, _))) = state::load_record(store, id) else {
+        let unavailable = |e: StateError| refused(503, Some(id), e.to_string());
+        let Some((record, _)) = state::load_record(store, id).map_err(unavailable)? else {
             return Err(refused(404, Some(id), format!("unknown server {id:?}")));
         };
-        let own = [&record.baseline, &record.previous, &record.live]
-            .into_iter()
-            .any(|known| known.as_deref() == Some(fingerprint));
-        match own.then(|| state::tool_set_document(store, fingerprint)).flatten() {
+        let own = record.set_refs().contains(&Some(fingerprint));
+        let stored = match own {
+            true => state::tool_set_document(store, id, fingerprint).map_err(unavailable)?,
+            false => None,
+        };
+        match stored {
             Some(body) => Ok(LocalReply {
                 status: 200,
                 content_type: "application/json",
@@ -340,7 +343,7 @@ impl Engine {
     /// The admin view of one server (with the full classified diff when `full`).
     fn server_view(&mut self, store: &dyn StateStore, id: &str, full: bool) -> Option<Value> {
         let (record, _) = state::load_record(store, id).ok().flatten()?;
-        let diff = self.diff(store, &record);
+        let diff = self.diff(store, id, &record);
         let mut view = record_view(id, &record, self.config.posture_of(id).as_str());
         if let Some(obj) = view.as_object_mut() {
             obj.insert(
@@ -398,11 +401,12 @@ fn accepted_token(presented: &[u8; 32], accepted: &[[u8; 32]]) -> Option<usize> 
 }
 
 /// The approver's name from `source`: one non-empty string of at most 256 characters without
-/// control characters (it is written into audit lines), or `None`.
+/// control characters (it is written into audit lines), or `None` (also when the host could
+/// not read the metadata: a configured identity that cannot be told refuses the request).
 fn identity_of(source: &IdentitySource, caller: &dyn CallerIdentity) -> Option<String> {
     let name = match source {
         IdentitySource::Header(header) => caller.header(header)?,
-        IdentitySource::Metadata(path) => match caller.metadata(path)? {
+        IdentitySource::Metadata(path) => match caller.metadata(path).ok().flatten()? {
             Value::String(name) => name,
             _ => return None,
         },

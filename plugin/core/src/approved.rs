@@ -1,12 +1,13 @@
 //! Approved (and candidate) tool sets, parsed once per worker and cached by fingerprint.
 //!
-//! Main design decision: a tool set is immutable once stored under its fingerprint, so the
-//! parsed form, its digests and the compiled input schemas can be cached without
-//! invalidation; the cache is bounded and evicts whole entries.
+//! Main design decision: a fingerprint names exactly one tool set (a set is only ever built
+//! from definitions that hash to its fingerprint), so the parsed form, its digests and the
+//! compiled input schemas can be cached by fingerprint without invalidation, even after the
+//! store has reused the set's slot; the cache is bounded and evicts whole entries.
 
 use crate::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
 use crate::schema::{CompiledSchema, SchemaError, compile};
-use crate::state;
+use crate::state::{self, StateError};
 use crate::store::StateStore;
 use serde_json::Value;
 use std::cell::OnceCell;
@@ -150,28 +151,32 @@ pub struct ApprovedCache {
 }
 
 impl ApprovedCache {
-    /// The set stored under `fingerprint`, loaded from the store on first use.
+    /// The set of `fingerprint` among `server`'s stored sets, loaded from the store on first
+    /// use. `Ok(None)`: not stored (or its slot was reused), or the stored definitions do not
+    /// hash to `fingerprint`; an error: the store could not be read.
     pub fn get_or_load(
         &mut self,
         store: &dyn StateStore,
+        server: &str,
         fingerprint: &str,
         fields: &FingerprintFields,
-    ) -> Option<Rc<Approved>> {
+    ) -> Result<Option<Rc<Approved>>, StateError> {
         if let Some(hit) = self.entries.get(fingerprint) {
-            return Some(Rc::clone(hit));
+            return Ok(Some(Rc::clone(hit)));
         }
-        let definitions = state::get_tool_set(store, fingerprint)?;
-        let approved = Rc::new(Approved::from_definitions(
-            fingerprint,
-            definitions,
-            fields,
-        )?);
+        let Some(definitions) = state::get_tool_set(store, server, fingerprint)? else {
+            return Ok(None);
+        };
+        let Some(approved) = Approved::from_definitions(fingerprint, definitions, fields) else {
+            return Ok(None);
+        };
+        let approved = Rc::new(approved);
         if self.entries.len() >= CACHE_ENTRIES {
             self.entries.clear();
         }
         self.entries
             .insert(fingerprint.to_string(), Rc::clone(&approved));
-        Some(approved)
+        Ok(Some(approved))
     }
 
     /// Whether the set stored under `fingerprint` is cached (then it is in the store too:

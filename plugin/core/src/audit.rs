@@ -14,6 +14,14 @@ pub const AUDIT_LOG_PREFIX: &str = "toolseal.audit ";
 /// The stable prefix of per-message decision records in a host log (debug level).
 pub const DECISION_LOG_PREFIX: &str = "toolseal.decision ";
 
+/// `error_code` of a request refused before any check could run (HTTP 415, 400, 413, a
+/// header that contradicts the body, a request the host could not hand over).
+pub const REQUEST_REJECTED: &str = "REQUEST_REJECTED";
+
+/// `error_code` of a batch element that was not forwarded because another element of the
+/// batch was refused (the batch is answered locally as a whole).
+pub const BATCH_REFUSED: &str = "BATCH_REFUSED";
+
 /// One audit event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEvent {
@@ -73,7 +81,8 @@ impl AuditEvent {
 pub struct Decision {
     /// `request` (client → server) or `response` (server → client).
     pub direction: &'static str,
-    /// JSON-RPC method (for responses: the method of the request they answer, when known).
+    /// JSON-RPC method (for responses: the method of the request they answer, when known);
+    /// empty when unknown (a request refused before its body was read), written as null.
     pub method: String,
     /// JSON-RPC id as JSON text, or null for notifications.
     pub id: Option<String>,
@@ -103,7 +112,8 @@ impl Decision {
     pub fn to_json(&self) -> Value {
         let mut obj = Map::new();
         put(&mut obj, "direction", Value::from(self.direction));
-        put(&mut obj, "method", Value::from(self.method.as_str()));
+        let method = Some(self.method.as_str()).filter(|m| !m.is_empty());
+        put(&mut obj, "method", Value::from(method));
         let id = self
             .id
             .as_deref()

@@ -2,15 +2,16 @@
 //!
 //! Main design decision: checks run in the SPEC's order and the first failure decides, so a
 //! denial always names the most fundamental problem (a drifted server before a bad argument).
-//! Every decision is audited with the SHA-256 of the raw request bytes and the normalized
-//! arguments that were actually checked.
+//! A call is checked first and recorded once its batch is decided, so a record never says
+//! `allow` for a call that was not forwarded. Every audited decision carries the SHA-256 of
+//! the call's own raw `arguments` bytes and the normalized arguments that were checked.
 
 use crate::audit::Counter;
 use crate::denial::{Denial, ErrorCode};
-use crate::engine::{Engine, Exchange, RequestInfo};
+use crate::engine::{Engine, Exchange, PendingCall, RequestInfo};
 use crate::json::put;
 use crate::policy::CallFacts;
-use crate::snapshot_key::ClientKey;
+use crate::snapshot_key::KeyRead;
 use crate::state;
 use crate::status::ServerRecord;
 use crate::store::StateStore;
@@ -23,23 +24,53 @@ pub struct Call<'a> {
     pub id: &'a Value,
     /// `params`.
     pub params: Option<&'a Value>,
-    /// The raw request body that carried it (hashed into the audit event).
+    /// The raw request body that carried it (its `arguments` bytes are hashed into the
+    /// audit event).
     pub body: &'a [u8],
-    /// The caller's snapshot key (`None`: the call is checked against the baseline alone).
-    pub key: Option<ClientKey<'a>>,
+    /// The call's position in a batch body; `None` when the body is this one message.
+    pub element: Option<usize>,
+    /// The caller's snapshot key (`Ok(None)`: the call is checked against the baseline
+    /// alone; an error: the host could not say who the caller is, so the call is refused).
+    pub key: &'a KeyRead<'a>,
+}
+
+/// A `tools/call` checked against the state but not yet recorded: in a batch, whether it
+/// goes to the server depends on the other elements.
+pub(crate) struct CheckedCall {
+    tool: String,
+    arguments: Option<Value>,
+    record: Option<Rc<ServerRecord>>,
+    /// `Ok(check the result against an outputSchema)`, or the denial.
+    verdict: Result<bool, Box<Denial>>,
+}
+
+impl CheckedCall {
+    /// Whether a check refused the call.
+    pub(crate) fn denied(&self) -> bool {
+        self.verdict.is_err()
+    }
+}
+
+/// How a checked call ends.
+pub(crate) enum CallOutcome {
+    /// It goes to the server; its result is awaited.
+    Forward(PendingCall),
+    /// A check refused it: the denial answers it.
+    Denied(Box<Denial>),
+    /// It passed its checks, but another element of its batch was refused, so the batch is
+    /// answered locally as a whole.
+    BatchRefused,
 }
 
 impl Engine {
-    /// Authorizes a call. `Ok(tool name)` when it may go to the server.
-    pub(crate) fn authorize_call(
+    /// Runs the checks of a call, in order; nothing is recorded yet ([`Engine::settle_call`]).
+    pub(crate) fn check_tools_call(
         &mut self,
-        store: &mut dyn StateStore,
-        out: &mut dyn crate::audit::Outputs,
-        now_ms: u64,
+        store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
         call: &Call<'_>,
-    ) -> Result<(String, bool), Box<Denial>> {
+    ) -> CheckedCall {
         let (tool, arguments) = match crate::jsonrpc::tool_call(call.params) {
             Ok(tc) => (tc.name.to_string(), tc.arguments.cloned()),
             Err(e) => {
@@ -51,19 +82,12 @@ impl Engine {
                     &e.to_string(),
                 );
                 denial.required_action = "fix_arguments";
-                return self
-                    .finish_call(
-                        store,
-                        out,
-                        now_ms,
-                        exchange,
-                        call,
-                        "",
-                        None,
-                        None,
-                        Err(denial.into()),
-                    )
-                    .map(|t| (t, false));
+                return CheckedCall {
+                    tool: String::new(),
+                    arguments: None,
+                    record: None,
+                    verdict: Err(denial.into()),
+                };
             }
         };
         let record = self.record(store, &exchange.server);
@@ -71,26 +95,17 @@ impl Engine {
             store,
             exchange,
             info,
-            call.key.as_ref(),
+            call.key,
             &record,
             &tool,
             arguments.as_ref(),
         );
-        let record = record.ok().flatten();
-        let check_result = verdict.as_ref().is_ok_and(|has_output| *has_output);
-        let verdict = verdict.map(|_| ());
-        self.finish_call(
-            store,
-            out,
-            now_ms,
-            exchange,
-            call,
-            &tool,
-            arguments.as_ref(),
-            record.as_deref(),
+        CheckedCall {
+            tool,
+            arguments,
+            record: record.ok().flatten(),
             verdict,
-        )
-        .map(|t| (t, check_result))
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -99,7 +114,7 @@ impl Engine {
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
-        key: Option<&ClientKey<'_>>,
+        key: &KeyRead<'_>,
         record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
@@ -133,6 +148,12 @@ impl Engine {
         if let Some(code) = ErrorCode::for_closed(record.status) {
             return Err(self.denial(code, exchange, tool, r, "").into());
         }
+        if self.held.contains(&exchange.server) {
+            let why = "the last tools/list of this server could not be checked; list tools again";
+            return Err(self
+                .denial(ErrorCode::SchemaUnverified, exchange, tool, r, why)
+                .into());
+        }
         if record.awaiting_verification() {
             return Err(self
                 .denial(
@@ -155,22 +176,21 @@ impl Engine {
                 )
                 .into());
         };
-        let Some(baseline) = self.approved(store, &baseline_fp) else {
-            return Err(self
-                .denial(
-                    ErrorCode::SchemaUnverified,
-                    exchange,
-                    tool,
-                    r,
-                    "approved definitions unavailable",
-                )
-                .into());
+        let unverified = |engine: &Self, why: &str| -> Box<Denial> {
+            engine
+                .denial(ErrorCode::SchemaUnverified, exchange, tool, r, why)
+                .into()
+        };
+        let baseline = match self.approved(store, &exchange.server, &baseline_fp) {
+            Ok(Some(baseline)) => baseline,
+            Ok(None) => return Err(unverified(self, "approved definitions unavailable")),
+            Err(e) => return Err(unverified(self, &e.to_string())),
         };
         let Some(approved) = baseline.tools.get(tool) else {
             let dropped = record
                 .previous
                 .clone()
-                .and_then(|p| self.approved(store, &p))
+                .and_then(|p| self.approved(store, &exchange.server, &p).ok().flatten())
                 .is_some_and(|prev| prev.tools.contains_key(tool));
             let detail = if dropped {
                 "the previous baseline had it; the current one dropped it"
@@ -181,24 +201,39 @@ impl Engine {
                 .denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail)
                 .into());
         };
-        if let Some(key) = key
-            && let Some(seen) = state::get_snapshot_cached(
+        // A snapshot that is gone (evicted, or its set replaced) leaves the baseline alone to
+        // check against; one that cannot be read (nor its key) leaves the call undecided:
+        // refused.
+        let key = match key {
+            Ok(key) => key.as_ref(),
+            Err(e) => return Err(unverified(self, &format!("snapshot key unreadable: {e}"))),
+        };
+        let seen = match key {
+            None => None,
+            Some(key) => state::get_snapshot_cached(
                 store,
                 &mut self.snapshots,
                 &exchange.server,
                 key,
                 self.config.limits.session_slots,
             )
-            && seen.fingerprint != baseline_fp
+            .and_then(|seen| match seen {
+                Some(seen) if seen.fingerprint != baseline_fp => {
+                    self.approved(store, &exchange.server, &seen.fingerprint)
+                }
+                _ => Ok(None),
+            })
+            .map_err(|e| {
+                let why = format!("{} snapshot unreadable: {e}", key.source);
+                unverified(self, &why)
+            })?,
+        };
+        if let Some(seen) = seen
+            && seen.digest(tool).is_some_and(|d| d != approved.digest)
         {
-            let stale = self
-                .approved(store, &seen.fingerprint)
-                .and_then(|s| s.digest(tool).map(str::to_string));
-            if stale.is_some_and(|d| d != approved.digest) {
-                return Err(self
-                    .denial(ErrorCode::StaleToolSchema, exchange, tool, r, "")
-                    .into());
-            }
+            return Err(self
+                .denial(ErrorCode::StaleToolSchema, exchange, tool, r, "")
+                .into());
         }
         let empty = json!({});
         let args = arguments.unwrap_or(&empty);
@@ -259,88 +294,109 @@ impl Engine {
         Ok(approved.output_schema().is_some())
     }
 
-    /// Audits and counts a call decision, and passes it through.
+    /// Records, counts and audits a checked call; `batch_refused`: another element of its
+    /// batch was denied, so it is not forwarded either (its record says `deny` /
+    /// `BATCH_REFUSED`, and no `call.allowed` event is written for it).
     #[allow(clippy::too_many_arguments)]
-    fn finish_call(
+    pub(crate) fn settle_call(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn crate::audit::Outputs,
         now_ms: u64,
         exchange: &Exchange,
         call: &Call<'_>,
-        tool: &str,
-        arguments: Option<&Value>,
-        record: Option<&crate::status::ServerRecord>,
-        verdict: Result<(), Box<Denial>>,
-    ) -> Result<String, Box<Denial>> {
+        checked: CheckedCall,
+        batch_refused: bool,
+    ) -> CallOutcome {
+        let CheckedCall {
+            tool,
+            arguments,
+            record,
+            verdict,
+        } = checked;
+        let record = record.as_deref();
         let status = record.map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "request", "tools/call", Some(call.id), status);
-        decision.tool = Some(tool.to_string());
-        // Only an audited decision pays for hashing the raw bytes and canonicalizing arguments.
-        let audited = verdict.is_err() || self.config.audit.call_allowed;
-        let mut detail = Map::new();
-        if audited {
-            put(&mut detail, "tool", Value::from(tool));
-            put(
-                &mut detail,
-                "args_sha256",
-                Value::from(crate::fingerprint::sha256_hex(call.body)),
-            );
-            let mut canonical = Vec::new();
-            if let Some(args) = arguments {
-                crate::canonical::write_canonical(args, &mut canonical);
-            }
-            put(
-                &mut detail,
-                "arguments",
-                Value::from(String::from_utf8_lossy(&canonical).into_owned()),
-            );
-            // Which caller snapshot the call was compared with (null: the baseline alone).
-            put(
-                &mut detail,
-                "snapshot",
-                Value::from(call.key.as_ref().map(|k| &*k.source)),
-            );
-        }
-        let result = match verdict {
-            Ok(()) => {
-                out.count(Counter::CallsAllowed, None);
-                decision.decision = "allow";
-                if self.config.audit.call_allowed {
-                    put(&mut detail, "decision", Value::from("allow"));
-                    let event = self.event(
-                        "call.allowed",
-                        exchange,
-                        now_ms,
-                        record,
-                        "all checks passed",
-                        detail,
-                    );
-                    self.emit(store, out, &event);
-                }
-                Ok(tool.to_string())
-            }
-            Err(denial) => {
-                out.count(Counter::CallsDenied, Some(denial.code.as_str()));
-                decision.decision = "deny";
-                decision.error_code = Some(denial.code.as_str());
-                put(&mut detail, "decision", Value::from("deny"));
-                put(&mut detail, "error_code", Value::from(denial.code.as_str()));
-                let event = self.event(
-                    "call.denied",
-                    exchange,
-                    now_ms,
-                    record,
-                    &denial.message,
-                    detail,
-                );
-                self.emit(store, out, &event);
-                Err(denial)
-            }
+        decision.tool = Some(tool.clone());
+        let outcome = match verdict {
+            Ok(check_result) if !batch_refused => CallOutcome::Forward(PendingCall {
+                id: call.id.clone(),
+                tool: tool.clone(),
+                check_result,
+                stateless: exchange.stateless(),
+            }),
+            Ok(_) => CallOutcome::BatchRefused,
+            Err(denial) => CallOutcome::Denied(denial),
         };
+        let (code, reason) = match &outcome {
+            CallOutcome::Forward(_) => (None, "all checks passed"),
+            CallOutcome::Denied(denial) => (Some(denial.code.as_str()), denial.message.as_str()),
+            CallOutcome::BatchRefused => (
+                Some(crate::audit::BATCH_REFUSED),
+                "not forwarded: another call in the same batch was refused",
+            ),
+        };
+        decision.decision = if code.is_some() { "deny" } else { "allow" };
+        decision.error_code = code;
+        match code {
+            Some(code) => out.count(Counter::CallsDenied, Some(code)),
+            None => out.count(Counter::CallsAllowed, None),
+        }
+        // Only an audited decision pays for hashing the raw bytes and canonicalizing arguments.
+        if code.is_some() || self.config.audit.call_allowed {
+            let detail = call_detail(call, &tool, arguments.as_ref(), decision.decision, code);
+            let name = if code.is_some() {
+                "call.denied"
+            } else {
+                "call.allowed"
+            };
+            let event = self.event(name, exchange, now_ms, record, reason, detail);
+            self.emit(store, out, &event);
+        }
         out.decision(&decision);
-        result
+        outcome
     }
+}
+
+/// The audit fields of a call decision: the tool, the SHA-256 of the call's own raw
+/// `arguments` bytes as the client sent them (null without arguments), the normalized
+/// (canonical) arguments that were checked, which caller snapshot it was compared with (the
+/// key's source; null: the baseline alone), the decision and its code.
+fn call_detail(
+    call: &Call<'_>,
+    tool: &str,
+    arguments: Option<&Value>,
+    decision: &str,
+    code: Option<&str>,
+) -> Map<String, Value> {
+    let mut detail = Map::new();
+    put(&mut detail, "tool", Value::from(tool));
+    let raw = crate::json_span::call_arguments(call.body, call.element);
+    put(
+        &mut detail,
+        "args_sha256",
+        Value::from(raw.map(crate::fingerprint::sha256_hex)),
+    );
+    let mut canonical = Vec::new();
+    if let Some(args) = arguments {
+        crate::canonical::write_canonical(args, &mut canonical);
+    }
+    put(
+        &mut detail,
+        "arguments",
+        Value::from(String::from_utf8_lossy(&canonical).into_owned()),
+    );
+    let snapshot = call.key.as_ref().ok().and_then(Option::as_ref);
+    put(
+        &mut detail,
+        "snapshot",
+        Value::from(snapshot.map(|k| &*k.source)),
+    );
+    put(&mut detail, "decision", Value::from(decision));
+    if let Some(code) = code {
+        put(&mut detail, "error_code", Value::from(code));
+    }
+    detail
 }
 
 impl Engine {
@@ -355,7 +411,8 @@ impl Engine {
         call: &crate::engine::PendingCall,
         result: &Value,
     ) -> Option<Value> {
-        let record = self.record(store, &exchange.server).ok().flatten();
+        let read = self.record(store, &exchange.server);
+        let record = read.as_ref().ok().cloned().flatten();
         let status = record
             .as_ref()
             .map_or(crate::status::SchemaStatus::Unbaselined, |r| r.status);
@@ -371,15 +428,20 @@ impl Engine {
             out.decision(&decision);
             return None;
         }
-        let problem = if call.check_result {
-            self.result_problem(store, record.as_deref(), call, result)
-        } else {
-            None
+        let problem = match (&read, call.check_result) {
+            (_, false) => None,
+            (Err(e), true) => Some(format!(
+                "toolseal cannot read the server's record to check this result: {e}"
+            )),
+            (Ok(_), true) => {
+                self.result_problem(store, &exchange.server, record.as_deref(), call, result)
+            }
         };
-        let (Some(problem), Some(record)) = (problem, record) else {
+        let Some(problem) = problem else {
             out.decision(&decision);
             return None;
         };
+        let record = record.as_deref();
         out.count(Counter::ResultMismatches, None);
         let mut detail = Map::new();
         put(&mut detail, "tool", Value::from(call.tool.as_str()));
@@ -388,7 +450,7 @@ impl Engine {
             "result.mismatch",
             exchange,
             now_ms,
-            Some(&*record),
+            record,
             &problem,
             detail,
         );
@@ -405,7 +467,7 @@ impl Engine {
                 ErrorCode::ResultContractChanged,
                 exchange,
                 &call.tool,
-                Some(&*record),
+                record,
                 &problem,
             )
             .result(call.stateless),
@@ -417,6 +479,7 @@ impl Engine {
     fn result_problem(
         &mut self,
         store: &dyn StateStore,
+        server: &str,
         record: Option<&crate::status::ServerRecord>,
         call: &crate::engine::PendingCall,
         result: &Value,
@@ -424,7 +487,14 @@ impl Engine {
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return None;
         }
-        let baseline = self.approved(store, record?.baseline.as_deref()?)?;
+        let baseline = match self.approved(store, server, record?.baseline.as_deref()?) {
+            Ok(baseline) => baseline?,
+            Err(e) => {
+                return Some(format!(
+                    "toolseal cannot read the approved definitions to check this result: {e}"
+                ));
+            }
+        };
         let tool = baseline.tools.get(&call.tool)?;
         match (tool.output_schema()?, result.get("structuredContent")) {
             (Err(e), _) => Some(format!(

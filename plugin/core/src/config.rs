@@ -342,6 +342,21 @@ impl Config {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                 config.fingerprint =
                     FingerprintFields::parse(&refs).map_err(|m| err("fingerprint.fields", m))?;
+                // The fields may only add to the default surface: a fingerprint blind to a
+                // description or an input schema would let that change pass as no drift.
+                let missing: Vec<&str> = ["name", "description", "inputSchema"]
+                    .into_iter()
+                    .filter(|default| !names.iter().any(|n| n == default))
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(err(
+                        "fingerprint.fields",
+                        format!(
+                            "must keep the default fields name, description and inputSchema (it may only add fields); add {}",
+                            missing.join(", ")
+                        ),
+                    ));
+                }
             }
         }
         if let Some(v) = root.get("servers") {

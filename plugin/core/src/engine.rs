@@ -8,13 +8,14 @@
 
 use crate::approved::{Approved, ApprovedCache};
 use crate::audit::{AuditEvent, Counter, Decision, Outputs};
+use crate::call::{Call, CallOutcome, CheckedCall};
 use crate::config::Config;
 use crate::denial::{Denial, ErrorCode, denial_message};
 use crate::jsonrpc::{self, Message, Payload};
 use crate::parse_cache::ParseCache;
 use crate::policy::{Action, CallFacts, CallerIdentity};
 use crate::revision::RoutingHeaders;
-use crate::snapshot_key::ClientKey;
+use crate::snapshot_key::{ClientKey, KeyRead};
 use crate::state::{self, StateError};
 use crate::status::{SchemaStatus, ServerRecord};
 use crate::store::StateStore;
@@ -56,6 +57,26 @@ impl LocalReply {
         }
     }
 }
+
+/// The shared state could not be brought in line with the configuration (see
+/// [`Engine::configure`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigureError {
+    /// What was not applied, one sentence each.
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for ConfigureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the configuration could not be applied to the shared state ({}); it is refused so that no pinned, locked or quarantined server is served without its setting",
+            self.problems.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for ConfigureError {}
 
 /// What to do with a client request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +200,10 @@ pub struct Engine {
     /// being read, served or filtered (left by the check, taken by the body reader to
     /// remember the result's bytes).
     pub(crate) checked_list: Option<String>,
+    /// Servers whose last `tools/list` this worker could not check (unreadable, or the check
+    /// could not read or write the state): their live set is unknown, so calls to them are
+    /// refused until a list verifies here. At most `limits.max_servers` entries.
+    pub(crate) held: std::collections::BTreeSet<String>,
 }
 
 impl Engine {
@@ -191,14 +216,40 @@ impl Engine {
             snapshots: ParseCache::new(crate::parse_cache::SNAPSHOT_ENTRIES),
             known_lists: crate::known_list::KnownLists::default(),
             checked_list: None,
+            held: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Holds calls to `server` on this worker (see [`Engine::held`]). Beyond
+    /// `limits.max_servers` held servers, no more are added (the registry refuses more
+    /// servers than that anyway).
+    pub(crate) fn hold(&mut self, server: &str) {
+        if self.held.len() < self.config.limits.max_servers {
+            self.held.insert(server.to_string());
+        }
+    }
+
+    /// A list of `server` verified on this worker: its calls are no longer held.
+    pub(crate) fn release(&mut self, server: &str) {
+        if !self.held.is_empty() {
+            self.held.remove(server);
         }
     }
 
     /// Brings the shared state in line with the config (seeds keys, applies pins, locks and
-    /// config quarantines). Every worker runs it at start; it is idempotent.
-    pub fn configure(&mut self, store: &mut dyn StateStore, out: &mut dyn Outputs, now_ms: u64) {
-        state::seed(store);
+    /// config quarantines). Every worker runs it at start; it is idempotent. An error lists
+    /// what could not be applied: the host must refuse the configuration, or a pinned server
+    /// would be trusted on first use and a quarantined one served.
+    pub fn configure(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+    ) -> Result<(), ConfigureError> {
         let mut problems = Vec::new();
+        if let Err(e) = state::seed(store) {
+            problems.push(format!("shared state not seeded: {e}"));
+        }
         let servers: Vec<(String, crate::config::ServerConfig)> = self
             .config
             .servers
@@ -208,7 +259,14 @@ impl Engine {
         for (id, server) in servers {
             if let Some(pin) = &server.pin {
                 if let crate::config::Pin::Lock { fingerprint, tools } = pin {
-                    let _ = state::put_tool_set(store, fingerprint, tools);
+                    let stored = state::load_record(store, &id).and_then(|record| {
+                        let record = record.map(|(r, _)| r);
+                        let referenced = record.as_ref().map_or([None; 3], |r| r.set_refs());
+                        state::put_tool_set(store, &id, &referenced, fingerprint, tools)
+                    });
+                    if let Err(e) = stored {
+                        problems.push(format!("{id}: lock not stored: {e}"));
+                    }
                 }
                 let lock = matches!(pin, crate::config::Pin::Lock { .. });
                 let event = crate::status::Event::Pin {
@@ -219,10 +277,13 @@ impl Engine {
                     problems.push(format!("{id}: pin not applied: {e}"));
                 }
             }
-            let held = state::load_record(store, &id)
-                .ok()
-                .flatten()
-                .and_then(|(r, _)| r.quarantine);
+            let held = match state::load_record(store, &id) {
+                Ok(record) => record.and_then(|(r, _)| r.quarantine),
+                Err(e) => {
+                    problems.push(format!("{id}: record unreadable: {e}"));
+                    continue;
+                }
+            };
             match (&server.quarantine, held) {
                 (Some(reason), held) if held.as_ref().map(|h| &h.0) != Some(reason) => {
                     let event = crate::status::Event::Quarantine {
@@ -271,10 +332,14 @@ impl Engine {
             detail: Map::new(),
         };
         self.emit(store, out, &event);
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(ConfigureError { problems }),
+        }
     }
 
     /// Checks request headers: a POST must carry JSON (HTTP 415 otherwise). A refusal is
-    /// audited (`request.rejected`) and counted.
+    /// audited (`request.rejected`), recorded and counted.
     pub fn request_headers(
         &mut self,
         store: &mut dyn StateStore,
@@ -283,23 +348,20 @@ impl Engine {
         exchange: &mut Exchange,
         info: &RequestInfo<'_>,
     ) -> RequestVerdict {
-        if info.http_method.eq_ignore_ascii_case("GET") {
-            self.resume_calls(store, exchange);
+        if info.http_method.eq_ignore_ascii_case("GET")
+            && let Err(e) = self.resume_calls(store, exchange)
+            && self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
+        {
+            // The results this stream may deliver could not be checked.
+            let reason = format!("the session's awaited calls could not be read: {e}");
+            return self.refuse(store, out, now_ms, exchange, Refusal::unavailable(&reason));
         }
         if info.http_method.eq_ignore_ascii_case("POST") && !is_json(info.content_type) {
             let reason = format!(
                 "MCP POST bodies must be sent with Content-Type: application/json (got {:?})",
                 info.content_type.unwrap_or("")
             );
-            return self.refuse(
-                store,
-                out,
-                now_ms,
-                exchange,
-                415,
-                jsonrpc::INVALID_REQUEST,
-                &reason,
-            );
+            return self.refuse(store, out, now_ms, exchange, Refusal::new(415, &reason));
         }
         RequestVerdict::Forward
     }
@@ -316,17 +378,54 @@ impl Engine {
             "request body over limits.max_request_bytes ({})",
             self.config.limits.max_request_bytes
         );
-        match self.refuse(
-            store,
-            out,
-            now_ms,
-            exchange,
-            413,
-            jsonrpc::INVALID_REQUEST,
-            &reason,
-        ) {
+        self.reply_refused(store, out, now_ms, exchange, Refusal::new(413, &reason))
+    }
+
+    /// Refuses a request the host could not hand over whole (its headers or its body): it
+    /// cannot be checked, so it never reaches the server (HTTP 503, audited and recorded).
+    /// `what` says what could not be read. The request may have been a `tools/list` whose
+    /// answer would have shown a drift, so this worker holds calls to the server until a list
+    /// verifies.
+    pub fn request_unreadable(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        what: &str,
+    ) -> LocalReply {
+        if !exchange.server.is_empty() {
+            self.hold(&exchange.server);
+        }
+        let reason = format!("the host could not hand over {what}, so it cannot be checked");
+        self.reply_refused(store, out, now_ms, exchange, Refusal::unavailable(&reason))
+    }
+
+    /// Refuses a request whose server cannot be told (see `server_id` in the config): HTTP
+    /// 503, audited and recorded under an empty server id.
+    pub fn request_without_server(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+    ) -> LocalReply {
+        let reason = "cannot tell which MCP server this request is for (check server_id in the plugin config)";
+        self.reply_refused(store, out, now_ms, exchange, Refusal::unavailable(reason))
+    }
+
+    fn reply_refused(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        refusal: Refusal<'_>,
+    ) -> LocalReply {
+        let status = refusal.status;
+        match self.refuse(store, out, now_ms, exchange, refusal) {
             RequestVerdict::Reply(reply) => reply,
-            RequestVerdict::Forward => LocalReply::json(413, &Value::Null),
+            RequestVerdict::Forward => LocalReply::json(status, &Value::Null),
         }
     }
 
@@ -354,25 +453,30 @@ impl Engine {
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
             Err(e) => {
-                return self.refuse(store, out, now_ms, exchange, 400, e.code(), &e.to_string());
+                let reason = e.to_string();
+                let refusal = Refusal {
+                    code: e.code(),
+                    ..Refusal::new(400, &reason)
+                };
+                return self.refuse(store, out, now_ms, exchange, refusal);
             }
         };
         match crate::revision::read(&info.routing, &payload) {
             Ok(version) => exchange.protocol_version = version,
             Err(mismatch) => {
                 // The stateless revision answers a header mismatch with the request's id.
-                let id = match (&payload, mismatch.stateless) {
-                    (Payload::Single(m), true) => m.id().cloned(),
+                let id = match (&payload, &mismatch.version) {
+                    (Payload::Single(m), Some(_)) => m.id(),
                     _ => None,
                 };
-                return self.refuse_request(
-                    store,
-                    out,
-                    now_ms,
-                    exchange,
-                    (400, mismatch.code, id.as_ref().unwrap_or(&Value::Null)),
-                    &mismatch.reason,
-                );
+                exchange.protocol_version = mismatch.version;
+                let refusal = Refusal {
+                    code: mismatch.code,
+                    payload: Some(&payload),
+                    id,
+                    ..Refusal::new(400, &mismatch.reason)
+                };
+                return self.refuse(store, out, now_ms, exchange, refusal);
             }
         }
         if payload
@@ -381,148 +485,204 @@ impl Engine {
             .any(|m| matches!(m, Message::Notification { method, .. } if method == "tools/call"))
         {
             let reason = "a tools/call must carry an id: a call sent as a notification cannot be checked and answered";
-            return self.refuse(
-                store,
-                out,
-                now_ms,
-                exchange,
-                400,
-                jsonrpc::INVALID_REQUEST,
-                reason,
-            );
+            let refusal = Refusal {
+                payload: Some(&payload),
+                ..Refusal::new(400, reason)
+            };
+            return self.refuse(store, out, now_ms, exchange, refusal);
         }
-        let mut answers: Vec<Option<Value>> = Vec::new();
-        let mut denied = false;
-        for message in payload.messages() {
-            let answer = self.client_message(store, out, now_ms, exchange, info, message, body);
-            denied |= answer.is_some();
+        // The caller's snapshot key is read once, and only for a body that lists or calls.
+        let key = match payload.messages().iter().any(|m| {
+            matches!(m, Message::Request { method, .. } if method == "tools/call" || method == "tools/list")
+        }) {
+            true => self.client_key(info),
+            false => Ok(None),
+        };
+        // Every call is checked before any message is recorded: a batch with a refused call
+        // is answered locally as a whole, and no element of it may be recorded as passing.
+        let batch = matches!(payload, Payload::Batch(_));
+        let checked: Vec<Option<CheckedCall>> = payload
+            .messages()
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                let Message::Request { id, method, params } = message else {
+                    return None;
+                };
+                (method == "tools/call").then(|| {
+                    let call = Call {
+                        id,
+                        params: params.as_ref(),
+                        body,
+                        element: batch.then_some(index),
+                        key: &key,
+                    };
+                    self.check_tools_call(store, exchange, info, &call)
+                })
+            })
+            .collect();
+        let refused = checked.iter().flatten().any(CheckedCall::denied);
+        let mut answers: Vec<Option<Value>> = Vec::with_capacity(checked.len());
+        for (index, (message, checked)) in payload.messages().iter().zip(checked).enumerate() {
+            let element = batch.then_some(index);
+            let answer = self.settle_message(
+                store, out, now_ms, exchange, message, checked, body, element, &key, refused,
+            );
             answers.push(answer);
         }
-        if !denied {
+        if !refused {
             return RequestVerdict::Forward;
         }
-        exchange.pending_lists.clear();
-        exchange.pending_calls.clear();
         let reply = match payload {
             Payload::Single(_) => answers.into_iter().flatten().next().unwrap_or(Value::Null),
-            Payload::Batch(messages) => Value::Array(
-                messages
-                    .iter()
-                    .zip(answers)
-                    .filter_map(|(m, a)| a.or_else(|| not_forwarded(m)))
-                    .collect(),
-            ),
+            Payload::Batch(_) => Value::Array(answers.into_iter().flatten().collect()),
         };
         RequestVerdict::Reply(LocalReply::json(200, &reply))
     }
 
-    /// Answers a request that cannot be checked: audited, counted, never forwarded.
-    #[allow(clippy::too_many_arguments)]
+    /// Answers a request that cannot be checked: audited, recorded (one `deny` /
+    /// `REQUEST_REJECTED` record per message when the body was read, else one for the
+    /// request), counted, never forwarded.
     fn refuse(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        status: u16,
-        code: i64,
-        reason: &str,
+        refusal: Refusal<'_>,
     ) -> RequestVerdict {
-        self.refuse_request(
-            store,
-            out,
-            now_ms,
-            exchange,
-            (status, code, &Value::Null),
+        let Refusal {
+            status,
+            code,
             reason,
-        )
-    }
-
-    /// [`Engine::refuse`] answering `(HTTP status, JSON-RPC code, request id)`.
-    fn refuse_request(
-        &mut self,
-        store: &mut dyn StateStore,
-        out: &mut dyn Outputs,
-        now_ms: u64,
-        exchange: &Exchange,
-        (status, code, id): (u16, i64, &Value),
-        reason: &str,
-    ) -> RequestVerdict {
+            payload,
+            id,
+        } = refusal;
         out.count(Counter::RequestsRejected, Some(&status.to_string()));
         let mut detail = Map::new();
         detail.insert("http_status".into(), json!(status));
         let event = self.event("request.rejected", exchange, now_ms, None, reason, detail);
         self.emit(store, out, &event);
+        let schema_status = self
+            .record(store, &exchange.server)
+            .ok()
+            .flatten()
+            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let messages = payload.map(Payload::messages).unwrap_or_default();
+        let mut described: Vec<(&str, Option<&Value>)> = messages
+            .iter()
+            .map(|m| (m.method().unwrap_or(""), m.id()))
+            .collect();
+        if described.is_empty() {
+            described.push(("", None));
+        }
+        for (method, id) in described {
+            let mut decision = self.decision(exchange, "request", method, id, schema_status);
+            decision.decision = "deny";
+            decision.error_code = Some(crate::audit::REQUEST_REJECTED);
+            out.decision(&decision);
+        }
         RequestVerdict::Reply(LocalReply::json(
             status,
-            &jsonrpc::error_response(id, code, &format!("toolseal: {reason}")),
+            &jsonrpc::error_response(
+                id.unwrap_or(&Value::Null),
+                code,
+                &format!("toolseal: {reason}"),
+            ),
         ))
     }
 
+    /// Records one client message once its body is decided (`refused`: a call in it was
+    /// denied, so nothing of it is forwarded); returns its local answer when refused.
     #[allow(clippy::too_many_arguments)]
-    fn client_message(
+    fn settle_message(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &mut Exchange,
-        info: &RequestInfo<'_>,
         message: &Message,
+        checked: Option<CheckedCall>,
         body: &[u8],
+        element: Option<usize>,
+        key: &KeyRead<'_>,
+        refused: bool,
     ) -> Option<Value> {
-        let Message::Request { id, method, params } = message else {
-            self.pass_record(store, out, exchange, "request", message, None);
-            return None;
-        };
-        let stateless = exchange.stateless();
-        match method.as_str() {
-            "tools/list" => {
-                let cursor = params
-                    .as_ref()
-                    .and_then(|p| p.get("cursor"))
-                    .is_some_and(|c| !c.is_null());
-                let key = self.client_key(info).map(ClientKey::into_owned);
-                exchange.pending_lists.push(PendingList {
-                    id: id.clone(),
-                    cursor,
-                    stateless,
-                    key,
-                });
-                self.pass_record(store, out, exchange, "request", message, None);
-                None
-            }
-            "tools/call" => {
-                let call = crate::call::Call {
-                    id,
-                    params: params.as_ref(),
-                    body,
-                    key: self.client_key(info),
-                };
-                match self.authorize_call(store, out, now_ms, exchange, info, &call) {
-                    Ok((tool, check_result)) => {
-                        exchange.pending_calls.push(PendingCall {
-                            id: id.clone(),
-                            tool,
-                            check_result,
-                            stateless,
-                        });
-                        None
-                    }
-                    Err(denial) => Some(denial.response(id, stateless)),
-                }
+        let (id, method, params) = match message {
+            Message::Request { id, method, params } => (id, method, params),
+            _ if refused => {
+                self.refused_with_batch(store, out, exchange, message);
+                return None;
             }
             _ => {
-                if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
-                    exchange.pending_other.push((id.clone(), method.clone()));
-                }
                 self.pass_record(store, out, exchange, "request", message, None);
-                None
+                return None;
             }
+        };
+        if let Some(checked) = checked {
+            let call = Call {
+                id,
+                params: params.as_ref(),
+                body,
+                element,
+                key,
+            };
+            return match self.settle_call(store, out, now_ms, exchange, &call, checked, refused) {
+                CallOutcome::Forward(pending) => {
+                    exchange.pending_calls.push(pending);
+                    None
+                }
+                CallOutcome::Denied(denial) => Some(denial.response(id, exchange.stateless())),
+                CallOutcome::BatchRefused => not_forwarded(message),
+            };
         }
+        if refused {
+            self.refused_with_batch(store, out, exchange, message);
+            return not_forwarded(message);
+        }
+        if method == "tools/list" {
+            let cursor = params
+                .as_ref()
+                .and_then(|p| p.get("cursor"))
+                .is_some_and(|c| !c.is_null());
+            // A list whose caller's key cannot be read is served as any other, but recorded as
+            // seen by nobody: a later call compares with an older snapshot, never a newer one.
+            let key = key.as_ref().ok().and_then(Option::as_ref);
+            exchange.pending_lists.push(PendingList {
+                id: id.clone(),
+                cursor,
+                stateless: exchange.stateless(),
+                key: key.cloned().map(ClientKey::into_owned),
+            });
+        } else if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
+            exchange.pending_other.push((id.clone(), method.clone()));
+        }
+        self.pass_record(store, out, exchange, "request", message, None);
+        None
+    }
+
+    /// The record of a message that was not forwarded because its batch was refused.
+    fn refused_with_batch(
+        &mut self,
+        store: &dyn StateStore,
+        out: &mut dyn Outputs,
+        exchange: &Exchange,
+        message: &Message,
+    ) {
+        let status = self
+            .record(store, &exchange.server)
+            .ok()
+            .flatten()
+            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let method = message.method().unwrap_or("response");
+        let mut decision = self.decision(exchange, "request", method, message.id(), status);
+        decision.decision = "deny";
+        decision.error_code = Some(crate::audit::BATCH_REFUSED);
+        out.decision(&decision);
     }
 
     /// The snapshot key of a request (`snapshots.key`: its first source the request has).
-    fn client_key<'a>(&self, info: &RequestInfo<'a>) -> Option<ClientKey<'a>> {
+    fn client_key<'a>(&self, info: &RequestInfo<'a>) -> KeyRead<'a> {
         crate::snapshot_key::resolve(&self.config.snapshot_key, info.session, info.caller)
     }
 
@@ -556,14 +716,16 @@ impl Engine {
         state::load_record_cached(store, &mut self.records, server).map(|r| r.map(|(r, _)| r))
     }
 
-    /// Loads the approved set of a fingerprint (cached, content-addressed).
+    /// Loads `server`'s stored set of a fingerprint (cached by fingerprint). `Ok(None)`: not
+    /// stored; an error: the store could not be read (the caller fails closed).
     pub(crate) fn approved(
         &mut self,
         store: &dyn StateStore,
+        server: &str,
         fingerprint: &str,
-    ) -> Option<Rc<Approved>> {
+    ) -> Result<Option<Rc<Approved>>, StateError> {
         self.cache
-            .get_or_load(store, fingerprint, &self.config.fingerprint)
+            .get_or_load(store, server, fingerprint, &self.config.fingerprint)
     }
 
     /// Applies a lifecycle event and audits what it produced. Returns the new record, or the
@@ -605,7 +767,7 @@ impl Engine {
         for note in &updated.notes {
             let mut detail = extra.clone();
             if note.event == "schema.changed" || note.event == "schema.pending" {
-                if let Some(summary) = self.diff_summary(store, &updated.after) {
+                if let Some(summary) = self.diff_summary(store, server, &updated.after) {
                     detail.insert("diff".into(), summary);
                 }
                 if !updated.after.findings.is_empty() {
@@ -629,24 +791,31 @@ impl Engine {
         Ok(updated.after)
     }
 
-    /// The classified diff between a record's baseline and its live candidate.
+    /// The classified diff between `server`'s baseline and its live candidate (`None` when
+    /// they are equal or a set cannot be read).
     pub(crate) fn diff(
         &mut self,
         store: &dyn StateStore,
+        server: &str,
         record: &ServerRecord,
     ) -> Option<crate::drift::DriftDiff> {
         let live = record.live.as_deref()?;
         let old = match record.baseline.as_deref() {
             Some(b) if b == live => return None,
-            Some(b) => self.approved(store, b)?.definitions(),
+            Some(b) => self.approved(store, server, b).ok()??.definitions(),
             None => Vec::new(),
         };
-        let new = self.approved(store, live)?.definitions();
+        let new = self.approved(store, server, live).ok()??.definitions();
         Some(crate::drift::diff_tools(&old, &new))
     }
 
-    fn diff_summary(&mut self, store: &dyn StateStore, record: &ServerRecord) -> Option<Value> {
-        self.diff(store, record).map(|d| d.summary_json())
+    fn diff_summary(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        record: &ServerRecord,
+    ) -> Option<Value> {
+        self.diff(store, server, record).map(|d| d.summary_json())
     }
 
     /// Sends an audit event to the host and the ring.
@@ -737,6 +906,41 @@ impl Engine {
     pub(crate) fn policy(&self, facts: &CallFacts<'_>) -> Option<crate::policy::PolicyDecision> {
         let decision = self.config.policy.evaluate(facts);
         (decision.action == Action::Deny).then_some(decision)
+    }
+}
+
+/// A request refused before any check could run.
+struct Refusal<'a> {
+    /// HTTP status of the local answer.
+    status: u16,
+    /// JSON-RPC error code of the answer.
+    code: i64,
+    /// Why, for the operator and the client.
+    reason: &'a str,
+    /// The body, when it was read: each of its messages gets a record.
+    payload: Option<&'a Payload>,
+    /// The id the answer carries (the stateless revision echoes a refused request's id);
+    /// `None`: null.
+    id: Option<&'a Value>,
+}
+
+impl<'a> Refusal<'a> {
+    fn new(status: u16, reason: &'a str) -> Self {
+        Refusal {
+            status,
+            code: jsonrpc::INVALID_REQUEST,
+            reason,
+            payload: None,
+            id: None,
+        }
+    }
+
+    /// The request could not be checked for want of the host (HTTP 503).
+    fn unavailable(reason: &'a str) -> Self {
+        Refusal {
+            code: jsonrpc::INTERNAL_ERROR,
+            ..Refusal::new(503, reason)
+        }
     }
 }
 

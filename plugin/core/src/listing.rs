@@ -10,7 +10,7 @@ use crate::audit::Counter;
 use crate::engine::{Engine, Exchange, PendingList};
 use crate::fingerprint::{ToolDigests, digest_tools};
 use crate::json::put;
-use crate::state::{self, PageAccumulator};
+use crate::state::{self, PageAccumulator, StateError};
 use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
 use serde_json::{Value, json};
@@ -56,6 +56,9 @@ struct Verdict {
     record: Option<ServerRecord>,
     serve: bool,
     reason: String,
+    /// The check could not complete (state unreadable or unwritable): the live set is
+    /// unknown, so this worker holds calls to the server until a list verifies.
+    unchecked: bool,
 }
 
 impl Engine {
@@ -97,6 +100,13 @@ impl Engine {
         decision.tools_in = Some(tools_in);
         if request.stateless {
             decision.protocol_version = exchange.protocol_version.clone();
+        }
+        if verdict.unchecked {
+            self.hold(&exchange.server);
+        }
+        // A listing that verified to its end shows the live set again.
+        if verdict.serve && !next_cursor {
+            self.release(&exchange.server);
         }
         if verdict.serve {
             out.count(Counter::ListsVerified, None);
@@ -162,11 +172,7 @@ impl Engine {
         let tools = tools.unwrap_or(&Value::Null);
         match self.evaluate_set(store, out, now_ms, exchange, tools, known) {
             Ok(record) => serve_if_open(record),
-            Err(reason) => Verdict {
-                record: None,
-                serve: false,
-                reason,
-            },
+            Err(e) => unchecked(None, &e),
         }
     }
 
@@ -181,11 +187,17 @@ impl Engine {
         exchange: &Exchange,
         tools: &Value,
         fingerprint: Option<&str>,
-    ) -> Result<ServerRecord, String> {
+    ) -> Result<ServerRecord, StateError> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
-        // A result served before byte for byte is the cached set of its fingerprint.
-        let digests = match fingerprint.and_then(|f| self.approved(store, f)) {
+        // A result served before byte for byte is the cached set of its fingerprint. Whatever
+        // cannot be read from the store ends the check here, before any transition: a host
+        // fault must not move the lifecycle (`changed` is sticky).
+        let cached = match fingerprint {
+            Some(f) => self.approved(store, &server, f)?,
+            None => None,
+        };
+        let digests = match cached {
             Some(set) => Ok(LiveDigests::Cached(set)),
             None => self.live_digests(store, &server, tools),
         };
@@ -195,24 +207,34 @@ impl Engine {
             },
             Ok(digests) => {
                 let fingerprint = digests.fingerprint();
-                let record = self.record(store, &server).map_err(|e| e.to_string())?;
+                let record = self.record(store, &server)?;
                 let baseline = record.as_ref().and_then(|r| r.baseline.clone());
                 let matches = match baseline.as_deref() {
                     Some(b) if b == fingerprint => true,
                     Some(b) if self.config.server(&server).allow_subset => self
-                        .approved(store, b)
+                        .approved(store, &server, b)?
                         .is_some_and(|base| digests.is_strict_subset_of(&base)),
                     _ => false,
                 };
-                // A drifted candidate is stored for review; a matching set is stored when its
-                // definitions are not known yet (a baseline pinned by fingerprint only).
-                // A cached set is stored already (a drifted list served again skips the store).
-                if (!matches && !self.cache.contains(&fingerprint))
-                    || self.approved(store, &fingerprint).is_none()
-                {
+                // Every set checked is stored (a drifted candidate for review, a matching set
+                // whose definitions were not known: a baseline pinned by fingerprint only).
+                // A set this worker has cached and the record references is stored (nothing
+                // replaces a referenced set); another cached set may have lost its slot since.
+                let referenced = record
+                    .as_ref()
+                    .is_some_and(|r| r.set_refs().contains(&Some(fingerprint.as_str())));
+                let stored = if !self.cache.contains(&fingerprint) {
+                    self.approved(store, &server, &fingerprint)
+                        .map(|s| s.is_some())
+                } else if referenced {
+                    Ok(true)
+                } else {
+                    state::holds_tool_set(store, &server, &fingerprint)
+                }?;
+                if !stored {
                     let definitions = tools.as_array().cloned().unwrap_or_default();
-                    state::put_tool_set(store, &fingerprint, &definitions)
-                        .map_err(|e| e.to_string())?;
+                    let referenced = record.as_ref().map_or([None; 3], |r| r.set_refs());
+                    state::put_tool_set(store, &server, &referenced, &fingerprint, &definitions)?;
                     if let Some(approved) = Approved::from_definitions(
                         &fingerprint,
                         definitions,
@@ -237,16 +259,14 @@ impl Engine {
             LiveSet::Valid { fingerprint, .. } => Some(fingerprint.clone()),
             LiveSet::Invalid { .. } => None,
         };
-        let record = self
-            .transition(
-                store,
-                out,
-                &server,
-                session.as_deref(),
-                &Event::Live(live),
-                now_ms,
-            )
-            .map_err(|e| e.to_string())?;
+        let record = self.transition(
+            store,
+            out,
+            &server,
+            session.as_deref(),
+            &Event::Live(live),
+            now_ms,
+        )?;
         // Computed here from the tools themselves (or the cached set of the known
         // fingerprint), never read back from the record.
         self.checked_list = checked;
@@ -276,8 +296,17 @@ impl Engine {
         let Some(page) = tools.and_then(Value::as_array) else {
             return self.check_whole(store, out, now_ms, exchange, tools, None);
         };
+        let withheld = |record: Option<ServerRecord>, reason: String| Verdict {
+            record,
+            serve: false,
+            reason,
+            unchecked: false,
+        };
         let mut acc = if cursor_sent {
-            state::get_pages(store, &server, &session, slots)
+            match state::get_pages(store, &server, &session, slots) {
+                Ok(acc) => acc,
+                Err(e) => return unchecked(None, &e),
+            }
         } else {
             Some(PageAccumulator::default())
         };
@@ -288,25 +317,31 @@ impl Engine {
                 .saturating_add(page.iter().map(|t| t.to_string().len()).sum::<usize>());
             acc.tools.extend(page.iter().cloned());
             if acc.bytes > self.config.limits.max_response_bytes {
-                state::put_pages(store, &server, &session, slots, None);
-                return Verdict {
-                    record: None,
-                    serve: false,
-                    reason: "paginated tools/list over limits.max_response_bytes".into(),
-                };
+                // Withheld either way; a slot left full is overwritten by the next listing.
+                let _cleared = state::put_pages(store, &server, &session, slots, None);
+                return withheld(
+                    None,
+                    "paginated tools/list over limits.max_response_bytes".into(),
+                );
             }
         }
         let record = match self.record(store, &server) {
             Ok(r) => r.map(|r| ServerRecord::clone(&r)),
-            Err(e) => {
-                return Verdict {
-                    record: None,
-                    serve: false,
-                    reason: e.to_string(),
-                };
-            }
+            Err(e) => return unchecked(None, &e),
         };
-        if let Some(reason) = self.page_drift(store, record.as_ref(), tools.unwrap_or(&Value::Null))
+        // The baseline's definitions, read once: a page is checked against them, and a
+        // baseline without them (pinned by fingerprint only) cannot check a page.
+        let baseline = record.as_ref().and_then(|r| r.baseline.clone());
+        let baseline_set = match &baseline {
+            Some(b) => match self.approved(store, &server, b) {
+                Ok(set) => set,
+                Err(e) => return unchecked(record, &e),
+            },
+            None => None,
+        };
+        let unknown = baseline.is_some() && baseline_set.is_none();
+        if let Some(reason) =
+            self.page_drift(baseline_set.as_deref(), tools.unwrap_or(&Value::Null))
         {
             let live = LiveSet::Invalid {
                 reason: reason.clone(),
@@ -320,31 +355,24 @@ impl Engine {
                 now_ms,
             );
             if next_cursor && let Some(acc) = &acc {
-                state::put_pages(store, &server, &session, slots, Some(acc));
+                // Withheld either way; a later page that finds no accumulator is withheld too.
+                let _kept = state::put_pages(store, &server, &session, slots, Some(acc));
             }
-            return Verdict {
-                record: after.ok().or(record),
-                serve: false,
-                reason,
-            };
+            return withheld(after.ok().or(record), reason);
         }
-        // A baseline pinned by fingerprint only has no definitions to check a page against:
-        // pages wait until a complete list has verified (and stored them).
-        let unchecked = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
+        let pinned_only = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
             until a complete list has verified; list again from the start";
-        let unknown = record
-            .as_ref()
-            .and_then(|r| r.baseline.clone())
-            .is_some_and(|b| self.approved(store, &b).is_none());
         if next_cursor {
             let Some(acc) = acc else {
-                return Verdict {
+                return withheld(
                     record,
-                    serve: false,
-                    reason: "page seen without its first page; list again from the start".into(),
-                };
+                    "page seen without its first page; list again from the start".into(),
+                );
             };
-            state::put_pages(store, &server, &session, slots, Some(&acc));
+            if let Err(e) = state::put_pages(store, &server, &session, slots, Some(&acc)) {
+                // The set check at the last page would miss this page's tools.
+                return unchecked(record, &e);
+            }
             let discovery = self.config.posture_of(&server) == crate::config::Posture::Discovery;
             // A first-contact page is served before the set is complete: screen it on its own
             // so that a flagged description never reaches the client on an early page.
@@ -370,55 +398,40 @@ impl Engine {
                     record,
                     serve,
                     reason,
+                    unchecked: false,
                 };
             }
             return match record {
-                Some(r) if unknown => Verdict {
-                    record: Some(r),
-                    serve: false,
-                    reason: unchecked.into(),
-                },
+                Some(r) if unknown => withheld(Some(r), pinned_only.into()),
                 Some(r) => serve_if_open(r),
-                None => Verdict {
-                    record: None,
-                    serve: false,
-                    reason: "strict posture: awaiting admin approval".into(),
-                },
+                None => withheld(None, "strict posture: awaiting admin approval".into()),
             };
         }
-        state::put_pages(store, &server, &session, slots, None);
+        // This listing's accumulator is in hand; a slot left full is overwritten by the next
+        // listing's first page.
+        let _cleared = state::put_pages(store, &server, &session, slots, None);
         match acc {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
                 match self.evaluate_set(store, out, now_ms, exchange, &all, None) {
                     Ok(record) => serve_if_open(record),
-                    Err(reason) => Verdict {
-                        record,
-                        serve: false,
-                        reason,
-                    },
+                    Err(e) => unchecked(record, &e),
                 }
             }
             None => match record {
                 Some(r) if r.status == SchemaStatus::Verified && !unknown => serve_if_open(r),
-                other => Verdict {
-                    record: other,
-                    serve: false,
-                    reason: "last page seen without the first; list again from the start".into(),
-                },
+                other => withheld(
+                    other,
+                    "last page seen without the first; list again from the start".into(),
+                ),
             },
         }
     }
 
-    /// A page's tools that differ from the baseline (checked per tool as pages pass).
-    fn page_drift(
-        &mut self,
-        store: &dyn StateStore,
-        record: Option<&ServerRecord>,
-        page: &Value,
-    ) -> Option<String> {
-        let baseline = record?.baseline.clone()?;
-        let approved = self.approved(store, &baseline)?;
+    /// A page's tools that differ from the baseline's definitions (checked per tool as pages
+    /// pass; none to check against without them).
+    fn page_drift(&self, baseline: Option<&Approved>, page: &Value) -> Option<String> {
+        let approved = baseline?;
         let digests = match digest_tools(page, &self.config.fingerprint) {
             Ok(d) => d,
             Err(e) => return Some(format!("INVALID_TOOL_SET: {e}")),
@@ -460,6 +473,19 @@ fn serve_if_open(record: ServerRecord) -> Verdict {
         record: Some(record),
         serve,
         reason,
+        unchecked: false,
+    }
+}
+
+/// The verdict of a check that could not complete: withheld, and the server held on this
+/// worker (unless it was refused as one server too many: it has no record, so its calls are
+/// refused anyway).
+fn unchecked(record: Option<ServerRecord>, error: &StateError) -> Verdict {
+    Verdict {
+        record,
+        serve: false,
+        reason: error.to_string(),
+        unchecked: !matches!(error, StateError::TooManyServers(_)),
     }
 }
 

@@ -42,8 +42,10 @@ pub trait CallerIdentity {
     /// case-insensitively), `None` when absent.
     fn header(&self, name: &str) -> Option<String>;
     /// The dynamic metadata value at `path` (`NAMESPACE/key/...`, e.g.
-    /// `envoy.filters.http.jwt_authn/payload/groups`), `None` when absent.
-    fn metadata(&self, path: &str) -> Option<Value>;
+    /// `envoy.filters.http.jwt_authn/payload/groups`), `Ok(None)` when absent, an error (what
+    /// went wrong) when the host could not read it: a rule that depends on it cannot be
+    /// decided, and the call is refused.
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String>;
 }
 
 /// Everything the policy looks at for one `tools/call`.
@@ -145,15 +147,27 @@ impl Policy {
         self.default
     }
 
-    /// Decides one call: the first rule whose every condition matches, else the default.
+    /// Decides one call: the first rule whose every condition matches, else the default. A
+    /// rule whose caller metadata cannot be read leaves the call undecided: it is denied,
+    /// naming that rule (whether it would have matched is unknown).
     pub fn evaluate(&self, facts: &CallFacts) -> PolicyDecision {
         for (index, rule) in self.rules.iter().enumerate() {
-            if rule.matches(facts) {
-                return PolicyDecision {
-                    action: rule.action,
-                    rule_index: Some(index),
-                    reason: rule.describe(index, facts.tool),
-                };
+            match rule.matches(facts) {
+                Ok(false) => {}
+                Ok(true) => {
+                    return PolicyDecision {
+                        action: rule.action,
+                        rule_index: Some(index),
+                        reason: rule.describe(index, facts.tool),
+                    };
+                }
+                Err(e) => {
+                    return PolicyDecision {
+                        action: Action::Deny,
+                        rule_index: Some(index),
+                        reason: format!("rule {index} cannot be decided for {}: {e}", facts.tool),
+                    };
+                }
             }
         }
         let default = match self.default {
@@ -174,8 +188,11 @@ impl Policy {
 // ---- evaluation ----
 
 impl Rule {
-    fn matches(&self, facts: &CallFacts) -> bool {
-        self.server
+    /// Whether every condition holds; the caller's identity is read last, only when every
+    /// other condition holds (an error: it could not be read).
+    fn matches(&self, facts: &CallFacts) -> Result<bool, String> {
+        let others = self
+            .server
             .as_deref()
             .is_none_or(|g| glob_matches(g, facts.server))
             && self
@@ -191,11 +208,11 @@ impl Rule {
             && self
                 .arguments
                 .iter()
-                .all(|cond| cond.matches(facts.arguments))
-            && self
-                .principal
-                .as_ref()
-                .is_none_or(|p| p.matches(facts.caller))
+                .all(|cond| cond.matches(facts.arguments));
+        match &self.principal {
+            Some(principal) if others => principal.matches(facts.caller),
+            _ => Ok(others),
+        }
     }
 
     fn describe(&self, index: usize, tool: &str) -> String {
@@ -283,17 +300,18 @@ impl Predicate {
 }
 
 impl Principal {
-    fn matches(&self, caller: &dyn CallerIdentity) -> bool {
-        match &self.source {
+    fn matches(&self, caller: &dyn CallerIdentity) -> Result<bool, String> {
+        Ok(match &self.source {
             PrincipalSource::Header(name) => caller
                 .header(name)
                 .is_some_and(|v| contains(&self.values, &Value::String(v))),
             PrincipalSource::Metadata(path) => match caller.metadata(path) {
-                Some(Value::Array(items)) => items.iter().any(|v| contains(&self.values, v)),
-                Some(v) => contains(&self.values, &v),
-                None => false,
+                Ok(Some(Value::Array(items))) => items.iter().any(|v| contains(&self.values, v)),
+                Ok(Some(v)) => contains(&self.values, &v),
+                Ok(None) => false,
+                Err(e) => return Err(format!("caller metadata {path} could not be read ({e})")),
             },
-        }
+        })
     }
 
     fn describe(&self) -> String {

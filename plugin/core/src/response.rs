@@ -2,8 +2,9 @@
 //!
 //! Main design decision: the engine tells the host, from the response headers, how to feed
 //! the body: pass it through untouched (nothing to check), buffer it whole (JSON that answers a
-//! `tools/list`), or stream it event by event (SSE, where progress must not wait). A body that
-//! must be inspected but cannot be (compressed, malformed, too large) is replaced by a
+//! `tools/list`), or stream it event by event (SSE, where progress must not wait). Whether a
+//! body that cannot be read (compressed, malformed, too large, not handed over by the host)
+//! may pass is decided in one place ([`crate::unread`]); when it may not, it is replaced by a
 //! JSON-RPC error: the client never receives unchecked tools.
 
 use crate::audit::Outputs;
@@ -11,6 +12,7 @@ use crate::engine::{Engine, Exchange, PendingList};
 use crate::jsonrpc::{self, Message, Payload};
 use crate::sse::SseParser;
 use crate::store::StateStore;
+use crate::unread::{Unread, may_hold_tools};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -54,48 +56,52 @@ impl Engine {
         content_type: Option<&str>,
         content_encoding: Option<&str>,
     ) -> BodyPlan {
-        let must_inspect = self.must_read(exchange);
-        // MCP answers a request with JSON or SSE only: any other body that answers one is
-        // read by no compliant client, so a lenient client must not read it unchecked either.
-        let awaited = awaits_answer(exchange);
         let mime = content_type
             .and_then(|c| c.split(';').next())
             .map(|m| m.trim().to_ascii_lowercase());
         let encoded = content_encoding
             .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"));
-        let (state, plan) = match (mime.as_deref(), encoded) {
-            (_, true) if must_inspect => (
-                ResponseState::Unreadable("the tools/list response is compressed".into()),
-                BodyPlan::Buffer,
-            ),
-            (Some("text/event-stream"), false) => (
-                ResponseState::Sse(Box::new(SseParser::new(
+        let unread = match (mime.as_deref(), encoded) {
+            (Some("text/event-stream"), false) => {
+                exchange.response = ResponseState::Sse(Box::new(SseParser::new(
                     self.config.limits.max_response_bytes,
-                ))),
-                BodyPlan::Stream,
-            ),
-            (Some("application/json"), true) => (
-                ResponseState::Unreadable("the JSON response is compressed".into()),
-                BodyPlan::Buffer,
-            ),
-            (Some("text/event-stream"), true) => (
-                ResponseState::Unreadable("the event stream is compressed".into()),
-                BodyPlan::Buffer,
-            ),
+                )));
+                return BodyPlan::Stream;
+            }
             // Every JSON answer is read: a server can answer a tools/list id on another
             // exchange (clients route responses by id, not by stream).
-            (Some("application/json"), false) => (ResponseState::Json, BodyPlan::Buffer),
-            (_, _) if must_inspect || awaited => (
-                ResponseState::Unreadable(format!(
-                    "the response has content type {:?}, not JSON or an event stream",
-                    content_type.unwrap_or("")
-                )),
-                BodyPlan::Buffer,
-            ),
-            _ => (ResponseState::Pass, BodyPlan::Pass),
+            (Some("application/json"), false) => {
+                exchange.response = ResponseState::Json;
+                return BodyPlan::Buffer;
+            }
+            (Some("application/json" | "text/event-stream"), true) => Unread::Compressed,
+            // MCP answers a request with JSON or SSE only: any other body that answers one is
+            // read by no compliant client, so a lenient client must not read it unchecked
+            // either.
+            _ => Unread::Foreign,
         };
-        exchange.response = state;
-        plan
+        if self.may_pass_unread(exchange, unread, None) {
+            exchange.response = ResponseState::Pass;
+            return BodyPlan::Pass;
+        }
+        let why = match unread {
+            Unread::Foreign => format!(
+                "the response has content type {:?}, not JSON or an event stream{}",
+                content_type.unwrap_or(""),
+                if encoded { " (compressed)" } else { "" }
+            ),
+            other => other.why().to_string(),
+        };
+        exchange.response = ResponseState::Unreadable(why);
+        BodyPlan::Buffer
+    }
+
+    /// The host could not hand over the response headers: the body cannot be told JSON,
+    /// stream or other, so it is read whole and withheld unless it is empty and no tool list
+    /// is awaited.
+    pub fn response_headers_unreadable(&self, exchange: &mut Exchange) -> BodyPlan {
+        exchange.response = ResponseState::Unreadable(Unread::Headers.why().into());
+        BodyPlan::Buffer
     }
 
     /// A complete buffered body; returns the body to forward instead, if it changes.
@@ -108,8 +114,7 @@ impl Engine {
         body: &[u8],
     ) -> Option<Vec<u8>> {
         if let ResponseState::Unreadable(why) = &exchange.response {
-            // An empty body (HTTP 202, or an error status without a body) hides nothing.
-            if body.is_empty() && exchange.pending_lists.is_empty() {
+            if self.may_pass_unread(exchange, Unread::Withheld, Some(body)) {
                 return None;
             }
             let why = why.clone();
@@ -122,11 +127,14 @@ impl Engine {
             return None;
         }
         if body.len() > self.config.limits.max_response_bytes {
+            if self.may_pass_unread(exchange, Unread::Oversized, Some(body)) {
+                return None;
+            }
             let why = format!(
                 "the response is over limits.max_response_bytes ({})",
                 self.config.limits.max_response_bytes
             );
-            return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
+            return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
         }
         if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, body) {
             return verdict.map(|forward| forward.into_bytes(body));
@@ -134,15 +142,13 @@ impl Engine {
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
             Ok(p) => p,
             Err(e) => {
-                let why = format!("unreadable response: {e}");
                 // No compliant server sends JSON this parser refuses (duplicate keys, bad
-                // UTF-8…), and a lenient client could read it: an HTTP body answering a request
-                // never passes unread. (An oversized one may: a large tool result is
-                // legitimate.)
-                if matches!(exchange.response, ResponseState::Json) && awaits_answer(exchange) {
-                    return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
+                // UTF-8…), and a lenient client could read it.
+                if self.may_pass_unread(exchange, Unread::MalformedBody, Some(body)) {
+                    return None;
                 }
-                return self.fail_if_needed(store, out, now_ms, exchange, &why, body);
+                let why = format!("{}: {e}", Unread::MalformedBody.why());
+                return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
             }
         };
         self.read_payload(store, out, now_ms, exchange, body, payload)
@@ -217,9 +223,15 @@ impl Engine {
                 return Some(self.drop_stream(store, out, now_ms, exchange, &why));
             }
         };
-        if end {
-            // An unterminated last event is discarded by SSE clients; never forward it unchecked.
-            let _ = parser.finish();
+        let mut forward = forward;
+        // An unterminated last event is discarded by SSE clients; never forward it unchecked.
+        if end
+            && parser.finish().is_some()
+            && let Some(error) = self.truncated_stream(store, out, now_ms, exchange)
+        {
+            let mut bytes = forward.unwrap_or_else(|| chunk.to_vec());
+            bytes.extend_from_slice(&error);
+            forward = Some(bytes);
         }
         exchange.response = ResponseState::Sse(parser);
         forward
@@ -248,21 +260,13 @@ impl Engine {
             Ok(payload) => self
                 .read_payload(store, out, now_ms, exchange, data, payload)
                 .map(Forward::Bytes),
-            Err(e) if self.must_read(exchange) || may_hold_tools(data) => {
-                let why = format!("unreadable event data: {e}");
+            Err(_) if self.may_pass_unread(exchange, Unread::MalformedEvent, Some(data)) => None,
+            Err(e) => {
+                let why = format!("{}: {e}", Unread::MalformedEvent.why());
                 let error = self.fail_closed(store, out, now_ms, exchange, &why);
                 Some(Forward::Bytes(error.to_string().into_bytes()))
             }
-            Err(_) => None,
         }
-    }
-
-    /// Whether the exchange awaits an answer that must be checked: a tool list, or a result
-    /// whose contract is enforced. Such an answer is never passed unread.
-    fn must_read(&self, exchange: &Exchange) -> bool {
-        !exchange.pending_lists.is_empty()
-            || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
-                && exchange.pending_calls.iter().any(|c| c.check_result))
     }
 
     /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a checked list's
@@ -430,23 +434,8 @@ impl Engine {
         out.decision(&decision);
     }
 
-    fn fail_if_needed(
-        &mut self,
-        store: &mut dyn StateStore,
-        out: &mut dyn Outputs,
-        now_ms: u64,
-        exchange: &mut Exchange,
-        why: &str,
-        body: &[u8],
-    ) -> Option<Vec<u8>> {
-        if !may_hold_tools(body) && !self.must_read(exchange) {
-            return None;
-        }
-        Some(self.fail_closed_bytes(store, out, now_ms, exchange, why))
-    }
-
     /// [`Engine::fail_closed`] as the bytes of the body that replaces the answer.
-    fn fail_closed_bytes(
+    pub(crate) fn fail_closed_bytes(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
@@ -508,6 +497,8 @@ impl Engine {
         }
         if lists {
             out.count(crate::audit::Counter::ListsFiltered, Some("unreadable"));
+            // The live set is unknown: calls wait for a list that verifies.
+            self.hold(&exchange.server);
         }
         let name = if lists {
             "list.filtered"
@@ -554,7 +545,30 @@ impl Engine {
         }
     }
 
-    fn drop_stream(
+    /// The stream ended in the middle of an event (which clients discard): every tool list it
+    /// still owes gets a JSON-RPC error event rather than leaving its client waiting. Calls
+    /// and other requests are left pending: a resumed stream may still answer them.
+    fn truncated_stream(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+    ) -> Option<Vec<u8>> {
+        if exchange.pending_lists.is_empty() {
+            return None;
+        }
+        let calls = std::mem::take(&mut exchange.pending_calls);
+        let other = std::mem::take(&mut exchange.pending_other);
+        let why = "the event stream ended in the middle of an event";
+        let error = self.fail_closed(store, out, now_ms, exchange, why);
+        exchange.pending_calls = calls;
+        exchange.pending_other = other;
+        Some(format!("event: message\ndata: {error}\n\n").into_bytes())
+    }
+
+    /// Fails an event stream closed: the error as one event, and nothing more of the stream.
+    pub(crate) fn drop_stream(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
@@ -566,13 +580,6 @@ impl Engine {
         exchange.response = ResponseState::Dropped;
         format!("event: message\ndata: {error}\n\n").into_bytes()
     }
-}
-
-/// Whether requests of the exchange still wait for their answer.
-fn awaits_answer(exchange: &Exchange) -> bool {
-    !exchange.pending_lists.is_empty()
-        || !exchange.pending_calls.is_empty()
-        || !exchange.pending_other.is_empty()
 }
 
 /// A JSON-RPC response carrying `result` for request `id`.
@@ -658,11 +665,4 @@ pub(crate) fn same_id(request: &Value, response: &Value) -> bool {
         }
         (a, b) => a == b,
     }
-}
-
-/// Whether bytes the gateway could not read might hold a tool list (or `list_changed`) that a
-/// lenient client would read: the word `tools`, or a `\u` escape that can spell it. Such a
-/// body never passes unread, whatever request it answers.
-fn may_hold_tools(bytes: &[u8]) -> bool {
-    bytes.windows(5).any(|w| w == b"tools") || bytes.windows(2).any(|w| w == b"\\u")
 }

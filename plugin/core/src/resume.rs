@@ -13,7 +13,7 @@
 use crate::engine::{Engine, Exchange, PendingCall};
 use crate::response::same_id;
 use crate::state::slot;
-use crate::store::{Expect, StateStore};
+use crate::store::{Expect, StateStore, StoreError};
 use serde_json::{Value, json};
 
 /// Checked calls kept per session slot (the oldest go first).
@@ -30,7 +30,9 @@ impl Engine {
             return;
         }
         let slots = self.config.limits.session_slots;
-        let mut calls = awaited(store, &exchange.server, session, slots);
+        // Calls of the session's earlier streams that cannot be read back are lost, as if
+        // evicted; this exchange's own are kept.
+        let mut calls = awaited(store, &exchange.server, session, slots).unwrap_or_default();
         for call in exchange.pending_calls.iter().filter(|c| c.check_result) {
             calls.retain(|kept| !same_id(&kept.id, &call.id));
             calls.push(call.clone());
@@ -48,17 +50,22 @@ impl Engine {
     }
 
     /// On a GET (an event stream that may resume earlier ones): the checked calls of the
-    /// session still awaiting their result become pending on this exchange too.
-    pub(crate) fn resume_calls(&self, store: &dyn StateStore, exchange: &mut Exchange) {
+    /// session still awaiting their result become pending on this exchange too. An error: the
+    /// slot could not be read.
+    pub(crate) fn resume_calls(
+        &self,
+        store: &dyn StateStore,
+        exchange: &mut Exchange,
+    ) -> Result<(), StoreError> {
         let Some(session) = exchange.session.as_deref() else {
-            return;
+            return Ok(());
         };
         let calls = awaited(
             store,
             &exchange.server,
             session,
             self.config.limits.session_slots,
-        );
+        )?;
         for call in calls {
             if !exchange
                 .pending_calls
@@ -68,6 +75,7 @@ impl Engine {
                 exchange.pending_calls.push(call);
             }
         }
+        Ok(())
     }
 }
 
@@ -77,11 +85,20 @@ fn key(server: &str, session: &str, slots: usize) -> String {
 
 /// The checked calls of (server, session) still awaiting their result (empty: none, or
 /// evicted by another session).
-fn awaited(store: &dyn StateStore, server: &str, session: &str, slots: usize) -> Vec<PendingCall> {
-    let Some((bytes, _)) = store.get(&key(server, session, slots)) else {
-        return Vec::new();
+fn awaited(
+    store: &dyn StateStore,
+    server: &str,
+    session: &str,
+    slots: usize,
+) -> Result<Vec<PendingCall>, StoreError> {
+    let Some((bytes, _)) = store.get(&key(server, session, slots))? else {
+        return Ok(Vec::new());
     };
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+    Ok(parse_awaited(&bytes, server, session))
+}
+
+fn parse_awaited(bytes: &[u8], server: &str, session: &str) -> Vec<PendingCall> {
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
         return Vec::new();
     };
     let owner = value.get("server").and_then(Value::as_str) == Some(server)

@@ -33,8 +33,9 @@ pub struct Mismatch {
     pub code: i64,
     /// What disagrees, for the answer and the audit trail.
     pub reason: Cow<'static, str>,
-    /// Whether the answer follows the stateless revision (the request's id echoed).
-    pub stateless: bool,
+    /// The stateless revision the request declared, when the answer follows it (the
+    /// request's id echoed, the revision in the records); `None` for the handshake era.
+    pub version: Option<String>,
 }
 
 impl Mismatch {
@@ -42,15 +43,15 @@ impl Mismatch {
         Mismatch {
             code: jsonrpc::INVALID_REQUEST,
             reason: reason.into(),
-            stateless: false,
+            version: None,
         }
     }
 
-    fn header(reason: &'static str) -> Self {
+    fn header(reason: &'static str, version: Option<&str>) -> Self {
         Mismatch {
             code: jsonrpc::HEADER_MISMATCH,
             reason: Cow::Borrowed(reason),
-            stateless: true,
+            version: Some(version.unwrap_or(STATELESS).to_string()),
         }
     }
 }
@@ -117,7 +118,7 @@ pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<St
         Payload::Single(message) => message,
     };
     let meta = meta_version(message).map_err(|reason| match header_stateless {
-        true => Mismatch::header(reason),
+        true => Mismatch::header(reason, header),
         false => Mismatch::legacy(reason),
     })?;
     if !header_stateless && !meta.is_some_and(is_stateless) {
@@ -130,7 +131,13 @@ pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<St
         return Ok(None);
     }
     if headers.present {
-        stateless_headers(headers, message, meta).map_err(Mismatch::header)?;
+        stateless_headers(headers, message, meta).map_err(|reason| {
+            let declared = [meta, header]
+                .into_iter()
+                .flatten()
+                .find(|v| is_stateless(v));
+            Mismatch::header(reason, declared)
+        })?;
     }
     Ok(meta.or(header).map(str::to_string))
 }

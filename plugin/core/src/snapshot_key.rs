@@ -51,28 +51,38 @@ impl<'a> ClientKey<'a> {
     }
 }
 
-/// The key of a request: the first source of `sources` it has with a usable value.
+/// A request's snapshot key as read: `Ok(None)` when it has none (the baseline alone is
+/// checked against), an error when the host could not read a source (what went wrong).
+pub type KeyRead<'a> = Result<Option<ClientKey<'a>>, String>;
+
+/// The key of a request: the first source of `sources` it has with a usable value. A source
+/// the host could not read ends the search with an error: the next source could name another
+/// caller, and whether this one has a key is unknown.
 pub fn resolve<'a>(
     sources: &[SnapshotSource],
     session: Option<&'a str>,
     caller: &dyn CallerIdentity,
-) -> Option<ClientKey<'a>> {
-    sources.iter().find_map(|source| {
-        let value: Cow<'a, str> = match source {
+) -> KeyRead<'a> {
+    for source in sources {
+        let value: Option<Cow<'a, str>> = match source {
             SnapshotSource::Session => session.map(Cow::Borrowed),
             SnapshotSource::Header(name) => caller.header(name).map(Cow::Owned),
-            SnapshotSource::Metadata(path) => match caller.metadata(path)? {
-                Value::String(s) => Some(Cow::Owned(s)),
-                Value::Number(n) => Some(Cow::Owned(n.to_string())),
+            SnapshotSource::Metadata(path) => match caller
+                .metadata(path)
+                .map_err(|e| format!("caller metadata {path} could not be read ({e})"))?
+            {
+                Some(Value::String(s)) => Some(Cow::Owned(s)),
+                Some(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
                 _ => None,
             },
-        }?;
-        (!value.is_empty() && value.len() <= MAX_KEY_BYTES).then(|| ClientKey {
-            source: match source {
+        };
+        if let Some(value) = value.filter(|v| !v.is_empty() && v.len() <= MAX_KEY_BYTES) {
+            let source = match source {
                 SnapshotSource::Session => Cow::Borrowed("session"),
                 other => Cow::Owned(other.label()),
-            },
-            value,
-        })
-    })
+            };
+            return Ok(Some(ClientKey { source, value }));
+        }
+    }
+    Ok(None)
 }

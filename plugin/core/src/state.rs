@@ -1,16 +1,21 @@
 //! The layout of toolseal's runtime state in the shared store, and the bounded
 //! compare-and-swap loops that change it.
 //!
-//! Main design decision: state is split by how it is read. A server's lifecycle record is
-//! small and read on every call; approved tool sets are content-addressed by fingerprint
-//! (immutable, so every worker caches them parsed); session snapshots and page accumulators
+//! Main design decision: state is split by how it is read, and every key lives in a fixed
+//! space, because proxy-wasm shared data has no delete: a key written once stays until the
+//! process ends. A server's lifecycle record is small and read on every call; tool sets live
+//! in a few slots per server ([`SET_SLOTS`]), each holding one set with its fingerprint, so a
+//! server that flaps between ever new sets reuses its slots instead of adding keys (a set
+//! the record references is never the one replaced, and every read checks that the
+//! definitions hash to the fingerprint asked for); session snapshots and page accumulators
 //! live in a fixed number of hash slots, so memory stays bounded however many sessions pass
 //! (a slot collision evicts, which only means a call is checked against the baseline alone).
 //!
 //! Keys (all under `ts/v1/`):
 //! - `servers` — JSON array of known server ids (bounded by `limits.max_servers`);
 //! - `srv/<id>` — the [`ServerRecord`] of one server;
-//! - `set/<fingerprint>` — `{"fingerprint", "tools": [...]}` of a baseline or candidate;
+//! - `set/<id>/<n>` — `{"fingerprint", "tools": [...]}`: one of the server's stored sets
+//!   (baseline, previous baseline, live candidate, recent candidates), `n < SET_SLOTS`;
 //! - `sess/<slot>` — `{"server","session","fingerprint","source"}`: the set last served to a
 //!   caller, by its snapshot key ([`crate::snapshot_key`]: `session` is the Mcp-Session-Id);
 //! - `page/<slot>` — tools accumulated over the pages of a paginated `tools/list`;
@@ -28,6 +33,11 @@ use std::rc::Rc;
 
 /// How many times a read-modify-write is retried on CAS conflict before failing closed.
 pub const CAS_ATTEMPTS: usize = 16;
+
+/// Tool-set slots per server: room for the sets a record references (baseline, previous
+/// baseline, live candidate) plus one more, so a new candidate always finds a slot whose set
+/// nothing references, and a server flapping between two candidates finds both stored.
+pub const SET_SLOTS: usize = 4;
 
 const SERVERS_KEY: &str = "ts/v1/servers";
 const AUDIT_HEAD_KEY: &str = "ts/v1/audit/head";
@@ -65,16 +75,25 @@ fn record_key(server: &str) -> String {
     format!("ts/v1/srv/{server}")
 }
 
-fn set_key(fingerprint: &str) -> String {
-    format!("ts/v1/set/{fingerprint}")
+fn set_key(server: &str, slot: usize) -> String {
+    format!("ts/v1/set/{server}/{slot}")
+}
+
+/// Reads `key`; a read the host could not serve is an error.
+fn read(store: &dyn StateStore, key: &str) -> Result<Option<(Vec<u8>, u32)>, StateError> {
+    store.get(key).map_err(StateError::Store)
 }
 
 /// Creates the keys that must exist before workers race on them (proxy-wasm ignores CAS on
-/// the first write of a missing key). Idempotent.
-pub fn seed(store: &mut dyn StateStore) {
+/// the first write of a missing key). Idempotent. An error: a key is still missing.
+pub fn seed(store: &mut dyn StateStore) -> Result<(), StateError> {
     for (key, value) in [(SERVERS_KEY, &b"[]"[..]), (AUDIT_HEAD_KEY, &b"0"[..])] {
-        let _ = store.set(key, value, Expect::Absent);
+        match store.set(key, value, Expect::Absent) {
+            Ok(()) | Err(StoreError::Conflict) => {}
+            Err(e) => return Err(StateError::Store(e)),
+        }
     }
+    Ok(())
 }
 
 /// Reads a server's record (`None`: never seen).
@@ -82,7 +101,7 @@ pub fn load_record(
     store: &dyn StateStore,
     server: &str,
 ) -> Result<Option<(ServerRecord, u32)>, StateError> {
-    match store.get(&record_key(server)) {
+    match read(store, &record_key(server))? {
         None => Ok(None),
         Some((bytes, _)) if bytes.is_empty() => Ok(None),
         Some((bytes, version)) => parse_record(server, &bytes).map(|r| Some((r, version))),
@@ -97,7 +116,7 @@ pub fn load_record_cached(
     records: &mut ParseCache<ServerRecord>,
     server: &str,
 ) -> Result<Option<(Rc<ServerRecord>, u32)>, StateError> {
-    match store.get(&record_key(server)) {
+    match read(store, &record_key(server))? {
         None => Ok(None),
         Some((bytes, _)) if bytes.is_empty() => Ok(None),
         Some((bytes, version)) => records
@@ -167,10 +186,12 @@ pub fn update_record(
     Err(StateError::Store(StoreError::Conflict))
 }
 
-/// The ids of every known server.
+/// The ids of every known server (none when the registry cannot be read).
 pub fn server_ids(store: &dyn StateStore) -> Vec<String> {
     store
         .get(SERVERS_KEY)
+        .ok()
+        .flatten()
         .and_then(|(bytes, _)| serde_json::from_slice::<Vec<String>>(&bytes).ok())
         .unwrap_or_default()
 }
@@ -181,7 +202,7 @@ fn register_server(
     max_servers: usize,
 ) -> Result<(), StateError> {
     for _ in 0..CAS_ATTEMPTS {
-        let (mut ids, expect) = match store.get(SERVERS_KEY) {
+        let (mut ids, expect) = match read(store, SERVERS_KEY)? {
             Some((bytes, version)) => (
                 serde_json::from_slice::<Vec<String>>(&bytes)
                     .map_err(|e| StateError::Corrupt(format!("server registry: {e}")))?,
@@ -206,39 +227,102 @@ fn register_server(
     Err(StateError::Store(StoreError::Conflict))
 }
 
-/// Stores a tool set under its fingerprint (content-addressed: written once).
+/// The fingerprint a stored set's bytes open with: the value is serialized with its keys in
+/// order, so `{"fingerprint":"…"` comes first and a slot is recognized without parsing it.
+fn holds(bytes: &[u8], fingerprint: &str) -> bool {
+    let opening = b"{\"fingerprint\":\"";
+    bytes
+        .strip_prefix(&opening[..])
+        .and_then(|rest| rest.strip_prefix(fingerprint.as_bytes()))
+        .is_some_and(|rest| rest.first() == Some(&b'"'))
+}
+
+/// Stores a tool set among `server`'s [`SET_SLOTS`] slots, unless one holds it already. The
+/// slot written is an empty one, else one whose set is none of `referenced` (the baseline,
+/// previous baseline and live candidate the server's record names), written with
+/// compare-and-swap so two workers never fill one slot with two sets.
 pub fn put_tool_set(
     store: &mut dyn StateStore,
+    server: &str,
+    referenced: &[Option<&str>],
     fingerprint: &str,
     tools: &[Value],
 ) -> Result<(), StateError> {
-    let key = set_key(fingerprint);
-    if store.get(&key).is_some_and(|(b, _)| !b.is_empty()) {
-        return Ok(());
-    }
     let bytes = serde_json::to_vec(&json!({"fingerprint": fingerprint, "tools": tools}))
         .map_err(|e| StateError::Corrupt(e.to_string()))?;
-    match store.set(&key, &bytes, Expect::Any) {
-        Ok(()) | Err(StoreError::Conflict) => Ok(()),
-        Err(e) => Err(StateError::Store(e)),
+    for _ in 0..CAS_ATTEMPTS {
+        let mut free = None;
+        let mut reusable = None;
+        for slot in 0..SET_SLOTS {
+            match read(store, &set_key(server, slot))? {
+                Some((held, _)) if holds(&held, fingerprint) => return Ok(()),
+                None => free = free.or(Some((slot, Expect::Absent))),
+                Some((held, version)) if held.is_empty() => {
+                    free = free.or(Some((slot, Expect::Version(version))));
+                }
+                Some((held, version)) => {
+                    let in_use = referenced.iter().flatten().any(|f| holds(&held, f));
+                    if !in_use {
+                        reusable = reusable.or(Some((slot, Expect::Version(version))));
+                    }
+                }
+            }
+        }
+        let Some((slot, expect)) = free.or(reusable) else {
+            return Err(StateError::Corrupt(format!(
+                "server {server}: every tool-set slot holds a referenced set"
+            )));
+        };
+        match store.set(&set_key(server, slot), &bytes, expect) {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(StateError::Store(e)),
+        }
     }
+    Err(StateError::Store(StoreError::Conflict))
 }
 
-/// The stored `{"fingerprint", "tools"}` document of a fingerprint, as written.
-pub fn tool_set_document(store: &dyn StateStore, fingerprint: &str) -> Option<Vec<u8>> {
-    store
-        .get(&set_key(fingerprint))
-        .map(|(bytes, _)| bytes)
-        .filter(|bytes| !bytes.is_empty())
+/// Whether one of `server`'s slots holds the set of `fingerprint` (read without parsing).
+pub fn holds_tool_set(
+    store: &dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+) -> Result<bool, StateError> {
+    Ok(tool_set_document(store, server, fingerprint)?.is_some())
 }
 
-/// Reads the stored tool definitions of a fingerprint.
-pub fn get_tool_set(store: &dyn StateStore, fingerprint: &str) -> Option<Vec<Value>> {
-    let (bytes, _) = store.get(&set_key(fingerprint))?;
-    let mut value: Value = serde_json::from_slice(&bytes).ok()?;
+/// The stored `{"fingerprint", "tools"}` document of `fingerprint` among `server`'s slots,
+/// as written (`None`: not stored, or its slot reused since).
+pub fn tool_set_document(
+    store: &dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+) -> Result<Option<Vec<u8>>, StateError> {
+    for slot in 0..SET_SLOTS {
+        if let Some((bytes, _)) = read(store, &set_key(server, slot))?
+            && holds(&bytes, fingerprint)
+        {
+            return Ok(Some(bytes));
+        }
+    }
+    Ok(None)
+}
+
+/// The stored tool definitions of `fingerprint` among `server`'s slots (`None`: not stored,
+/// or replaced since). The caller checks that they hash to `fingerprint`.
+pub fn get_tool_set(
+    store: &dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+) -> Result<Option<Vec<Value>>, StateError> {
+    let Some(bytes) = tool_set_document(store, server, fingerprint)? else {
+        return Ok(None);
+    };
+    let mut value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| StateError::Corrupt(format!("server {server}: tool set: {e}")))?;
     match value.get_mut("tools").map(Value::take) {
-        Some(Value::Array(tools)) => Some(tools),
-        _ => None,
+        Some(Value::Array(tools)) => Ok(Some(tools)),
+        _ => Ok(None),
     }
 }
 
@@ -287,17 +371,20 @@ pub fn put_snapshot(
     }
 }
 
-/// The fingerprint of the set last served to the caller of `key` (`None`: unknown or
-/// evicted).
+/// The fingerprint of the set last served to the caller of `key` (`Ok(None)`: unknown
+/// or evicted).
 pub fn get_snapshot(
     store: &dyn StateStore,
     server: &str,
     key: &ClientKey<'_>,
     slots: usize,
-) -> Option<String> {
-    let (bytes, _) = store.get(&snapshot_key(server, key, slots))?;
-    let snapshot = parse_snapshot(&bytes)?;
-    snapshot.owns(server, key).then_some(snapshot.fingerprint)
+) -> Result<Option<String>, StateError> {
+    let Some((bytes, _)) = read(store, &snapshot_key(server, key, slots))? else {
+        return Ok(None);
+    };
+    Ok(parse_snapshot(&bytes)
+        .filter(|s| s.owns(server, key))
+        .map(|s| s.fingerprint))
 }
 
 /// [`get_snapshot`] through a worker's cache of parsed snapshots (by slot key): the store
@@ -308,13 +395,15 @@ pub fn get_snapshot_cached(
     server: &str,
     key: &ClientKey<'_>,
     slots: usize,
-) -> Option<Rc<Snapshot>> {
+) -> Result<Option<Rc<Snapshot>>, StateError> {
     let slot_key = snapshot_key(server, key, slots);
-    let (bytes, version) = store.get(&slot_key)?;
+    let Some((bytes, version)) = read(store, &slot_key)? else {
+        return Ok(None);
+    };
     let snapshot = snapshots
         .get_or_parse(&slot_key, bytes, version, |b| parse_snapshot(b).ok_or(()))
-        .ok()?;
-    snapshot.owns(server, key).then_some(snapshot)
+        .ok();
+    Ok(snapshot.filter(|s| s.owns(server, key)))
 }
 
 /// What a snapshot slot holds: the set last served to one (server, caller key).
@@ -361,16 +450,22 @@ pub struct PageAccumulator {
     pub bytes: usize,
 }
 
-/// Reads the page accumulator of a (server, session) pair.
+/// Reads the page accumulator of a (server, session) pair (`Ok(None)`: none, or evicted).
 pub fn get_pages(
     store: &dyn StateStore,
     server: &str,
     session: &str,
     slots: usize,
-) -> Option<PageAccumulator> {
+) -> Result<Option<PageAccumulator>, StateError> {
     let key = format!("ts/v1/page/{}", slot(server, session, slots));
-    let (bytes, _) = store.get(&key)?;
-    let mut value: Value = serde_json::from_slice(&bytes).ok()?;
+    let Some((bytes, _)) = read(store, &key)? else {
+        return Ok(None);
+    };
+    Ok(parse_pages(&bytes, server, session))
+}
+
+fn parse_pages(bytes: &[u8], server: &str, session: &str) -> Option<PageAccumulator> {
+    let mut value: Value = serde_json::from_slice(bytes).ok()?;
     if value.get("server")?.as_str()? != server || value.get("session")?.as_str()? != session {
         return None;
     }
@@ -393,7 +488,7 @@ pub fn put_pages(
     session: &str,
     slots: usize,
     acc: Option<&PageAccumulator>,
-) {
+) -> Result<(), StateError> {
     let key = format!("ts/v1/page/{}", slot(server, session, slots));
     let bytes = match acc {
         None => Vec::new(),
@@ -402,7 +497,9 @@ pub fn put_pages(
         }))
         .unwrap_or_default(),
     };
-    let _ = store.set(&key, &bytes, Expect::Any);
+    store
+        .set(&key, &bytes, Expect::Any)
+        .map_err(StateError::Store)
 }
 
 /// Appends an audit event to the ring of `ring_size` slots.
@@ -412,14 +509,16 @@ pub fn push_audit(store: &mut dyn StateStore, event: &Value, ring_size: usize) {
     };
     for _ in 0..CAS_ATTEMPTS {
         let (head, expect) = match store.get(AUDIT_HEAD_KEY) {
-            Some((b, v)) => (
+            // The ring is a convenience copy of what the host log already has.
+            Err(_) => return,
+            Ok(Some((b, v))) => (
                 std::str::from_utf8(&b)
                     .ok()
                     .and_then(|s| s.parse::<u64>().ok())
                     .unwrap_or(0),
                 Expect::Version(v),
             ),
-            None => (0, Expect::Absent),
+            Ok(None) => (0, Expect::Absent),
         };
         let next = head.wrapping_add(1);
         if store
@@ -437,6 +536,8 @@ pub fn push_audit(store: &mut dyn StateStore, event: &Value, ring_size: usize) {
 pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
     let head = store
         .get(AUDIT_HEAD_KEY)
+        .ok()
+        .flatten()
         .and_then(|(b, _)| {
             std::str::from_utf8(&b)
                 .ok()
@@ -446,7 +547,12 @@ pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
     let ring = u64::try_from(ring_size.max(1)).unwrap_or(1);
     let start = head.saturating_sub(ring);
     (start..head)
-        .filter_map(|n| store.get(&format!("ts/v1/audit/{}", n % ring)))
+        .filter_map(|n| {
+            store
+                .get(&format!("ts/v1/audit/{}", n % ring))
+                .ok()
+                .flatten()
+        })
         .filter_map(|(b, _)| serde_json::from_slice(&b).ok())
         .collect()
 }

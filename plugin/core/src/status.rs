@@ -119,6 +119,16 @@ impl ServerRecord {
         }
     }
 
+    /// The fingerprints of the tool sets the record references (baseline, previous baseline,
+    /// live candidate): the stored sets that must not be replaced.
+    pub fn set_refs(&self) -> [Option<&str>; 3] {
+        [
+            self.baseline.as_deref(),
+            self.previous.as_deref(),
+            self.live.as_deref(),
+        ]
+    }
+
     /// Calls are refused until a live list verifies (pin by fingerprint, or list_changed hold).
     pub fn awaiting_verification(&self) -> bool {
         self.reverify || self.awaiting_live || self.status == SchemaStatus::Unbaselined

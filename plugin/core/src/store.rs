@@ -4,7 +4,8 @@
 //! what proxy-wasm shared data offers across Envoy worker VMs, so one engine runs unchanged on
 //! every host. Every read-modify-write in the engine is a bounded CAS loop; a missing key is
 //! created with [`Expect::Absent`] so that two workers seeing a new server at once cannot
-//! both win.
+//! both win. A read the host could not serve is an error, never an absent key: what the
+//! engine cannot read, it cannot check, so it fails closed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,13 +21,15 @@ pub enum Expect {
     Version(u32),
 }
 
-/// Why a write did not happen.
+/// Why a read or a write did not happen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreError {
     /// Another writer got there first: read again and retry.
     Conflict,
     /// The host refused the write (message from the host).
     Failed(String),
+    /// The host could not serve a read (message from the host).
+    Unreadable(String),
 }
 
 impl fmt::Display for StoreError {
@@ -36,6 +39,7 @@ impl fmt::Display for StoreError {
                 write!(f, "state changed concurrently (compare-and-swap conflict)")
             }
             StoreError::Failed(m) => write!(f, "state store write failed: {m}"),
+            StoreError::Unreadable(m) => write!(f, "state store read failed: {m}"),
         }
     }
 }
@@ -44,8 +48,9 @@ impl std::error::Error for StoreError {}
 
 /// A key-value store with versions, shared by every worker that runs the policy.
 pub trait StateStore {
-    /// The value of `key` and its version, or `None` when the key does not exist.
-    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)>;
+    /// The value of `key` and its version; `Ok(None)` when the key does not exist, an error
+    /// when the host could not read it.
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError>;
     /// Writes `value` under `key` if `expect` holds.
     fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError>;
 }
@@ -87,8 +92,8 @@ impl MemoryStore {
 }
 
 impl StateStore for MemoryStore {
-    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
-        self.entries.get(key).cloned()
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
+        Ok(self.entries.get(key).cloned())
     }
 
     fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError> {

@@ -138,10 +138,12 @@ impl CallerIdentity for Headers<'_> {
     fn header(&self, name: &str) -> Option<String> {
         self.0.request_header(name).map(str::to_string)
     }
-    fn metadata(&self, path: &str) -> Option<Value> {
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String> {
         let mut parts = path.split('/').filter(|p| !p.is_empty());
-        let first = self.1.get(parts.next()?)?;
-        parts.try_fold(first, |v, p| v.get(p)).cloned()
+        let Some(first) = parts.next().and_then(|ns| self.1.get(ns)) else {
+            return Ok(None);
+        };
+        Ok(parts.try_fold(first, |v, p| v.get(p)).cloned())
     }
 }
 
@@ -179,9 +181,11 @@ impl NativeReplay {
             now_ms: 1_800_000_000_000,
             metadata: serde_json::Map::new(),
         };
-        replay
-            .engine
-            .configure(&mut replay.store, &mut replay.out, replay.now_ms);
+        // An in-memory store never fails; a problem would still be in `config.loaded`.
+        let _configured =
+            replay
+                .engine
+                .configure(&mut replay.store, &mut replay.out, replay.now_ms);
         replay
     }
 

@@ -40,11 +40,12 @@ impl CallerIdentity for Caller {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| (*v).to_string())
     }
-    fn metadata(&self, path: &str) -> Option<Value> {
-        self.metadata
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String> {
+        Ok(self
+            .metadata
             .iter()
             .find(|(k, _)| *k == path)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| v.clone()))
     }
 }
 

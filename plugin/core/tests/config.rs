@@ -324,6 +324,41 @@ fn bad_configs_name_the_field_to_fix() {
 }
 
 #[test]
+fn fingerprint_fields_may_only_add_to_the_default_fields() {
+    let refused = [
+        (json!(["name", "inputSchema"]), "add description"),
+        (json!(["name", "description"]), "add inputSchema"),
+        (json!(["description", "inputSchema", "title"]), "add name"),
+        (json!(["title"]), "add name, description, inputSchema"),
+        (json!([]), "add name, description, inputSchema"),
+    ];
+    for (fields, missing) in refused {
+        let config = json!({"fingerprint": {"fields": fields}});
+        let got = parse(&config).expect_err(&format!("{config} should be refused"));
+        assert_eq!(
+            got,
+            format!(
+                "invalid toolseal config: field `fingerprint.fields`: must keep the default fields name, description and inputSchema (it may only add fields); {missing}"
+            )
+        );
+    }
+    for fields in [
+        json!(["name", "description", "inputSchema"]),
+        json!([
+            "inputSchema",
+            "icons",
+            "name",
+            "description",
+            "annotations",
+            "outputSchema"
+        ]),
+    ] {
+        let config = json!({"fingerprint": {"fields": fields}});
+        assert!(parse(&config).is_ok(), "{config} should be accepted");
+    }
+}
+
+#[test]
 fn duplicate_keys_and_invalid_json_are_refused() {
     let err = Config::parse(br#"{"posture":"strict","posture":"discovery"}"#)
         .unwrap_err()

@@ -1,7 +1,8 @@
 //! `docs/config.md` held to the parser it documents: every ```json example is a
 //! configuration that loads, every ```config-error example (a one-line document, then the
 //! error) gets exactly the error shown, and every key the parser accepts has a row in the
-//! key table. `BLESS=1` rewrites the error lines from the parser; review them with git diff.
+//! key table. `BLESS=1` rewrites the error lines from the parser (with `-- --test-threads=1`,
+//! so no other test reads the file while it is written); review them with git diff.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

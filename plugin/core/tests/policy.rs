@@ -10,6 +10,9 @@
 use serde_json::{Value, json};
 use toolseal_core::policy::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
 
+/// A metadata path the test caller cannot read (as when the host fails the property read).
+const UNREADABLE: &str = "ns/unreadable";
+
 /// A caller with fixed headers and metadata.
 #[derive(Default)]
 struct Caller {
@@ -24,11 +27,15 @@ impl CallerIdentity for Caller {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| (*v).to_owned())
     }
-    fn metadata(&self, path: &str) -> Option<Value> {
-        self.metadata
+    fn metadata(&self, path: &str) -> Result<Option<Value>, String> {
+        if path == UNREADABLE {
+            return Err("status 10".into());
+        }
+        Ok(self
+            .metadata
             .iter()
             .find(|(p, _)| *p == path)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| v.clone()))
     }
 }
 
@@ -766,4 +773,38 @@ fn deep_values_do_not_overflow() {
         decide(&p, "s", "t", None, Some(&args), &Caller::default()).action,
         Action::Allow
     );
+}
+
+#[test]
+fn a_rule_whose_caller_metadata_cannot_be_read_denies_the_call() {
+    let rules = |action: &str| {
+        policy(json!({"rules": [
+            {"action": "allow", "tool": "status"},
+            {"action": action, "tool": "deploy", "principal": {"metadata": UNREADABLE, "in": ["ops"]}},
+            {"action": "allow", "tool": "*"}
+        ]}))
+    };
+    for action in ["deny", "allow"] {
+        let p = rules(action);
+        let caller = Caller::default();
+        // Whether the rule matches is unknown: the call cannot be decided either way.
+        assert_eq!(
+            decide(&p, "srv", "deploy", None, None, &caller),
+            PolicyDecision {
+                action: Action::Deny,
+                rule_index: Some(1),
+                reason: "rule 1 cannot be decided for deploy: caller metadata ns/unreadable could not be read (status 10)".into(),
+            },
+            "{action}"
+        );
+        // A rule decided before it, or one whose other conditions do not hold, reads nothing.
+        assert_eq!(
+            decide(&p, "srv", "status", None, None, &caller).action,
+            Action::Allow
+        );
+        assert_eq!(
+            decide(&p, "srv", "list", None, None, &caller).action,
+            Action::Allow
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! told through the engine with synthetic exchanges: a `structuredContent` that breaks the
 //! approved `outputSchema` is audited and passed (observe) or replaced by a tool error
 //! (enforce), for JSON and SSE responses alike; a matching result passes byte for byte;
-//! denials carry the SHA-256 of the raw body and the canonical arguments; duplicate keys in
+//! denials carry the SHA-256 of the raw arguments and the canonical ones; duplicate keys in
 //! arguments never reach the server.
 #![allow(
     clippy::unwrap_used,
@@ -208,7 +208,7 @@ fn a_matching_result_or_a_tool_error_passes_byte_for_byte_in_both_modes() {
 }
 
 #[test]
-fn a_denied_call_is_audited_with_the_raw_body_hash_and_the_canonical_arguments() {
+fn a_denied_call_is_audited_with_its_raw_arguments_hash_and_the_canonical_arguments() {
     let mut gw = gateway("observe");
     let raw = "{ \"jsonrpc\":\"2.0\", \"id\":9, \"method\":\"tools/call\",\n  \"params\":{\"name\":\"get_weather\",\"arguments\":{ \"days\": 3.0, \"city\": \"Atlantis\" }} }";
     let ex = exchange(raw.as_bytes(), "application/json", b"");
@@ -227,7 +227,13 @@ fn a_denied_call_is_audited_with_the_raw_body_hash_and_the_canonical_arguments()
         .map(|a| a.to_json())
         .collect();
     assert_eq!(denied.len(), 1);
-    assert_eq!(denied[0]["args_sha256"], sha256_hex(raw.as_bytes()));
+    // SHA-256 of the `arguments` bytes exactly as sent, `{ "days": 3.0, "city": "Atlantis" }`
+    // (computed with Python's hashlib), not of the whole body.
+    assert_eq!(
+        denied[0]["args_sha256"],
+        "477b854b91b6185a2d4de60c27a5b4932231f8800220ded03d8ec7aaf1d2dcf1"
+    );
+    assert_ne!(denied[0]["args_sha256"], sha256_hex(raw.as_bytes()));
     assert_eq!(denied[0]["arguments"], r#"{"city":"Atlantis","days":3}"#);
     assert_eq!(denied[0]["tool"], "get_weather");
     assert_eq!(denied[0]["decision"], "deny");
@@ -256,7 +262,11 @@ fn a_denied_call_is_audited_with_the_raw_body_hash_and_the_canonical_arguments()
         .find(|a| a.event == "call.denied")
         .unwrap()
         .to_json();
-    assert_eq!(last["args_sha256"], sha256_hex(raw.as_bytes()));
+    // SHA-256 of `{"city":"Oslo","extra":true}` (hashlib).
+    assert_eq!(
+        last["args_sha256"],
+        "dcfc9191c40e36f4268542e525b2da7d58a01fda0679c9bd059a49491d9cf130"
+    );
     assert_eq!(last["arguments"], r#"{"city":"Oslo","extra":true}"#);
 }
 

@@ -957,8 +957,8 @@ impl CallerIdentity for Caller {
     fn header(&self, _name: &str) -> Option<String> {
         None
     }
-    fn metadata(&self, _path: &str) -> Option<Value> {
-        None
+    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
+        Ok(None)
     }
 }
 
