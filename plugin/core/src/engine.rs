@@ -113,6 +113,9 @@ pub struct PendingList {
     pub stateless: bool,
     /// The caller's snapshot key: a verified list is recorded as what this caller saw.
     pub key: Option<ClientKey<'static>>,
+    /// The caller's principal outcomes, read with the request when policy can hide tools
+    /// from a list (`None`: it cannot, or the request was not seen: every principal unread).
+    pub caller: Option<crate::policy::CallerView>,
 }
 
 impl PendingList {
@@ -123,6 +126,7 @@ impl PendingList {
             cursor: false,
             stateless: false,
             key: session.map(|s| ClientKey::session(s).into_owned()),
+            caller: None,
         }
     }
 }
@@ -491,12 +495,20 @@ impl Engine {
             };
             return self.refuse(store, out, now_ms, exchange, refusal);
         }
-        // The caller's snapshot key is read once, and only for a body that lists or calls.
-        let key = match payload.messages().iter().any(|m| {
-            matches!(m, Message::Request { method, .. } if method == "tools/call" || method == "tools/list")
-        }) {
+        // The caller's snapshot key is read once, and only for a body that lists or calls;
+        // its principals only for a list, and only when policy can hide tools from one.
+        let requested = |wanted: &[&str]| {
+            payload.messages().iter().any(
+                |m| matches!(m, Message::Request { method, .. } if wanted.contains(&method.as_str())),
+            )
+        };
+        let key = match requested(&["tools/call", "tools/list"]) {
             true => self.client_key(info),
             false => Ok(None),
+        };
+        let view = match requested(&["tools/list"]) {
+            true => self.config.policy.caller_view(info.caller),
+            false => None,
         };
         // Every call is checked before any message is recorded: a batch with a refused call
         // is answered locally as a whole, and no element of it may be recorded as passing.
@@ -525,8 +537,9 @@ impl Engine {
         let mut answers: Vec<Option<Value>> = Vec::with_capacity(checked.len());
         for (index, (message, checked)) in payload.messages().iter().zip(checked).enumerate() {
             let element = batch.then_some(index);
+            let caller = (&key, view.as_ref());
             let answer = self.settle_message(
-                store, out, now_ms, exchange, message, checked, body, element, &key, refused,
+                store, out, now_ms, exchange, message, checked, body, element, caller, refused,
             );
             answers.push(answer);
         }
@@ -605,7 +618,7 @@ impl Engine {
         checked: Option<CheckedCall>,
         body: &[u8],
         element: Option<usize>,
-        key: &KeyRead<'_>,
+        (key, view): (&KeyRead<'_>, Option<&crate::policy::CallerView>),
         refused: bool,
     ) -> Option<Value> {
         let (id, method, params) = match message {
@@ -653,6 +666,7 @@ impl Engine {
                 cursor,
                 stateless: exchange.stateless(),
                 key: key.cloned().map(ClientKey::into_owned),
+                caller: view.cloned(),
             });
         } else if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
             exchange.pending_other.push((id.clone(), method.clone()));
@@ -772,6 +786,18 @@ impl Engine {
                 }
                 if !updated.after.findings.is_empty() {
                     detail.insert("findings".into(), json!(updated.after.findings));
+                }
+                let scope = self.config.drift_scope_of(server);
+                if scope == crate::config::DriftScope::Tool {
+                    // What keeps serving: every tool but these, or (null) nothing.
+                    let withheld = match crate::containment::serving(&updated.after, scope) {
+                        crate::containment::Serving::AllBut(tools) => {
+                            json!(tools.iter().map(|t| &t.tool).collect::<Vec<_>>())
+                        }
+                        crate::containment::Serving::All => json!([]),
+                        crate::containment::Serving::Nothing => Value::Null,
+                    };
+                    detail.insert("withheld".into(), withheld);
                 }
             }
             let audit = AuditEvent {

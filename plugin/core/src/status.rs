@@ -6,6 +6,7 @@
 //! lifecycle can be tested exhaustively (every state × every event) without a host.
 
 use crate::config::Posture;
+use crate::containment::{DriftReach, WithheldTool};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -96,6 +97,10 @@ pub struct ServerRecord {
     pub quarantine: Option<(String, Actor)>,
     /// First-contact screening findings that hold the server `pending`.
     pub findings: Vec<String>,
+    /// How far the last live set's drift from the baseline reaches (kept while it does not
+    /// match; see [`crate::containment`]).
+    #[serde(default, skip_serializing_if = "DriftReach::is_unknown")]
+    pub drift_reach: DriftReach,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
 }
@@ -115,6 +120,7 @@ impl ServerRecord {
             awaiting_live: false,
             quarantine: None,
             findings: Vec::new(),
+            drift_reach: DriftReach::Unknown,
             updated_ms: now_ms,
         }
     }
@@ -147,11 +153,21 @@ pub enum LiveSet {
         matches: bool,
         /// First-contact screening findings (only consulted without a baseline).
         findings: Vec<String>,
+        /// How far its difference from the baseline reaches, when it does not match.
+        reach: DriftReach,
     },
     /// An invalid set (duplicate names, a tool without a name, ...): it never verifies.
     Invalid {
         /// Why it is invalid.
         reason: String,
+    },
+    /// A page of a paginated list differs from the baseline in these tools (the complete set
+    /// is not known before its last page).
+    Partial {
+        /// Why, in words.
+        reason: String,
+        /// The page's tools that differ (new or changed).
+        withheld: Vec<WithheldTool>,
     },
 }
 
@@ -287,35 +303,53 @@ fn observe_live(
             next.live = None;
             next.live_invalid = Some(reason.clone());
             next.live_matches = false;
+            next.drift_reach = DriftReach::Server(reason.clone());
+        }
+        LiveSet::Partial { reason, withheld } => {
+            next.live = None;
+            next.live_invalid = Some(reason.clone());
+            next.live_matches = false;
+            next.drift_reach = next.drift_reach.with_page(withheld);
         }
         LiveSet::Valid {
             fingerprint,
             matches,
+            reach,
             ..
         } => {
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
+            next.drift_reach = match next.live_matches {
+                true => DriftReach::Unknown,
+                false => reach.clone(),
+            };
         }
     }
     if next.quarantine.is_some() {
         return Vec::new();
     }
     let moved = next.live != previous_live || next.live_invalid.is_some();
+    let incomplete = !matches!(live, LiveSet::Valid { .. });
     match (next.status, live) {
         (SchemaStatus::Changed, _) => {
+            // A complete list shows the live set again: what it serves under tool scope no
+            // longer waits for one (list_changed hold).
+            if !incomplete {
+                next.reverify = false;
+            }
             if moved {
                 vec![note("schema.changed", drift_reason(live))]
             } else {
                 Vec::new()
             }
         }
-        (_, LiveSet::Invalid { reason }) if next.status != SchemaStatus::Pending => {
+        (_, _) if incomplete && next.status != SchemaStatus::Pending => {
             next.status = SchemaStatus::Changed;
             next.drift_at_ms.get_or_insert(now_ms);
-            vec![note("schema.changed", reason.clone())]
+            vec![note("schema.changed", drift_reason(live))]
         }
-        (_, LiveSet::Invalid { .. }) => Vec::new(),
+        (_, LiveSet::Invalid { .. } | LiveSet::Partial { .. }) => Vec::new(),
         (
             SchemaStatus::Unbaselined | SchemaStatus::Pending,
             LiveSet::Valid {
@@ -348,7 +382,7 @@ fn observe_live(
 
 fn drift_reason(live: &LiveSet) -> String {
     match live {
-        LiveSet::Invalid { reason } => reason.clone(),
+        LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
         LiveSet::Valid { fingerprint, .. } => {
             format!("the live tool set ({fingerprint}) differs from the approved baseline")
         }
@@ -406,6 +440,7 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     }
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
+    next.drift_reach = DriftReach::Unknown;
     next.drift_at_ms = None;
     next.reverify = false;
     next.awaiting_live = false;
@@ -473,6 +508,8 @@ fn pin(
     next.previous = next.baseline.take();
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = next.live.as_deref() == Some(fingerprint);
+    // The reach was measured against the old baseline: the next list measures it again.
+    next.drift_reach = DriftReach::Unknown;
     next.awaiting_live = !lock && !next.live_matches;
     next.findings.clear();
     reevaluate(next, posture, now_ms);
