@@ -340,8 +340,8 @@ impl Engine {
         Ok(self.server_view(store, server, true))
     }
 
-    /// The admin view of one server (with the full classified diff, each withheld tool's
-    /// changes and who sees which tool when `full`).
+    /// The admin view of one server (with the full classified diff and each withheld tool's
+    /// changes when `full`).
     fn server_view(&mut self, store: &dyn StateStore, id: &str, full: bool) -> Option<Value> {
         let (record, _) = state::load_record(store, id).ok().flatten()?;
         let diff = self.diff(store, id, &record);
@@ -359,13 +359,6 @@ impl Engine {
                     "diff".into(),
                     diff.as_ref().map_or(Value::Null, |d| d.to_json()),
                 );
-                let baseline = match record.baseline.as_deref() {
-                    Some(b) => self.approved(store, id, b).ok().flatten(),
-                    None => None,
-                };
-                let visibility =
-                    crate::admin_views::visibility(&self.config.policy, id, baseline.as_deref());
-                obj.insert("visibility".into(), visibility);
             }
         }
         Some(view)

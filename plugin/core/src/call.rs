@@ -150,9 +150,9 @@ impl Engine {
             let scope = self.config.drift_scope_of(&exchange.server);
             match crate::containment::serving(&record, scope) {
                 Serving::Nothing => return Err(self.denial(code, exchange, tool, r, "").into()),
-                Serving::AllBut(withheld) => {
-                    if let Some(w) = crate::containment::find(withheld, tool) {
-                        let change = w.change.as_str();
+                Serving::AllBut => {
+                    if let Some(change) = record.withheld(tool) {
+                        let change = change.as_str();
                         let mut denial =
                             self.denial(ErrorCode::ToolChanged, exchange, tool, r, change);
                         denial.extra.insert("change".into(), json!(change));

@@ -497,16 +497,18 @@ impl Engine {
         }
         // The caller's snapshot key is read once, and only for a body that lists or calls;
         // its principals only for a list, and only when policy can hide tools from one.
-        let requested = |wanted: &[&str]| {
-            payload.messages().iter().any(
-                |m| matches!(m, Message::Request { method, .. } if wanted.contains(&method.as_str())),
-            )
-        };
-        let key = match requested(&["tools/call", "tools/list"]) {
+        let (mut lists, mut calls) = (false, false);
+        for message in payload.messages() {
+            if let Message::Request { method, .. } = message {
+                lists |= method == "tools/list";
+                calls |= method == "tools/call";
+            }
+        }
+        let key = match lists || calls {
             true => self.client_key(info),
             false => Ok(None),
         };
-        let view = match requested(&["tools/list"]) {
+        let view = match lists {
             true => self.config.policy.caller_view(info.caller),
             false => None,
         };
@@ -786,18 +788,6 @@ impl Engine {
                 }
                 if !updated.after.findings.is_empty() {
                     detail.insert("findings".into(), json!(updated.after.findings));
-                }
-                let scope = self.config.drift_scope_of(server);
-                if scope == crate::config::DriftScope::Tool {
-                    // What keeps serving: every tool but these, or (null) nothing.
-                    let withheld = match crate::containment::serving(&updated.after, scope) {
-                        crate::containment::Serving::AllBut(tools) => {
-                            json!(tools.iter().map(|t| &t.tool).collect::<Vec<_>>())
-                        }
-                        crate::containment::Serving::All => json!([]),
-                        crate::containment::Serving::Nothing => Value::Null,
-                    };
-                    detail.insert("withheld".into(), withheld);
                 }
             }
             let audit = AuditEvent {

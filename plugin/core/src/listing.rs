@@ -13,7 +13,7 @@ mod answer;
 use crate::approved::Approved;
 use crate::audit::Counter;
 use crate::config::DriftScope;
-use crate::containment::{self, DriftReach, Serving, WithheldTool};
+use crate::containment::{self, Differing, DriftReach, Serving};
 use crate::engine::{Engine, Exchange, PendingList};
 use crate::fingerprint::{ToolDigests, digest_tools};
 use crate::state::{self, PageAccumulator, StateError};
@@ -222,10 +222,12 @@ impl Engine {
             let mut detail = serde_json::Map::new();
             detail.insert("tools_in".into(), json!(tools_in));
             detail.insert("tools_out".into(), json!(tools_out));
-            let withheld: Vec<&str> = match record.map(|r| &r.drift_reach) {
-                Some(DriftReach::Tools(tools)) => tools.iter().map(|t| t.tool.as_str()).collect(),
-                _ => Vec::new(),
-            };
+            let withheld: Vec<Value> = record
+                .map(ServerRecord::withheld_tools)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, _)| Value::from(name))
+                .collect();
             detail.insert("withheld".into(), json!(withheld));
             let event = self.event("list.filtered", exchange, now_ms, record, reason, detail);
             self.emit(store, out, &event);
@@ -260,13 +262,10 @@ impl Engine {
         tools: Option<&Value>,
     ) -> Shown {
         let scope = self.config.drift_scope_of(&exchange.server);
-        let withheld: &[WithheldTool] = match record.map(|r| containment::serving(r, scope)) {
-            Some(Serving::AllBut(tools)) => tools,
-            _ => &[],
-        };
+        let withheld = record.filter(|r| containment::serving(r, scope) == Serving::AllBut);
         let contained = record.is_some_and(|r| r.status == SchemaStatus::Changed);
         let hiding = self.config.policy.may_hide();
-        if withheld.is_empty() && !hiding {
+        if withheld.is_none() && !hiding {
             return Shown::whole(contained);
         }
         // Policy looks at the approved tool's annotations, as the call check does.
@@ -488,8 +487,15 @@ impl Engine {
         };
         let unknown = baseline.is_some() && baseline_set.is_none();
         let scope = self.config.drift_scope_of(&server);
-        if let Some(live) = self.page_drift(baseline_set.as_deref(), tools.unwrap_or(&Value::Null))
-        {
+        // The last page of a listing seen from its first completes the set, which is then
+        // compared whole (so a drift on it leaves a candidate to review); any other page is
+        // compared on its own as it passes.
+        let completes = !next_cursor && acc.is_some();
+        let drift = match completes {
+            true => None,
+            false => self.page_drift(baseline_set.as_deref(), tools.unwrap_or(&Value::Null)),
+        };
+        if let Some(live) = drift {
             let reason = match &live {
                 LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
                 LiveSet::Valid { .. } => String::new(),
@@ -602,25 +608,16 @@ impl Engine {
                 });
             }
         };
-        let pairs = digests
-            .entries
-            .iter()
-            .map(|(n, d)| (n.as_str(), d.as_str()));
         // Tools of the baseline that are not on this page may be on another.
-        let withheld: Vec<WithheldTool> = containment::classify(
-            approved
-                .tools
-                .iter()
-                .filter(|(name, _)| digests.get(name).is_some())
-                .map(|(name, tool)| (name.as_str(), tool.digest.as_str())),
-            pairs,
-        );
+        let withheld: Differing = containment::classify(approved, &digests, false);
         (!withheld.is_empty()).then(|| LiveSet::Partial {
             reason: format!(
                 "a tools/list page differs from the baseline: {}",
-                withheld
+                digests
+                    .entries
                     .iter()
-                    .map(|t| t.tool.as_str())
+                    .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
+                    .map(|(name, _)| name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -643,25 +640,17 @@ impl Engine {
                     .into(),
             ));
         };
-        let base = approved
-            .tools
-            .iter()
-            .map(|(name, tool)| (name.as_str(), tool.digest.as_str()));
-        Ok(DriftReach::Tools(match live {
-            LiveDigests::Computed(digests, _) => containment::classify(
-                base,
-                digests
-                    .entries
-                    .iter()
-                    .map(|(n, d)| (n.as_str(), d.as_str())),
-            ),
-            LiveDigests::Cached(set) => containment::classify(
-                base,
-                set.tools
-                    .iter()
-                    .map(|(n, t)| (n.as_str(), t.digest.as_str())),
-            ),
-        }))
+        let cached;
+        let digests = match live {
+            LiveDigests::Computed(digests, _) => digests,
+            LiveDigests::Cached(set) => {
+                cached = set.digests().unwrap_or_default();
+                &cached
+            }
+        };
+        Ok(DriftReach::Tools(containment::classify(
+            &approved, digests, true,
+        )))
     }
 }
 
@@ -670,10 +659,10 @@ fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
     let reason = match record.status {
         SchemaStatus::Changed if scope == DriftScope::Tool && !serve => format!(
             "the tool set drifted from the approved baseline in a way that closes the whole server ({}); an admin must review it",
-            match &record.drift_reach {
-                DriftReach::Server(why) => why.as_str(),
-                _ => "which tools differ is not known; list tools again",
-            }
+            record
+                .drift_whole
+                .as_deref()
+                .unwrap_or("which tools differ is not known; list tools again")
         ),
         SchemaStatus::Changed => {
             "the tool set drifted from the approved baseline; an admin must review it".to_string()

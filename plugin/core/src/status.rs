@@ -6,7 +6,7 @@
 //! lifecycle can be tested exhaustively (every state × every event) without a host.
 
 use crate::config::Posture;
-use crate::containment::{DriftReach, WithheldTool};
+use crate::containment::{Differing, DriftReach};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -97,10 +97,20 @@ pub struct ServerRecord {
     pub quarantine: Option<(String, Actor)>,
     /// First-contact screening findings that hold the server `pending`.
     pub findings: Vec<String>,
-    /// How far the last live set's drift from the baseline reaches (kept while it does not
-    /// match; see [`crate::containment`]).
-    #[serde(default, skip_serializing_if = "DriftReach::is_unknown")]
-    pub drift_reach: DriftReach,
+    /// Tools of the last live set the baseline lacks, when its drift is told tool by tool
+    /// (see [`crate::containment`]; the three lists are empty when that is not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_added: Vec<String>,
+    /// Tools of the last live set that differ from the baseline's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_changed: Vec<String>,
+    /// Baseline tools the last live set lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_removed: Vec<String>,
+    /// Why the last live set's drift reaches the server as a whole (it cannot be told tool by
+    /// tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_whole: Option<String>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
 }
@@ -120,7 +130,10 @@ impl ServerRecord {
             awaiting_live: false,
             quarantine: None,
             findings: Vec::new(),
-            drift_reach: DriftReach::Unknown,
+            drift_added: Vec::new(),
+            drift_changed: Vec::new(),
+            drift_removed: Vec::new(),
+            drift_whole: None,
             updated_ms: now_ms,
         }
     }
@@ -167,7 +180,7 @@ pub enum LiveSet {
         /// Why, in words.
         reason: String,
         /// The page's tools that differ (new or changed).
-        withheld: Vec<WithheldTool>,
+        withheld: Differing,
     },
 }
 
@@ -303,13 +316,13 @@ fn observe_live(
             next.live = None;
             next.live_invalid = Some(reason.clone());
             next.live_matches = false;
-            next.drift_reach = DriftReach::Server(reason.clone());
+            next.set_reach(&DriftReach::Server(reason.clone()));
         }
         LiveSet::Partial { reason, withheld } => {
             next.live = None;
             next.live_invalid = Some(reason.clone());
             next.live_matches = false;
-            next.drift_reach = next.drift_reach.with_page(withheld);
+            next.add_page_reach(withheld);
         }
         LiveSet::Valid {
             fingerprint,
@@ -320,10 +333,10 @@ fn observe_live(
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
-            next.drift_reach = match next.live_matches {
-                true => DriftReach::Unknown,
-                false => reach.clone(),
-            };
+            next.set_reach(match next.live_matches {
+                true => &DriftReach::Unknown,
+                false => reach,
+            });
         }
     }
     if next.quarantine.is_some() {
@@ -440,7 +453,7 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     }
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
-    next.drift_reach = DriftReach::Unknown;
+    next.set_reach(&DriftReach::Unknown);
     next.drift_at_ms = None;
     next.reverify = false;
     next.awaiting_live = false;
@@ -509,7 +522,7 @@ fn pin(
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = next.live.as_deref() == Some(fingerprint);
     // The reach was measured against the old baseline: the next list measures it again.
-    next.drift_reach = DriftReach::Unknown;
+    next.set_reach(&DriftReach::Unknown);
     next.awaiting_live = !lock && !next.live_matches;
     next.findings.clear();
     reevaluate(next, posture, now_ms);

@@ -13,12 +13,11 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::config::{Config, DriftScope};
-use toolseal_core::containment::{
-    DriftReach, Serving, ToolChange, WithheldTool, classify, serving,
-};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::status::{SchemaStatus, ServerRecord};
+use toolseal_core::approved::Approved;
+use toolseal_core::config::{Config, DriftScope, Posture};
+use toolseal_core::containment::{Differing, Serving, ToolChange, classify, serving};
+use toolseal_core::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
+use toolseal_core::status::{Event, LiveSet, SchemaStatus, ServerRecord, apply};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const TOKEN: &str = "s3cret";
@@ -173,116 +172,130 @@ fn view(gw: &mut NativeReplay) -> Value {
     view
 }
 
-fn withheld(tool: &str, change: ToolChange) -> WithheldTool {
-    WithheldTool {
-        tool: tool.into(),
-        change,
-    }
+fn approved(tools: &[Value]) -> Approved {
+    Approved::from_definitions(&fp(tools), tools.to_vec(), &FingerprintFields::default()).unwrap()
+}
+
+fn digests(tools: &[Value]) -> ToolDigests {
+    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default()).unwrap()
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
 }
 
 // ---- the classification, on its own ----
 
 #[test]
 fn classify_names_every_tool_that_is_new_changed_or_gone() {
-    let baseline = [("a", "1"), ("b", "2"), ("c", "3")];
-    assert_eq!(classify(baseline, baseline), vec![]);
+    let baseline = approved(&[deploy_v1(), weather(), add()]);
+    let same = digests(&[add(), deploy_v1(), weather()]);
+    assert!(classify(&baseline, &same, true).is_empty());
+    let drifted = digests(&[deploy_v2(), add(), exfiltrate()]);
     assert_eq!(
-        classify(baseline, [("c", "3"), ("a", "1"), ("b", "2")]),
-        vec![]
+        classify(&baseline, &drifted, true),
+        Differing {
+            added: strings(&["send_report"]),
+            changed: strings(&["deploy_preview"]),
+            removed: strings(&["get_weather"]),
+        }
+    );
+    // A page: what it lacks may be on another page.
+    assert_eq!(
+        classify(&baseline, &digests(&[deploy_v2()]), false),
+        Differing {
+            changed: strings(&["deploy_preview"]),
+            ..Differing::default()
+        }
     );
     assert_eq!(
-        classify(baseline, [("a", "1"), ("b", "9"), ("d", "4")]),
-        vec![
-            withheld("b", ToolChange::Changed),
-            withheld("c", ToolChange::Removed),
-            withheld("d", ToolChange::Added),
-        ]
-    );
-    assert_eq!(
-        classify([], [("z", "1"), ("y", "2")]),
-        vec![
-            withheld("y", ToolChange::Added),
-            withheld("z", ToolChange::Added)
-        ]
-    );
-    assert_eq!(
-        classify(baseline, []),
-        ["a", "b", "c"].map(|t| withheld(t, ToolChange::Removed))
+        classify(&baseline, &digests(&[]), true).removed,
+        strings(&["add", "deploy_preview", "get_weather"])
     );
 }
 
-#[test]
-fn a_page_adds_to_what_is_withheld_and_never_narrows_a_whole_server_drift() {
-    let page = [withheld("b", ToolChange::Changed)];
-    assert_eq!(
-        DriftReach::Unknown.with_page(&page),
-        DriftReach::Tools(page.to_vec())
-    );
-    let known = DriftReach::Tools(vec![
-        withheld("a", ToolChange::Added),
-        withheld("c", ToolChange::Removed),
-    ]);
-    assert_eq!(
-        known.with_page(&page),
-        DriftReach::Tools(vec![
-            withheld("a", ToolChange::Added),
-            withheld("b", ToolChange::Changed),
-            withheld("c", ToolChange::Removed),
-        ])
-    );
-    let whole = DriftReach::Server("INVALID_TOOL_SET: duplicate".into());
-    assert_eq!(whole.with_page(&page), whole);
-    assert_eq!(
-        known.withheld("c"),
-        Some(&withheld("c", ToolChange::Removed))
-    );
-    assert_eq!(known.withheld("b"), None);
-}
-
-fn record(status: SchemaStatus, baseline: bool, matches: bool, reach: DriftReach) -> ServerRecord {
+fn record(status: SchemaStatus, baseline: bool, matches: bool) -> ServerRecord {
     let mut record = ServerRecord::new(0);
     record.status = status;
     record.baseline = baseline.then(|| "sha256:base".to_string());
     record.live_matches = matches;
-    record.drift_reach = reach;
     record
 }
 
 #[test]
+fn a_page_adds_to_what_is_withheld_and_never_narrows_a_whole_server_drift() {
+    let page = |added: &[&str], changed: &[&str]| {
+        Event::Live(LiveSet::Partial {
+            reason: "a tools/list page differs from the baseline".into(),
+            withheld: Differing {
+                added: strings(added),
+                changed: strings(changed),
+                removed: Vec::new(),
+            },
+        })
+    };
+    let apply = |r: &ServerRecord, event: &Event| apply(r, event, Posture::Discovery, 1).unwrap().0;
+    let mut r = record(SchemaStatus::Verified, true, true);
+    r = apply(&r, &page(&[], &["b"]));
+    assert_eq!(
+        (r.status, r.withheld("b")),
+        (SchemaStatus::Changed, Some(ToolChange::Changed))
+    );
+    r.drift_removed = strings(&["c"]);
+    r = apply(&r, &page(&["a"], &["b"]));
+    assert_eq!(
+        r.withheld_tools(),
+        [
+            ("a", ToolChange::Added),
+            ("b", ToolChange::Changed),
+            ("c", ToolChange::Removed)
+        ]
+    );
+    assert_eq!(r.withheld("d"), None);
+    // A drift over the whole server stays so.
+    let invalid = Event::Live(LiveSet::Invalid {
+        reason: "INVALID_TOOL_SET: duplicate".into(),
+    });
+    r = apply(&r, &invalid);
+    assert_eq!(
+        r.drift_whole.as_deref(),
+        Some("INVALID_TOOL_SET: duplicate")
+    );
+    assert_eq!(r.withheld_tools(), []);
+    r = apply(&r, &page(&["a"], &[]));
+    assert_eq!(
+        (r.drift_whole.is_some(), r.withheld_tools()),
+        (true, vec![])
+    );
+}
+
+#[test]
 fn what_a_server_serves_per_status_scope_and_reach() {
-    let tools = vec![withheld("x", ToolChange::Changed)];
-    let reaches = [
-        DriftReach::Unknown,
-        DriftReach::Tools(Vec::new()),
-        DriftReach::Tools(tools.clone()),
-        DriftReach::Server("why".into()),
-    ];
+    // (drift_changed, drift_whole) as a record may hold them.
+    let reaches: [(&[&str], Option<&str>); 3] = [(&[], None), (&["x"], None), (&[], Some("why"))];
     for status in SchemaStatus::ALL {
         for scope in [DriftScope::Server, DriftScope::Tool] {
-            for reach in &reaches {
+            for (changed, whole) in reaches {
                 for matches in [false, true] {
                     for baseline in [false, true] {
-                        let r = record(status, baseline, matches, reach.clone());
-                        let want = match (status, scope, reach) {
+                        let mut r = record(status, baseline, matches);
+                        r.drift_changed = strings(changed);
+                        r.drift_whole = whole.map(str::to_string);
+                        let want = match (status, scope) {
                             _ if !baseline => Serving::Nothing,
-                            (SchemaStatus::Unbaselined | SchemaStatus::Verified, _, _) => {
-                                Serving::All
-                            }
-                            (SchemaStatus::Changed, DriftScope::Tool, _) if matches => Serving::All,
-                            (SchemaStatus::Changed, DriftScope::Tool, DriftReach::Tools(t))
-                                if t.is_empty() =>
+                            (SchemaStatus::Unbaselined | SchemaStatus::Verified, _) => Serving::All,
+                            (SchemaStatus::Changed, DriftScope::Tool) if matches => Serving::All,
+                            (SchemaStatus::Changed, DriftScope::Tool)
+                                if !changed.is_empty() && whole.is_none() =>
                             {
-                                Serving::All
-                            }
-                            (SchemaStatus::Changed, DriftScope::Tool, DriftReach::Tools(_)) => {
-                                Serving::AllBut(&tools)
+                                Serving::AllBut
                             }
                             _ => Serving::Nothing,
                         };
                         assert_eq!(
                             serving(&r, scope),
                             want,
-                            "{status} {scope:?} {reach:?} matches={matches} baseline={baseline}"
+                            "{status} {scope:?} {changed:?} {whole:?} matches={matches} baseline={baseline}"
                         );
                     }
                 }
@@ -385,7 +398,7 @@ fn a_rug_pull_under_tool_scope_withholds_the_changed_tools_and_serves_the_others
         "INVALID_ARGUMENTS"
     );
 
-    // The drift is audited with what keeps serving.
+    // The drift is audited (with its classified diff), and every list with what it withheld.
     let changed = gw
         .out
         .audits
@@ -393,8 +406,8 @@ fn a_rug_pull_under_tool_scope_withholds_the_changed_tools_and_serves_the_others
         .find(|a| a.event == "schema.changed")
         .unwrap();
     assert_eq!(
-        changed.detail["withheld"],
-        json!(["deploy_preview", "get_weather", "send_report"])
+        changed.detail["diff"]["tools_changed"],
+        json!(["deploy_preview"])
     );
     let filtered = gw
         .out
@@ -411,7 +424,7 @@ fn a_rug_pull_under_tool_scope_withholds_the_changed_tools_and_serves_the_others
         (
             &json!(3),
             &json!(1),
-            &json!(["deploy_preview", "get_weather", "send_report"])
+            &json!(["send_report", "deploy_preview", "get_weather"])
         )
     );
 }
@@ -437,9 +450,9 @@ fn the_admin_view_says_which_tools_are_withheld_and_why() {
     assert_eq!(
         summary,
         [
+            ("send_report", "added"),
             ("deploy_preview", "changed"),
-            ("get_weather", "removed"),
-            ("send_report", "added")
+            ("get_weather", "removed")
         ]
     );
     // Each withheld tool carries its own classified changes, exactly those of the full diff.
@@ -456,16 +469,16 @@ fn the_admin_view_says_which_tools_are_withheld_and_why() {
             own
         );
     }
-    assert_eq!(withheld[0]["changes"][0]["kind"], "property_added_required");
-    assert_eq!(withheld[1]["changes"][0]["kind"], "tool_removed");
-    assert_eq!(withheld[2]["changes"][0]["kind"], "tool_added");
+    assert_eq!(withheld[0]["changes"][0]["kind"], "tool_added");
+    assert_eq!(withheld[1]["changes"][0]["kind"], "property_added_required");
+    assert_eq!(withheld[2]["changes"][0]["kind"], "tool_removed");
     assert_eq!(view.get("server_level_drift"), None);
     // The servers list carries the same, without the per-tool changes.
     let (_, all) = admin(&mut gw, "GET", "servers", Value::Null);
     let listed = &all["servers"][0];
     assert_eq!(
         listed["withheld_tools"][0],
-        json!({"tool": "deploy_preview", "change": "changed"})
+        json!({"tool": "send_report", "change": "added"})
     );
     assert_eq!(listed["serving"], "unchanged_tools");
 }
@@ -539,13 +552,8 @@ fn server_scope_is_the_default_and_closes_the_whole_server() {
             ),
             (&json!("server"), &json!("none"), &json!([]))
         );
-        let changed = gw
-            .out
-            .audits
-            .iter()
-            .find(|a| a.event == "schema.changed")
-            .unwrap();
-        assert!(!changed.detail.contains_key("withheld"));
+        let filtered = gw.out.audits.iter().rfind(|a| a.event == "list.filtered");
+        assert_eq!(filtered.unwrap().detail.get("withheld"), None);
     }
 }
 
@@ -570,12 +578,8 @@ fn an_invalid_set_closes_the_whole_server_until_a_valid_set_shows_which_tools_di
             )
         )
     );
-    assert!(
-        gw.out
-            .audits
-            .iter()
-            .any(|a| a.event == "schema.changed" && a.detail["withheld"].is_null())
-    );
+    let filtered = gw.out.audits.iter().rfind(|a| a.event == "list.filtered");
+    assert_eq!(filtered.unwrap().detail.get("withheld"), None);
     // The next valid list is compared tool by tool again (the status stays changed).
     let received = list(&mut gw, "s1", &[deploy_v2(), add()]);
     assert_eq!(received, vec![add()]);
@@ -762,7 +766,7 @@ fn pages_withhold_their_changed_tools_as_they_pass() {
         .iter()
         .map(|w| w["tool"].as_str().unwrap())
         .collect();
-    assert_eq!(withheld, ["deploy_preview", "send_report"]);
+    assert_eq!(withheld, ["send_report", "deploy_preview"]);
     assert_eq!(
         code(&call(&mut gw, "s1", "send_report", json!({}))),
         "TOOL_CHANGED"

@@ -9,7 +9,6 @@
 //! caller learns that policy hides something, not what, and names of withheld tools (written
 //! by the server) never reach a model.
 
-use crate::containment::{self, WithheldTool};
 use crate::json::put;
 use crate::status::ServerRecord;
 use serde_json::{Map, Value};
@@ -48,12 +47,13 @@ impl Shown {
     }
 }
 
-/// Cuts `tools` (a result's `tools` array) to what its caller is shown: a tool named in
-/// `withheld` is dropped, then one `hides(name, definition)` says policy refuses. A tool
-/// without a string name is kept (a set holding one never verifies, so it is never served).
+/// Cuts `tools` (a result's `tools` array) to what its caller is shown: a tool the record
+/// withholds (when `withheld` is given) is dropped, then one `hides(name, definition)` says
+/// policy refuses. A tool without a string name is kept (a set holding one never verifies,
+/// so it is never served).
 pub(super) fn cut(
     tools: Option<&Value>,
-    withheld: &[WithheldTool],
+    withheld: Option<&ServerRecord>,
     hides: Option<impl Fn(&str, &Value) -> bool>,
     contained: bool,
 ) -> Shown {
@@ -65,7 +65,7 @@ pub(super) fn cut(
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
-        if containment::find(withheld, name).is_some() {
+        if withheld.is_some_and(|record| record.withheld(name).is_some()) {
             shown.withheld += 1;
         } else if hides.as_ref().is_some_and(|hides| hides(name, tool)) {
             shown.hidden += 1;
@@ -84,7 +84,7 @@ pub(super) enum Hints {
     /// `cacheScope: "private"`.
     Closed,
     /// A verified list cut for its caller: `cacheScope: "private"` (it is that caller's),
-    /// `ttlMs` at most this many milliseconds.
+    /// `ttlMs` at most this many milliseconds (0 when the server gave none).
     Private(u64),
 }
 
@@ -134,9 +134,12 @@ pub(super) fn rewrite(
     if stateless || out.contains_key("ttlMs") || out.contains_key("cacheScope") {
         let ttl = match hints {
             Hints::Closed => Some(0),
+            // A list result of the stateless revision must say how long it may be kept:
+            // without the server's word, not at all.
             Hints::Private(cap) => match out.get("ttlMs").and_then(Value::as_f64) {
                 Some(ttl) if ttl > cap as f64 => Some(cap),
-                _ => None,
+                Some(_) => None,
+                None => Some(0),
             },
         };
         if let Some(ttl) = ttl {
