@@ -18,12 +18,12 @@ use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData}
 use crate::telemetry::Published;
 use std::cell::RefCell;
 use std::rc::Rc;
-use toolseal_core::admin::{AdminRequest, MAX_ADMIN_BODY};
-use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::{Config, ServerIdSource};
-use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
-use toolseal_core::response::{BodyPlan, ResponseState};
-use toolseal_core::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
+use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
+use toolseal_core::gateway::body::BodyVerdict;
+use toolseal_core::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::response::{BodyPlan, ResponseState};
+use toolseal_core::wire::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
 
 struct Shared {
     engine: Engine,

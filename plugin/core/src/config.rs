@@ -5,9 +5,9 @@
 //! derived, so that every error names the exact field (`servers.deploy.pin`) and unknown keys
 //! are refused at every level. A config that does not validate never loads: Envoy refuses it.
 
-use crate::fingerprint::{FingerprintFields, digest_tools};
-use crate::json::parse_strict;
-use crate::policy::Policy;
+use crate::policy::fingerprint::{FingerprintFields, digest_tools};
+use crate::policy::rules::Policy;
+use crate::wire::json::parse_strict;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -67,7 +67,7 @@ pub enum DriftScope {
     #[default]
     Server,
     /// A drift confined to single tools withholds only those tools: the others keep serving
-    /// and working (see [`crate::containment`]).
+    /// and working (see [`crate::policy::containment`]).
     Tool,
 }
 
@@ -261,7 +261,7 @@ pub struct Config {
     /// Audit options.
     pub audit: AuditConfig,
     /// First-contact screening.
-    pub screening: crate::screening::ScreeningConfig,
+    pub screening: crate::policy::screening::ScreeningConfig,
     /// Where the client snapshot key of a request comes from, first present source first.
     pub snapshot_key: Vec<SnapshotSource>,
 }
@@ -280,7 +280,7 @@ impl Default for Config {
                 call_allowed: false,
                 ring_size: 256,
             },
-            screening: crate::screening::ScreeningConfig::default(),
+            screening: crate::policy::screening::ScreeningConfig::default(),
             snapshot_key: vec![SnapshotSource::Session],
         }
     }
@@ -411,7 +411,7 @@ impl Config {
             config.audit = audit(v)?;
         }
         if let Some(v) = root.get("screening") {
-            config.screening = crate::screening::ScreeningConfig::from_json(v)?;
+            config.screening = crate::policy::screening::ScreeningConfig::from_json(v)?;
         }
         if let Some(v) = root.get("snapshots") {
             config.snapshot_key = snapshots(v)?;

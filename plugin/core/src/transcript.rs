@@ -6,14 +6,14 @@
 //! golden decisions computed natively and through the `.wasm` must agree; a difference is a
 //! bug in one of the adapters, never an expected divergence.
 
-use crate::admin::AdminRequest;
-use crate::audit::CollectedOutputs;
 use crate::config::Config;
-use crate::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
-use crate::policy::CallerIdentity;
-use crate::response::BodyPlan;
-use crate::revision::RoutingHeaders;
-use crate::store::MemoryStore;
+use crate::gateway::admin::AdminRequest;
+use crate::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
+use crate::gateway::response::BodyPlan;
+use crate::policy::rules::CallerIdentity;
+use crate::state::audit::CollectedOutputs;
+use crate::state::store::MemoryStore;
+use crate::wire::revision::RoutingHeaders;
 use serde_json::Value;
 
 /// One recorded HTTP exchange.
@@ -59,8 +59,8 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// Parses a transcript: an array of exchanges or an object with `exchanges` or `entries`.
 /// Entries without `http_method` (stdio lines) are skipped.
 pub fn parse_transcript(bytes: &[u8]) -> Result<Vec<HttpExchange>, String> {
-    let value =
-        crate::json::parse_strict(bytes, 128).map_err(|e| format!("not a JSON transcript: {e}"))?;
+    let value = crate::wire::json::parse_strict(bytes, 128)
+        .map_err(|e| format!("not a JSON transcript: {e}"))?;
     let entries = match &value {
         Value::Array(items) => items,
         Value::Object(obj) => match obj.get("exchanges").or_else(|| obj.get("entries")) {
@@ -224,8 +224,8 @@ impl NativeReplay {
                 // Only the stateless revision's rules look at repeats (as every host does).
                 repeated: ex
                     .request_header("mcp-protocol-version")
-                    .is_some_and(crate::revision::is_stateless)
-                    && crate::revision::routing_repeated(
+                    .is_some_and(crate::wire::revision::is_stateless)
+                    && crate::wire::revision::routing_repeated(
                         ex.request_headers.iter().map(|(k, _)| k.as_str()),
                     ),
             },
