@@ -24,12 +24,14 @@
 //! - [`config`]: the plugin configuration, parsed and validated in one pass into the types
 //!   of the modules above.
 //!
-//! `gateway` → `policy`, `state`, `config` → `wire`. `transcript`: recorded traffic and a
-//! native driver that replays it.
+//! - `transcript` (the `replay` feature): recorded traffic and a native driver that replays it
+//!   through the engine, for the `toolseal` command, the fuzz targets and tests. With the
+//!   in-memory store (the `memory-store` feature) it stays out of the plugin and the component.
 
 pub mod config;
 pub mod gateway;
 pub mod policy;
 pub mod state;
+#[cfg(feature = "replay")]
 pub mod transcript;
 pub mod wire;

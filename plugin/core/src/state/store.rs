@@ -7,6 +7,7 @@
 //! both win. A read the host could not serve is an error, never an absent key: what the
 //! engine cannot read, it cannot check, so it fails closed.
 
+#[cfg(feature = "memory-store")]
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -55,13 +56,16 @@ pub trait StateStore {
     fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError>;
 }
 
-/// An in-memory store: for the native command line, tests, and single-threaded hosts.
+/// An in-memory store: for the native command line, tests, and single-threaded hosts (the
+/// `memory-store` feature; the plugin never holds its state in its own memory).
+#[cfg(feature = "memory-store")]
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
     entries: BTreeMap<String, (Vec<u8>, u32)>,
     next_version: u32,
 }
 
+#[cfg(feature = "memory-store")]
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
@@ -91,6 +95,7 @@ impl MemoryStore {
     }
 }
 
+#[cfg(feature = "memory-store")]
 impl StateStore for MemoryStore {
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
         Ok(self.entries.get(key).cloned())
