@@ -19,7 +19,8 @@
 use crate::lenient;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use toolseal_core::config::{Config, Posture};
+use toolseal_core::config::Config;
+use toolseal_core::policy::status::Posture;
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, tool_digest};
 use toolseal_core::state;
 use toolseal_core::policy::status::{SchemaStatus, ServerRecord};

@@ -157,7 +157,7 @@ pub fn update_record(
     records: &mut ParseCache<ServerRecord>,
     server: &str,
     event: &Event,
-    posture: crate::config::Posture,
+    posture: crate::policy::status::Posture,
     now_ms: u64,
     max_servers: usize,
 ) -> Result<Updated, StateError> {

@@ -15,8 +15,9 @@
 
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};
-use toolseal_core::config::{Config, Posture};
+use toolseal_core::config::Config;
 use toolseal_core::gateway::engine::Engine;
+use toolseal_core::policy::status::Posture;
 use toolseal_core::policy::status::{Actor, Event};
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::parse_cache::{ParseCache, RECORD_ENTRIES};

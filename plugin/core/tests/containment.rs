@@ -13,10 +13,12 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::config::{Config, DriftScope, Posture};
+use toolseal_core::config::Config;
 use toolseal_core::policy::approved::Approved;
+use toolseal_core::policy::containment::DriftScope;
 use toolseal_core::policy::containment::{Differing, Serving, ToolChange, classify, serving};
 use toolseal_core::policy::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
+use toolseal_core::policy::status::Posture;
 use toolseal_core::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord, apply};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 

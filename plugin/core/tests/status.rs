@@ -7,7 +7,7 @@
     missing_docs
 )]
 
-use toolseal_core::config::Posture::{self, Discovery, Strict};
+use toolseal_core::policy::status::Posture::{self, Discovery, Strict};
 use toolseal_core::policy::status::{
     Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply,
 };

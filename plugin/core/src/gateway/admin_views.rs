@@ -7,7 +7,7 @@
 //! (caller-scoped lists) depends on the policy alone, which the operator's tools read from
 //! the configuration (`toolseal report --config`, the console), not from a listener.
 
-use crate::config::DriftScope;
+use crate::policy::containment::DriftScope;
 use crate::policy::containment::{self, Serving};
 use crate::policy::drift::DriftDiff;
 use crate::policy::status::{SchemaStatus, ServerRecord};

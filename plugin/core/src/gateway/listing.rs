@@ -10,9 +10,9 @@
 
 mod answer;
 
-use crate::config::DriftScope;
 use crate::gateway::engine::{Engine, Exchange, PendingList};
 use crate::policy::approved::Approved;
+use crate::policy::containment::DriftScope;
 use crate::policy::containment::{self, Differing, DriftReach, Serving};
 use crate::policy::fingerprint::{ToolDigests, digest_tools};
 use crate::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord};
@@ -541,7 +541,8 @@ impl Engine {
                 // The set check at the last page would miss this page's tools.
                 return unchecked(record, &e);
             }
-            let discovery = self.config.posture_of(&server) == crate::config::Posture::Discovery;
+            let discovery =
+                self.config.posture_of(&server) == crate::policy::status::Posture::Discovery;
             // A first-contact page is served before the set is complete: screen it on its own
             // so that a flagged description never reaches the client on an early page.
             let first_contact = record

@@ -17,10 +17,30 @@
 //! reach is not known (a new pin moved the baseline, a record written before drift scopes)
 //! serves nothing.
 
-use crate::config::DriftScope;
 use crate::policy::approved::Approved;
 use crate::policy::fingerprint::ToolDigests;
 use crate::policy::status::{SchemaStatus, ServerRecord};
+
+/// How much of a drifted server is closed (`servers.<id>.drift_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DriftScope {
+    /// Any drift closes the whole server (the default).
+    #[default]
+    Server,
+    /// A drift confined to single tools withholds only those tools: the others keep serving
+    /// and working (see this module).
+    Tool,
+}
+
+impl DriftScope {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftScope::Server => "server",
+            DriftScope::Tool => "tool",
+        }
+    }
+}
 
 /// How one tool of a live set differs from the baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,10 +5,28 @@
 //! record from the shared store, applies, and writes it back with compare-and-swap, so the
 //! lifecycle can be tested exhaustively (every state × every event) without a host.
 
-use crate::config::Posture;
 use crate::policy::containment::{Differing, DriftReach};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// Trust posture for servers that have no baseline yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posture {
+    /// Trust on first use: the first live tool set becomes the baseline.
+    Discovery,
+    /// Nothing is served until an admin approves (or config pins) a baseline.
+    Strict,
+}
+
+impl Posture {
+    /// The config and audit spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Posture::Discovery => "discovery",
+            Posture::Strict => "strict",
+        }
+    }
+}
 
 /// A server's schema status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

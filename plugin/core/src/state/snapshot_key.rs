@@ -10,10 +10,32 @@
 //! part of the slot and of the slot's content, so a header value can never be read as
 //! somebody's session id.
 
-use crate::config::SnapshotSource;
 use crate::policy::rules::CallerIdentity;
 use serde_json::Value;
 use std::borrow::Cow;
+
+/// Where a request's snapshot key comes from (`snapshots.key`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotSource {
+    /// The `Mcp-Session-Id` header.
+    Session,
+    /// A request header (lower-cased name).
+    Header(String),
+    /// Envoy dynamic metadata at `NAMESPACE/key/…`.
+    Metadata(String),
+}
+
+impl SnapshotSource {
+    /// How audit events and snapshot slots name the source: `session`, `header:NAME`,
+    /// `metadata:PATH`.
+    pub fn label(&self) -> String {
+        match self {
+            SnapshotSource::Session => "session".into(),
+            SnapshotSource::Header(name) => format!("header:{name}"),
+            SnapshotSource::Metadata(path) => format!("metadata:{path}"),
+        }
+    }
+}
 
 /// Longest key value used; a longer one is not a usable key (the next source is tried).
 pub const MAX_KEY_BYTES: usize = 256;

@@ -5,7 +5,6 @@
 //! of the config so that a bad value names its field and an unknown key is refused.
 
 use super::Kind;
-use crate::config::ConfigError;
 use serde_json::Value;
 
 /// Largest `max_description_chars` a config may set (also bounds the work per string).
@@ -38,6 +37,16 @@ impl Default for ScreeningConfig {
     }
 }
 
+/// A `screening` setting that cannot load: the dotted field to fix and what is expected (the
+/// config reports it as its own error, so this module needs nothing of the config's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingError {
+    /// Dotted path of the bad field (`screening.ignore[1]`).
+    pub field: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
 const KEYS: [&str; 5] = [
     "enabled",
     "max_description_chars",
@@ -46,13 +55,13 @@ const KEYS: [&str; 5] = [
     "ignore",
 ];
 
-fn err(key: &str, message: impl Into<String>) -> ConfigError {
+fn err(key: &str, message: impl Into<String>) -> SettingError {
     let field = if key.is_empty() {
         "screening".to_string()
     } else {
         format!("screening.{key}")
     };
-    ConfigError {
+    SettingError {
         field,
         message: message.into(),
     }
@@ -60,7 +69,7 @@ fn err(key: &str, message: impl Into<String>) -> ConfigError {
 
 impl ScreeningConfig {
     /// Parses and validates the `screening` object of a config document.
-    pub fn from_json(value: &Value) -> Result<ScreeningConfig, ConfigError> {
+    pub fn from_json(value: &Value) -> Result<ScreeningConfig, SettingError> {
         let obj = value
             .as_object()
             .ok_or_else(|| err("", "expected a JSON object"))?;
@@ -102,7 +111,7 @@ impl ScreeningConfig {
     }
 }
 
-fn url_prefixes(v: &Value) -> Result<Vec<String>, ConfigError> {
+fn url_prefixes(v: &Value) -> Result<Vec<String>, SettingError> {
     let items = v
         .as_array()
         .ok_or_else(|| err("url_prefixes", "expected an array of strings"))?;
@@ -131,7 +140,7 @@ fn url_prefixes(v: &Value) -> Result<Vec<String>, ConfigError> {
     Ok(out)
 }
 
-fn kinds(v: &Value) -> Result<Vec<Kind>, ConfigError> {
+fn kinds(v: &Value) -> Result<Vec<Kind>, SettingError> {
     let items = v
         .as_array()
         .ok_or_else(|| err("ignore", "expected an array of finding kinds"))?;
