@@ -8,6 +8,7 @@
 
 use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::{Engine, Exchange, PendingCall, RequestInfo};
+use crate::policy::approved::{Approved, ApprovedTool};
 use crate::policy::containment::Serving;
 use crate::policy::rules::CallFacts;
 use crate::policy::status::ServerRecord;
@@ -63,6 +64,27 @@ pub(crate) enum CallOutcome {
     BatchRefused,
 }
 
+/// The call being checked: what every denial names.
+struct Checking<'c> {
+    exchange: &'c Exchange,
+    tool: &'c str,
+}
+
+impl Checking<'_> {
+    /// A `SCHEMA_UNVERIFIED` denial: the call cannot be checked against an approved set.
+    fn unverified(&self, engine: &Engine, r: Option<&ServerRecord>, why: &str) -> Box<Denial> {
+        engine
+            .denial(
+                ErrorCode::SchemaUnverified,
+                self.exchange,
+                self.tool,
+                r,
+                why,
+            )
+            .into()
+    }
+}
+
 impl Engine {
     /// Runs the checks of a call, in order; nothing is recorded yet ([`Engine::settle_call`]).
     pub(crate) fn check_tools_call(
@@ -109,6 +131,8 @@ impl Engine {
         }
     }
 
+    /// The checks of one call, in order; the first that fails decides. `Ok`: whether its
+    /// result is to be checked against an `outputSchema`.
     #[allow(clippy::too_many_arguments)]
     fn check_call(
         &mut self,
@@ -120,193 +144,252 @@ impl Engine {
         tool: &str,
         arguments: Option<&Value>,
     ) -> Result<bool, Box<Denial>> {
-        let record = match record {
-            Ok(Some(record)) => Rc::clone(record),
-            Ok(None) => {
-                return Err(self
-                    .denial(
-                        ErrorCode::SchemaUnverified,
-                        exchange,
-                        tool,
-                        None,
-                        "no tools/list seen yet",
-                    )
-                    .into());
-            }
-            Err(e) => {
-                return Err(self
-                    .denial(
-                        ErrorCode::SchemaUnverified,
-                        exchange,
-                        tool,
-                        None,
-                        &e.to_string(),
-                    )
-                    .into());
-            }
-        };
+        let at = Checking { exchange, tool };
+        let record = self.recorded(&at, record)?;
+        self.still_serving(&at, &record)?;
+        let baseline_fp = self.verified_baseline(&at, &record)?;
         let r = Some(&*record);
-        if let Some(code) = ErrorCode::for_closed(record.status) {
-            let scope = self.config.drift_scope_of(&exchange.server);
-            match crate::policy::containment::serving(&record, scope) {
-                Serving::Nothing => return Err(self.denial(code, exchange, tool, r, "").into()),
-                Serving::AllBut => {
-                    if let Some(change) = record.withheld(tool) {
-                        let change = change.as_str();
-                        let mut denial =
-                            self.denial(ErrorCode::ToolChanged, exchange, tool, r, change);
-                        denial.extra.insert("change".into(), json!(change));
-                        return Err(denial.into());
-                    }
-                }
-                // Drifted back to the baseline: every tool is the approved one.
-                Serving::All => {}
-            }
+        let baseline = self.baseline_set(store, &at, r, &baseline_fp)?;
+        let approved = self.approved_tool(store, &at, &record, &baseline)?;
+        self.not_stale(store, &at, r, key, &baseline_fp, &approved.digest)?;
+        self.arguments_valid(&at, r, approved, arguments)?;
+        self.policy_allows(&at, r, info, approved, arguments)?;
+        Ok(approved.output_schema().is_some())
+    }
+
+    /// The server's record: without one (no list seen yet, or unreadable) nothing is verified.
+    fn recorded(
+        &self,
+        at: &Checking<'_>,
+        record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
+    ) -> Result<Rc<ServerRecord>, Box<Denial>> {
+        match record {
+            Ok(Some(record)) => Ok(Rc::clone(record)),
+            Ok(None) => Err(at.unverified(self, None, "no tools/list seen yet")),
+            Err(e) => Err(at.unverified(self, None, &e.to_string())),
         }
-        if self.held.contains(&exchange.server) {
+    }
+
+    /// A closed server serves nothing, unless a drift confined to single tools leaves it
+    /// serving every tool but those (which are refused as changed).
+    fn still_serving(&self, at: &Checking<'_>, record: &ServerRecord) -> Result<(), Box<Denial>> {
+        let Some(code) = ErrorCode::for_closed(record.status) else {
+            return Ok(());
+        };
+        let r = Some(record);
+        let scope = self.config.drift_scope_of(&at.exchange.server);
+        match crate::policy::containment::serving(record, scope) {
+            Serving::Nothing => Err(self.denial(code, at.exchange, at.tool, r, "").into()),
+            Serving::AllBut => match record.withheld(at.tool) {
+                Some(change) => {
+                    let change = change.as_str();
+                    let mut denial =
+                        self.denial(ErrorCode::ToolChanged, at.exchange, at.tool, r, change);
+                    denial.extra.insert("change".into(), json!(change));
+                    Err(denial.into())
+                }
+                None => Ok(()),
+            },
+            // Drifted back to the baseline: every tool is the approved one.
+            Serving::All => Ok(()),
+        }
+    }
+
+    /// The fingerprint of the baseline the call is checked against: none while this worker
+    /// holds the server (its last list could not be checked), while the record awaits a list
+    /// that verifies it, or before a baseline is approved.
+    fn verified_baseline(
+        &self,
+        at: &Checking<'_>,
+        record: &ServerRecord,
+    ) -> Result<String, Box<Denial>> {
+        let r = Some(record);
+        if self.held.contains(&at.exchange.server) {
             let why = "the last tools/list of this server could not be checked; list tools again";
-            return Err(self
-                .denial(ErrorCode::SchemaUnverified, exchange, tool, r, why)
-                .into());
+            return Err(at.unverified(self, r, why));
         }
         if record.awaiting_verification() {
-            return Err(self
-                .denial(
-                    ErrorCode::SchemaUnverified,
-                    exchange,
-                    tool,
-                    r,
-                    "list tools to verify them",
-                )
-                .into());
+            return Err(at.unverified(self, r, "list tools to verify them"));
         }
-        let Some(baseline_fp) = record.baseline.clone() else {
-            return Err(self
-                .denial(
-                    ErrorCode::SchemaUnverified,
-                    exchange,
-                    tool,
-                    r,
-                    "no approved baseline",
-                )
-                .into());
+        record
+            .baseline
+            .clone()
+            .ok_or_else(|| at.unverified(self, r, "no approved baseline"))
+    }
+
+    /// The baseline's approved definitions (refused when they cannot be read).
+    fn baseline_set(
+        &mut self,
+        store: &dyn StateStore,
+        at: &Checking<'_>,
+        r: Option<&ServerRecord>,
+        baseline_fp: &str,
+    ) -> Result<Rc<Approved>, Box<Denial>> {
+        match self.approved(store, &at.exchange.server, baseline_fp) {
+            Ok(Some(baseline)) => Ok(baseline),
+            Ok(None) => Err(at.unverified(self, r, "approved definitions unavailable")),
+            Err(e) => Err(at.unverified(self, r, &e.to_string())),
+        }
+    }
+
+    /// The approved definition of the tool called; a tool the baseline lacks is not approved
+    /// (the denial says when the previous baseline had it).
+    fn approved_tool<'b>(
+        &mut self,
+        store: &dyn StateStore,
+        at: &Checking<'_>,
+        record: &ServerRecord,
+        baseline: &'b Approved,
+    ) -> Result<&'b ApprovedTool, Box<Denial>> {
+        if let Some(approved) = baseline.tools.get(at.tool) {
+            return Ok(approved);
+        }
+        let dropped = record
+            .previous
+            .clone()
+            .and_then(|p| self.approved(store, &at.exchange.server, &p).ok().flatten())
+            .is_some_and(|prev| prev.tools.contains_key(at.tool));
+        let detail = if dropped {
+            "the previous baseline had it; the current one dropped it"
+        } else {
+            ""
         };
-        let unverified = |engine: &Self, why: &str| -> Box<Denial> {
-            engine
-                .denial(ErrorCode::SchemaUnverified, exchange, tool, r, why)
-                .into()
-        };
-        let baseline = match self.approved(store, &exchange.server, &baseline_fp) {
-            Ok(Some(baseline)) => baseline,
-            Ok(None) => return Err(unverified(self, "approved definitions unavailable")),
-            Err(e) => return Err(unverified(self, &e.to_string())),
-        };
-        let Some(approved) = baseline.tools.get(tool) else {
-            let dropped = record
-                .previous
-                .clone()
-                .and_then(|p| self.approved(store, &exchange.server, &p).ok().flatten())
-                .is_some_and(|prev| prev.tools.contains_key(tool));
-            let detail = if dropped {
-                "the previous baseline had it; the current one dropped it"
-            } else {
-                ""
-            };
-            return Err(self
-                .denial(ErrorCode::ToolNotApproved, exchange, tool, r, detail)
-                .into());
-        };
-        // A snapshot that is gone (evicted, or its set replaced) leaves the baseline alone to
-        // check against; one that cannot be read (nor its key) leaves the call undecided:
-        // refused.
+        Err(self
+            .denial(
+                ErrorCode::ToolNotApproved,
+                at.exchange,
+                at.tool,
+                Some(record),
+                detail,
+            )
+            .into())
+    }
+
+    /// The caller was not last shown another definition of this tool. A snapshot that is gone
+    /// (evicted, or its set replaced) leaves the baseline alone to check against; one that
+    /// cannot be read (nor its key) leaves the call undecided: refused.
+    #[allow(clippy::too_many_arguments)]
+    fn not_stale(
+        &mut self,
+        store: &dyn StateStore,
+        at: &Checking<'_>,
+        r: Option<&ServerRecord>,
+        key: &KeyRead<'_>,
+        baseline_fp: &str,
+        approved_digest: &str,
+    ) -> Result<(), Box<Denial>> {
         let key = match key {
             Ok(key) => key.as_ref(),
-            Err(e) => return Err(unverified(self, &format!("snapshot key unreadable: {e}"))),
+            Err(e) => {
+                return Err(at.unverified(self, r, &format!("snapshot key unreadable: {e}")));
+            }
         };
-        let seen = match key {
-            None => None,
-            Some(key) => state::get_snapshot_cached(
-                store,
-                &mut self.snapshots,
-                &exchange.server,
-                key,
-                self.config.limits.session_slots,
-            )
-            .and_then(|seen| match seen {
-                Some(seen) if seen.fingerprint != baseline_fp => {
-                    self.approved(store, &exchange.server, &seen.fingerprint)
-                }
-                _ => Ok(None),
-            })
-            .map_err(|e| {
-                let why = format!("{} snapshot unreadable: {e}", key.source);
-                unverified(self, &why)
-            })?,
+        let Some(key) = key else {
+            return Ok(());
         };
-        if let Some(seen) = seen
-            && seen.digest(tool).is_some_and(|d| d != approved.digest)
-        {
-            return Err(self
-                .denial(ErrorCode::StaleToolSchema, exchange, tool, r, "")
-                .into());
+        let seen = state::get_snapshot_cached(
+            store,
+            &mut self.snapshots,
+            &at.exchange.server,
+            key,
+            self.config.limits.session_slots,
+        )
+        .and_then(|seen| match seen {
+            Some(seen) if seen.fingerprint != baseline_fp => {
+                self.approved(store, &at.exchange.server, &seen.fingerprint)
+            }
+            _ => Ok(None),
+        })
+        .map_err(|e| {
+            let why = format!("{} snapshot unreadable: {e}", key.source);
+            at.unverified(self, r, &why)
+        })?;
+        match seen {
+            Some(seen) if seen.digest(at.tool).is_some_and(|d| d != approved_digest) => Err(self
+                .denial(ErrorCode::StaleToolSchema, at.exchange, at.tool, r, "")
+                .into()),
+            _ => Ok(()),
         }
+    }
+
+    /// The arguments (`{}` when absent) validate against the approved `inputSchema`; a schema
+    /// toolseal cannot check refuses every call for an admin to review.
+    fn arguments_valid(
+        &self,
+        at: &Checking<'_>,
+        r: Option<&ServerRecord>,
+        approved: &ApprovedTool,
+        arguments: Option<&Value>,
+    ) -> Result<(), Box<Denial>> {
         let empty = json!({});
         let args = arguments.unwrap_or(&empty);
-        match approved.input_schema() {
+        let schema = match approved.input_schema() {
+            Ok(schema) => schema,
             Err(e) => {
-                let mut denial = self.denial(
-                    ErrorCode::InvalidArguments,
-                    exchange,
-                    tool,
-                    r,
-                    &format!("toolseal cannot check this tool's input schema: {e}"),
-                );
+                let why = format!("toolseal cannot check this tool's input schema: {e}");
+                let mut denial =
+                    self.denial(ErrorCode::InvalidArguments, at.exchange, at.tool, r, &why);
                 denial.required_action = "admin_review";
                 return Err(denial.into());
             }
-            Ok(schema) => {
-                if let Err(violations) = schema.validate(args) {
-                    let text: Vec<String> = violations
-                        .iter()
-                        .map(|v| format!("{}: {}", v.instance_path, v.message))
-                        .collect();
-                    let mut denial = self.denial(
-                        ErrorCode::InvalidArguments,
-                        exchange,
-                        tool,
-                        r,
-                        &text.join("; "),
-                    );
-                    denial.extra.insert(
-                        "violations".into(),
-                        json!(
-                            violations
-                                .iter()
-                                .map(|v| json!({"path": v.instance_path, "message": v.message}))
-                                .collect::<Vec<_>>()
-                        ),
-                    );
-                    return Err(denial.into());
-                }
-            }
-        }
+        };
+        let Err(violations) = schema.validate(args) else {
+            return Ok(());
+        };
+        let text: Vec<String> = violations
+            .iter()
+            .map(|v| format!("{}: {}", v.instance_path, v.message))
+            .collect();
+        let mut denial = self.denial(
+            ErrorCode::InvalidArguments,
+            at.exchange,
+            at.tool,
+            r,
+            &text.join("; "),
+        );
+        denial.extra.insert(
+            "violations".into(),
+            json!(
+                violations
+                    .iter()
+                    .map(|v| json!({"path": v.instance_path, "message": v.message}))
+                    .collect::<Vec<_>>()
+            ),
+        );
+        Err(denial.into())
+    }
+
+    /// No policy rule denies this caller this call (rules see the approved annotations).
+    fn policy_allows(
+        &self,
+        at: &Checking<'_>,
+        r: Option<&ServerRecord>,
+        info: &RequestInfo<'_>,
+        approved: &ApprovedTool,
+        arguments: Option<&Value>,
+    ) -> Result<(), Box<Denial>> {
         let facts = CallFacts {
-            server: &exchange.server,
-            tool,
+            server: &at.exchange.server,
+            tool: at.tool,
             annotations: approved.annotations(),
             arguments,
             caller: info.caller,
         };
-        if let Some(decision) = self.policy(&facts) {
-            let mut denial =
-                self.denial(ErrorCode::PolicyDenied, exchange, tool, r, &decision.reason);
-            denial
-                .extra
-                .insert("rule".into(), json!(decision.rule_index));
-            denial.extra.insert("reason".into(), json!(decision.reason));
-            return Err(denial.into());
-        }
-        Ok(approved.output_schema().is_some())
+        let Some(decision) = self.policy(&facts) else {
+            return Ok(());
+        };
+        let mut denial = self.denial(
+            ErrorCode::PolicyDenied,
+            at.exchange,
+            at.tool,
+            r,
+            &decision.reason,
+        );
+        denial
+            .extra
+            .insert("rule".into(), json!(decision.rule_index));
+        denial.extra.insert("reason".into(), json!(decision.reason));
+        Err(denial.into())
     }
 
     /// Records, counts and audits a checked call; `batch_refused`: another element of its
