@@ -15,4 +15,5 @@ pub mod known_list;
 pub mod listing;
 pub mod response;
 pub mod resume;
+pub mod stream;
 pub mod unread;
