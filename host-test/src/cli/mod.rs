@@ -31,7 +31,10 @@ usage:
   toolseal fingerprint FILE      server fingerprint, then `name digest` per tool
   toolseal diff OLD NEW          classified drift; exit 0 same, 1 additive, 2 breaking
   toolseal pin FILE [--server ID]  a `servers` config entry with a full lock
-  toolseal report OLD NEW        the classified drift as a self-contained HTML page
+  toolseal report [--config CONFIG.json [--server ID]] OLD NEW
+                                 the classified drift as a self-contained HTML page; with the
+                                 plugin configuration, also what the gateway serves until the
+                                 candidate is approved (drift_scope) and who is shown each tool
   toolseal check-config FILE     validate a plugin configuration (the plugin's own parser)
   toolseal console FLEET.json    a local web app to review drift across a fleet of Envoys and
                                  approve / quarantine / release through the plugin configuration

@@ -11,8 +11,10 @@
 //! those of `toolseal diff` (0 same, 1 additive, 2 otherwise), so one command can gate a
 //! release and attach the page.
 
+mod serving;
 mod word_diff;
 
+pub use serving::ReportConfig;
 pub use word_diff::{WordOp, word_diff};
 
 use super::args::Args;
@@ -60,6 +62,8 @@ pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
 .chg-new{background:#dafbe1;outline:1px solid #4ac26b}
 del{background:#ff8182;color:#1f2328;text-decoration:line-through}
 ins{background:#4ac26b;color:#1f2328;text-decoration:none}
+section.serving,section.visibility{margin-top:22px}
+.badge.served{background:#1a7f37}.badge.withheld{background:#cf222e}
 ";
 
 /// HTML-escapes text for element content and double-quoted attributes.
@@ -371,6 +375,17 @@ fn by_name(tools: &[Value]) -> BTreeMap<&str, &Value> {
 
 /// The whole page for the drift from `old` to `new` (`names` label the two sets).
 pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
+    render_with(names, old, new, None)
+}
+
+/// [`render`], and with a plugin configuration, what the gateway serves of the candidate
+/// until it is approved (the server's drift scope) and who is shown each tool (the policy).
+pub fn render_with(
+    names: (&str, &str),
+    old: &[Value],
+    new: &[Value],
+    context: Option<&ReportConfig>,
+) -> String {
     let drift = diff_tools(old, new);
     let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -382,6 +397,10 @@ pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
     let _ = write!(out, "<style>{STYLE}</style></head>\n<body>\n");
     header(&mut out, names, (old, new), &drift);
     out.push_str("<main>\n");
+    if let Some(context) = context {
+        serving::serving_section(&mut out, context, old, new);
+        serving::visibility_section(&mut out, context, new);
+    }
     overview(&mut out, &drift);
     if drift.is_empty() {
         out.push_str("<p>The two tool sets are the same (same fingerprint).</p>\n");
@@ -407,14 +426,33 @@ pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
     out
 }
 
-/// `toolseal report OLD NEW`: prints the page; exit 0 same, 1 additive, 2 otherwise.
+/// `toolseal report [--config CONFIG.json [--server ID]] OLD NEW`: prints the page; exit 0
+/// same, 1 additive, 2 otherwise.
 pub fn run(rest: &[String]) -> Result<i32> {
-    let args = Args::parse(rest, &[], &[])?;
+    let args = Args::parse(rest, &["config", "server"], &[])?;
     let [old, new] = args.positionals.as_slice() else {
-        return Err(InputError("usage: toolseal report OLD NEW > report.html".into()).into());
+        return Err(InputError(
+            "usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html"
+                .into(),
+        )
+        .into());
+    };
+    let context = match args.value("config") {
+        Some(path) => {
+            let bytes = std::fs::read(path)
+                .map_err(|e| crate::input_error::input_error(format!("cannot read {path}: {e}")))?;
+            Some(ReportConfig::parse(&bytes, path, args.value("server"))?)
+        }
+        None if args.value("server").is_some() => {
+            return Err(InputError("--server needs --config CONFIG.json".into()).into());
+        }
+        None => None,
     };
     let old_tools = load_tools(Path::new(old))?;
     let new_tools = load_tools(Path::new(new))?;
-    print!("{}", render((old, new), &old_tools, &new_tools));
+    print!(
+        "{}",
+        render_with((old, new), &old_tools, &new_tools, context.as_ref())
+    );
     Ok(diff_tools(&old_tools, &new_tools).exit_code())
 }
