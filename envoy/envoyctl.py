@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -260,11 +261,26 @@ def validate(config_path: Path, cwd: Path = REPO, timeout: float = 60) -> subpro
     )
 
 
+# Listening ports are drawn below the kernel's ephemeral range (32768-60999 on Linux): a
+# port the kernel hands out with bind(0) is also what it hands to the next outgoing
+# connection (a client, Envoy's upstream connections), which can take it between this check
+# and the listener's bind ("Address already in use"). Ports here are never given to
+# outgoing connections.
+_LISTEN_PORTS = (20000, 32000)
+_port_rng = random.Random()
+
+
 def free_port() -> int:
-    """An ephemeral TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A TCP port on 127.0.0.1, outside the ephemeral range, that was free a moment ago."""
+    for _ in range(200):
+        port = _port_rng.randrange(*_LISTEN_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise EnvoyError(f"no free port in {_LISTEN_PORTS[0]}-{_LISTEN_PORTS[1]} after 200 tries")
 
 
 def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:

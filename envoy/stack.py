@@ -343,7 +343,8 @@ async def mcp_client(url: str, headers: dict[str, str] | None = None) -> AsyncIt
 
 
 def denial(result: types.CallToolResult) -> dict[str, Any] | None:
-    """The structured denial of a refused call (SPEC section 4), or None if it was not one."""
+    """The structured denial of a refused call (``structuredContent`` with ``error_code``,
+    ``required_action``, ``side_effect_started``), or None if it was not one."""
     if not result.isError or not isinstance(result.structuredContent, dict):
         return None
     return result.structuredContent if "error_code" in result.structuredContent else None

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Builds the .wasm that Envoy loads (and that `toolseal replay` runs on wasmtime):
-# target/wasm32-wasip1/wasm/toolseal_plugin.wasm. Prints its path and size.
+# target/wasm32-wasip1/wasm/toolseal_plugin.wasm. Prints its path and size, and fails when
+# the module reaches the size limit (host-test's `wasm_size` test reads the limit from here and holds it too).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+# The project's size budget for the plugin module (bytes, exclusive).
+limit=1000000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"
-echo "$wasm ($(wc -c <"$wasm") bytes)"
+size=$(wc -c <"$wasm")
+echo "$wasm ($size bytes)"
+if [ "$size" -ge "$limit" ]; then
+  echo "build-wasm: the plugin is $size bytes; it must stay under $limit bytes (shrink it by at least $((size - limit + 1)) bytes rather than raising the limit)" >&2
+  exit 1
+fi

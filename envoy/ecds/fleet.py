@@ -148,13 +148,15 @@ def publish_config(plugin_config: dict[str, Any], ecds_path: Path, admin_ecds_pa
     return written
 
 
-def merge_pin(plugin_config: dict[str, Any], pin_entry: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``plugin_config`` with ``toolseal pin``'s ``{"ID": {"lock": ...}}`` merged into
-    ``servers``. The lock replaces any previous ``pin``/``lock`` of that server (a server holds at
-    most one); its other settings (posture, quarantine, ...) stay."""
+def merge_pin(plugin_config: dict[str, Any], pinned: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``plugin_config`` with ``toolseal pin``'s ``{"servers": {"ID": {"lock": ...}}}``
+    merged into ``servers``. The lock replaces any previous ``pin``/``lock`` of that server (a
+    server holds at most one); its other settings (posture, quarantine, ...) stay."""
+    if set(pinned) != {"servers"} or not isinstance(pinned["servers"], dict):
+        raise ValueError('expected the output of `toolseal pin`: {"servers": {"ID": {"lock": ...}}}')
     merged = json.loads(json.dumps(plugin_config))
     servers = merged.setdefault("servers", {})
-    for server_id, entry in pin_entry.items():
+    for server_id, entry in pinned["servers"].items():
         current = {k: v for k, v in servers.get(server_id, {}).items() if k not in ("pin", "lock")}
         current.update(entry)
         servers[server_id] = current

@@ -1,9 +1,10 @@
-"""An independent reference for SPEC section 1, for the small tool surfaces the tests serve.
+"""An independent reference for the fingerprint (docs/fingerprint.md), for the small tool
+surfaces the tests serve.
 
 The tests compare the fingerprint the plugin reports inside Envoy with this one, computed
 from the tools the upstream serves directly (not through Envoy). It deliberately covers only
 what the rug-pull server emits (ASCII keys, strings, integers, booleans, the schema keywords
-below) and refuses anything else, so it can never silently disagree with the SPEC.
+below) and refuses anything else, so it can never silently disagree with those rules.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The test-side fingerprint reference agrees with the SPEC's known-answer vectors."""
+"""The test-side fingerprint reference agrees with the fingerprint's known-answer vectors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from fingerprint_ref import server_fingerprint, tool_digest
 
-# The project's own copy of the SPEC vectors (plugin/core/tests/data), so the test never skips.
+# The known-answer vectors the core tests use too (plugin/core/tests/data), so the test never skips.
 CANDIDATES = [Path(__file__).resolve().parents[2] / "plugin" / "core" / "tests" / "data" / "fingerprint.json"]
 SUPPORTED = {"basic", "description-changed", "no-description"}
 
@@ -18,7 +18,7 @@ def _vectors() -> list[dict]:
     for path in CANDIDATES:
         if path.is_file():
             return json.loads(path.read_text())["cases"]
-    pytest.fail("SPEC vectors missing: plugin/core/tests/data/fingerprint.json")
+    pytest.fail("known-answer vectors missing: plugin/core/tests/data/fingerprint.json")
 
 
 def test_reference_matches_spec_vectors() -> None:

@@ -48,7 +48,8 @@ REJECTED = "extension_config_discovery.http_filter.toolseal.update_rejected"
 
 
 def toolseal_pin(tools: list[dict[str, Any]], server: str, workdir: Path) -> dict[str, Any]:
-    """``toolseal pin FILE --server ID`` on a tools/list result, as an operator runs it.
+    """``toolseal pin FILE --server ID`` on a tools/list result, as an operator runs it: the
+    ``servers`` entries of the document it prints (``{"servers": {ID: {"lock": ...}}}``).
 
     TOOLSEAL_BIN points at a built ``toolseal``; otherwise ``cargo run -p toolseal``."""
     listing = workdir / f"{server}-{server_fingerprint(tools)[7:19]}.tools.json"
@@ -58,7 +59,9 @@ def toolseal_pin(tools: list[dict[str, Any]], server: str, workdir: Path) -> dic
     result = subprocess.run([*command, "pin", str(listing), "--server", server], cwd=REPO,
                             capture_output=True, text=True, timeout=1800, check=False)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    pinned = json.loads(result.stdout)
+    assert list(pinned) == ["servers"] and list(pinned["servers"]) == [server], pinned
+    return pinned["servers"]
 
 
 @dataclasses.dataclass
@@ -105,7 +108,7 @@ class Fleet:
 
 
 def plugin_config(**servers: dict[str, Any]) -> dict[str, Any]:
-    """Strict posture with locks: the production setting (SPEC section 7)."""
+    """Strict posture with locks: the production setting (docs/config.md)."""
     return {**envoyctl.default_plugin_config(), "posture": "strict", "servers": servers}
 
 

@@ -1,5 +1,5 @@
 """Per-call policy in Envoy: caller identity from Envoy's jwt_authn metadata and from headers,
-argument constraints, and tool annotations (SPEC section 4, step 5; section 7 rules).
+argument constraints, and tool annotations (the last check of a call; docs/config.md `policy`).
 
 Envoy's own ``jwt_authn`` filter verifies a real RS256 JWT (key made in the test) and writes its
 payload into dynamic metadata; toolseal reads ``envoy.filters.http.jwt_authn/payload/groups``.

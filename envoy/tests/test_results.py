@@ -1,4 +1,4 @@
-"""Result contracts (SPEC section 4, "Results") against a real server whose result shape changes.
+"""Result contracts (``servers.ID.results``, docs/config.md) against a real server whose result shape changes.
 
 The rug-pull server's ``/control/result-shape`` is a deploy that leaves ``tools/list`` exactly
 as it was (same tools, same ``outputSchema``, so the fingerprint cannot move) but makes
@@ -10,8 +10,8 @@ by the official MCP SDK client, in both response modes (JSON and SSE), this prov
 - ``results: "observe"``: the changed result reaches the client untouched, a
   ``result.mismatch`` event names server, session, tool and the exact violations, the server
   stays ``verified`` at the same fingerprint (nothing on the tool surface changed);
-- ``results: "enforce"``: the client gets the ``RESULT_CONTRACT_CHANGED`` tool error of SPEC
-  section 4 (``side_effect_started: true``) and never the changed data, although the upstream
+- ``results: "enforce"``: the client gets the ``RESULT_CONTRACT_CHANGED`` tool error
+  (``side_effect_started: true``) and never the changed data, although the upstream
   did run the call; other tools, and get_weather once the shape is back, keep working.
 
 A server that closes the POST event stream and delivers the result on the client's resumed
@@ -53,7 +53,7 @@ REFUSAL_TEXT = (
     f"get_weather was refused: its result does not match the approved output schema ({PROBLEM})."
     " An administrator must review the server before it can be used. The tool did run."
 )
-# The tool error that replaces WEATHER_V2 in enforce mode (SPEC section 4): the call did run.
+# The tool error that replaces WEATHER_V2 in enforce mode: the call did run.
 ENFORCED_DENIAL = {
     "error_code": "RESULT_CONTRACT_CHANGED", "server": "demo", "tool": "get_weather",
     "schema_status": "verified", "required_action": "admin_review",

@@ -1,7 +1,7 @@
 """Transport behaviour of toolseal inside Envoy: SSE passthrough, response sizes, workers.
 
 - progress notifications on a tools/call SSE stream reach the client as they are sent, not
-  when the stream ends (SPEC section 3: only the tools/list event is held);
+  when the stream ends (only the event holding the tools/list answer is held);
 - a multi-megabyte tools/list verifies; one over limits.max_response_bytes fails closed;
 - first contact and drift seen by many sessions at once, spread over Envoy's two workers,
   give exactly one baseline and one drift (state shared between the worker VMs).

@@ -14,7 +14,7 @@ STATUS_META_KEY = "io.toolseal/status"
 
 def assert_denied(result: types.CallToolResult, error_code: str, *, tool: str,
                   schema_status: str, required_action: str, server: str = "demo") -> dict[str, Any]:
-    """A tools/call refused by the gateway, as SPEC section 4 shapes it."""
+    """A tools/call refused by the gateway: a tool error with the structured denial."""
     assert result.isError is True, result
     refusal = denial(result)
     assert refusal is not None, result

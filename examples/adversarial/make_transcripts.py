@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the adversarial transcripts (SPEC section 9 format) in this folder: one file per
+"""Writes the adversarial transcripts (the format of docs/transcripts.md) in this folder: one file per
 attack, each starting with the baseline list ([echo, read_file]) then the attack. Replayed
 through the built .wasm by host-test/tests/adversarial_wasm.rs; by hand:
 

@@ -2,6 +2,7 @@
 //! fingerprint, diff and pin tool sets natively. See `toolseal help`.
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Arguments as the OS gives them: a path that is not UTF-8 is still a path.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     std::process::exit(toolseal::cli::run(&args));
 }

@@ -167,8 +167,8 @@ fn a_pinned_lock_admits_its_release_and_refuses_the_next() {
     let new = path_str(&common::transcript("everything-2026.1.26"));
     let pin = toolseal(&["pin", &old, "--server", "everything"]);
     assert_eq!(pin.status.code(), Some(0), "{}", text(&pin.stderr));
-    let servers: Value = serde_json::from_slice(&pin.stdout).unwrap();
-    let config = serde_json::json!({"posture": "strict", "servers": servers});
+    let mut config: Value = serde_json::from_slice(&pin.stdout).unwrap();
+    config["posture"] = Value::from("strict");
     let config_file = scratch("strict-lock.json");
     std::fs::write(&config_file, config.to_string()).unwrap();
     let wasm = path_str(&common::plugin_wasm());

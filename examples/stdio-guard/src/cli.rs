@@ -21,19 +21,63 @@ use crate::policy::Runtime;
 use crate::state_file::StateFile;
 use crate::stdio::{self, EXIT_POLICY_FAILED, Target};
 use anyhow::{Context, Result, anyhow, bail};
+use lexopt::{Arg, ValueExt};
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use toolseal_core::store::MemoryStore;
 
 /// The server id used when `--server` is not given.
 pub const DEFAULT_SERVER_ID: &str = "stdio";
 
-const USAGE: &str = "usage:
+/// Every form of the command line.
+pub const USAGE: &str = "usage:
   toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--audit FILE] [--decisions] -- SERVER COMMAND...
   toolseal-stdio status     --state FILE [--server ID] [--config FILE]
   toolseal-stdio approve    --state FILE --server ID --fingerprint sha256:... [--config FILE]
   toolseal-stdio quarantine --state FILE --server ID [--reason TEXT] [--config FILE]
-  toolseal-stdio release    --state FILE --server ID [--config FILE]";
+  toolseal-stdio release    --state FILE --server ID [--config FILE]
+`toolseal-stdio SUBCOMMAND --help` says more about each.
+exit status: the server's own when guarding; 0 done, 1 refused (conflict, unknown server),
+2 unusable input, 70 the guard could not decide (it stopped the server: fail closed).";
+
+const GUARD_USAGE: &str = "usage: toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--audit FILE] [--decisions] -- SERVER COMMAND...
+  Starts SERVER COMMAND as a child and passes its line-delimited JSON-RPC through the
+  toolseal policy both ways: drifted tools are withheld, refused calls never reach it.
+  --state FILE   baselines, status and audit ring, kept across restarts (default: in memory)
+  --config FILE  the toolseal configuration (the same JSON as the Envoy plugin's)
+  --server ID    the id baselines, pins, policy rules and admin commands name (default: stdio)
+  --audit FILE   audit events as JSON lines, appended (default: stderr)
+  --decisions    also write one decision record per MCP message
+exit status: the server's own; 2 unusable input; 70 the guard could not decide.";
+
+const STATUS_USAGE: &str = "usage: toolseal-stdio status --state FILE [--server ID] [--config FILE]
+  Prints the status of one server (or of every server without --server): schema_status,
+  baseline and candidate fingerprints, the classified diff.
+exit status: 0 printed, 1 unknown server, 2 unusable input.";
+
+const APPROVE_USAGE: &str = "usage: toolseal-stdio approve --state FILE --server ID --fingerprint sha256:... [--config FILE]
+  Approves the server's candidate tool set: the fingerprint must be the candidate_fingerprint
+  that `status` printed (what you reviewed), else nothing changes.
+exit status: 0 approved, 1 refused (not the candidate, unknown server), 2 unusable input.";
+
+const QUARANTINE_USAGE: &str =
+    "usage: toolseal-stdio quarantine --state FILE --server ID [--reason TEXT] [--config FILE]
+  Holds the server: no tools listed, every call refused, until `release`.
+exit status: 0 held, 1 unknown server, 2 unusable input.";
+
+const RELEASE_USAGE: &str = "usage: toolseal-stdio release --state FILE --server ID [--config FILE]
+  Lifts a quarantine; the server's status is evaluated again from its baseline.
+exit status: 0 released, 1 refused (not quarantined, unknown server), 2 unusable input.";
+
+/// The subcommands, with their usage and the options each takes besides `--state`,
+/// `--server` and `--config`.
+const SUBCOMMANDS: [(&str, &str, &[&str]); 4] = [
+    ("status", STATUS_USAGE, &[]),
+    ("approve", APPROVE_USAGE, &["--fingerprint"]),
+    ("quarantine", QUARANTINE_USAGE, &["--reason"]),
+    ("release", RELEASE_USAGE, &[]),
+];
 
 /// What the command line asks for.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -58,47 +102,120 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-/// Parses the arguments after the program name.
-pub fn parse(args: Vec<OsString>) -> Result<Args> {
+/// A parsed command line: what to run, or a usage text to print (`-h`/`--help`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invocation {
+    /// Guard a server or run an admin subcommand.
+    Run(Args),
+    /// Print this usage and exit 0.
+    Help(&'static str),
+}
+
+/// Parses the arguments after the program name. Everything after the first `--` is the
+/// server command, passed on untouched; before it, options may come in any order around
+/// the subcommand. An option the (sub)command does not take is refused.
+pub fn parse(args: Vec<OsString>) -> Result<Invocation, lexopt::Error> {
     let mut parsed = Args::default();
-    let mut iter = args.into_iter();
-    while let Some(arg) = iter.next() {
-        let text = arg
-            .to_str()
-            .ok_or_else(|| anyhow!("argument {arg:?} is not UTF-8"))?
-            .to_string();
-        let mut value = |name: &str| -> Result<String> {
-            iter.next()
-                .and_then(|v| v.into_string().ok())
-                .ok_or_else(|| anyhow!("{name} needs a value"))
+    // The options given that only some forms take.
+    let mut particular: Vec<&'static str> = Vec::new();
+    let mut help = false;
+    let mut parser = lexopt::Parser::from_args(args);
+    loop {
+        if let Some(mut raw) = parser.try_raw_args()
+            && raw.next_if(|arg| arg == "--").is_some()
+        {
+            parsed.command = raw.collect();
+            break;
+        }
+        let Some(arg) = parser.next()? else {
+            break;
         };
-        match text.as_str() {
-            "--" => {
-                parsed.command = iter.collect();
-                break;
+        match arg {
+            Arg::Short('h') | Arg::Long("help") => help = true,
+            Arg::Long("state") => parsed.state = Some(parser.value()?.into()),
+            Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
+            Arg::Long("server") => parsed.server = Some(parser.value()?.string()?),
+            Arg::Long("audit") => {
+                parsed.audit = Some(parser.value()?.into());
+                particular.push("--audit");
             }
-            "--state" => parsed.state = Some(PathBuf::from(value("--state")?)),
-            "--config" => parsed.config = Some(PathBuf::from(value("--config")?)),
-            "--server" => parsed.server = Some(value("--server")?),
-            "--audit" => parsed.audit = Some(PathBuf::from(value("--audit")?)),
-            "--fingerprint" => parsed.fingerprint = Some(value("--fingerprint")?),
-            "--reason" => parsed.reason = Some(value("--reason")?),
-            "--decisions" => parsed.decisions = true,
-            "status" | "approve" | "quarantine" | "release" if parsed.subcommand.is_none() => {
-                parsed.subcommand = Some(text)
+            Arg::Long("decisions") => {
+                parsed.decisions = true;
+                particular.push("--decisions");
             }
-            other => bail!("unknown argument {other:?}"),
+            Arg::Long("fingerprint") => {
+                parsed.fingerprint = Some(parser.value()?.string()?);
+                particular.push("--fingerprint");
+            }
+            Arg::Long("reason") => {
+                parsed.reason = Some(parser.value()?.string()?);
+                particular.push("--reason");
+            }
+            Arg::Value(name) if parsed.subcommand.is_none() => {
+                let name = name.string()?;
+                if !SUBCOMMANDS.iter().any(|(known, _, _)| *known == name) {
+                    return Err(format!(
+                        "unknown subcommand {name:?} (the server command goes after --)"
+                    )
+                    .into());
+                }
+                parsed.subcommand = Some(name);
+            }
+            other => return Err(other.unexpected()),
         }
     }
-    Ok(parsed)
+    let (usage, takes): (&'static str, &[&str]) = match parsed.subcommand.as_deref() {
+        None if help && parsed.command.is_empty() => return Ok(Invocation::Help(USAGE)),
+        None => (GUARD_USAGE, &["--audit", "--decisions"]),
+        Some(name) => SUBCOMMANDS
+            .iter()
+            .find(|(known, _, _)| *known == name)
+            .map(|(_, usage, takes)| (*usage, *takes))
+            .unwrap_or((USAGE, &[])),
+    };
+    if help {
+        return Ok(Invocation::Help(usage));
+    }
+    if let Some(option) = particular.iter().find(|o| !takes.contains(o)) {
+        let form = parsed.subcommand.as_deref().unwrap_or("guarding a server");
+        return Err(format!("{option} is not an option of {form}").into());
+    }
+    if parsed.subcommand.is_some() && !parsed.command.is_empty() {
+        return Err("an admin subcommand starts no server: nothing goes after --".into());
+    }
+    Ok(Invocation::Run(parsed))
+}
+
+/// lexopt's error as the guard says it.
+fn invocation_error(error: lexopt::Error) -> String {
+    match error {
+        lexopt::Error::MissingValue {
+            option: Some(option),
+        } => format!("{option} needs a value"),
+        lexopt::Error::UnexpectedOption(option) => format!("unknown option {option}"),
+        lexopt::Error::UnexpectedArgument(value) => {
+            format!("unexpected argument {value:?} (the server command goes after --)")
+        }
+        lexopt::Error::UnexpectedValue { option, value } => {
+            format!("{option} takes no value (got {value:?})")
+        }
+        lexopt::Error::NonUnicodeValue(value) => format!("argument {value:?} is not valid UTF-8"),
+        other => other.to_string(),
+    }
 }
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let args = match parse(std::env::args_os().skip(1).collect()) {
-        Ok(args) => args,
+        Ok(Invocation::Run(args)) => args,
+        Ok(Invocation::Help(usage)) => {
+            // A reader that closed the pipe (`| head`) is not an error.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{usage}").and_then(|()| out.flush());
+            return 0;
+        }
         Err(e) => {
-            eprintln!("toolseal-stdio: {e}\n{USAGE}");
+            eprintln!("toolseal-stdio: {}\n{USAGE}", invocation_error(e));
             return 2;
         }
     };

@@ -16,16 +16,19 @@ pub mod sessions;
 pub mod timing;
 pub mod workload;
 
-use crate::cli::args::Args;
+use crate::cli::args::{Parsed, invocation_error, is_help, parser, text_value};
 use crate::input_error::input_error;
 use crate::wasm::Metering;
 use anyhow::Result;
+use lexopt::Arg;
 use messages::Runtime;
 use scenario::Scenario;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Usage of `toolseal bench`.
 pub const USAGE: &str = "\
+usage:
   toolseal bench [--wasm PATH] [--runtime native|wasm|both] [--only TEXT] [--quick]
                  [--callgrind] [--fuel] [--json FILE]
       Per-message cost of tools/call (small and 64 KiB arguments) and tools/list (10, 100,
@@ -39,19 +42,54 @@ pub const USAGE: &str = "\
       Runs N distinct sessions (list + call each) natively and prints the state store's
       key count and bytes at every power of ten: they must plateau.";
 
-const WITH_VALUE: [&str; 7] = [
-    "wasm", "runtime", "only", "scenario", "iters", "json", "sessions",
-];
-const SWITCHES: [&str; 3] = ["callgrind", "quick", "fuel"];
+/// The options of `toolseal bench`.
+#[derive(Debug, Default)]
+struct BenchArgs {
+    wasm: Option<PathBuf>,
+    runtime: Option<String>,
+    only: Option<String>,
+    scenario: Option<String>,
+    iters: Option<String>,
+    json: Option<PathBuf>,
+    sessions: Option<String>,
+    callgrind: bool,
+    quick: bool,
+    fuel: bool,
+}
 
-/// Runs `toolseal bench` with `rest` (the arguments after `bench`).
-pub fn run(rest: &[String]) -> Result<i32> {
-    if rest.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage:\n{USAGE}");
-        return Ok(0);
+fn parse(args: &[OsString]) -> Result<Parsed<BenchArgs>, lexopt::Error> {
+    let mut parsed = BenchArgs::default();
+    let mut parser = parser(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            arg if is_help(&arg) => return Ok(Parsed::Help),
+            Arg::Long("wasm") => parsed.wasm = Some(parser.value()?.into()),
+            Arg::Long("runtime") => parsed.runtime = Some(text_value(&mut parser, "--runtime")?),
+            Arg::Long("only") => parsed.only = Some(text_value(&mut parser, "--only")?),
+            // `--scenario NAME --iters N`: one scenario N times (what `--callgrind` runs).
+            Arg::Long("scenario") => parsed.scenario = Some(text_value(&mut parser, "--scenario")?),
+            Arg::Long("iters") => parsed.iters = Some(text_value(&mut parser, "--iters")?),
+            Arg::Long("json") => parsed.json = Some(parser.value()?.into()),
+            Arg::Long("sessions") => parsed.sessions = Some(text_value(&mut parser, "--sessions")?),
+            Arg::Long("callgrind") => parsed.callgrind = true,
+            Arg::Long("quick") => parsed.quick = true,
+            Arg::Long("fuel") => parsed.fuel = true,
+            other => return Err(other.unexpected()),
+        }
     }
-    let args = Args::parse(rest, &WITH_VALUE, &SWITCHES)?;
-    if let Some(n) = args.value("sessions") {
+    Ok(Parsed::Run(parsed))
+}
+
+/// Runs `toolseal bench` with `args` (the arguments after `bench`).
+pub fn run(args: &[OsString]) -> Result<i32> {
+    let args = match parse(args).map_err(|e| invocation_error("bench", e))? {
+        Parsed::Help => {
+            crate::cli::stdout::print_lines(&[USAGE])?;
+            return Ok(0);
+        }
+        Parsed::Run(args) => args,
+    };
+    if let Some(n) = &args.sessions {
         let n: usize = n
             .parse()
             .map_err(|_| input_error("--sessions needs a count"))?;
@@ -68,9 +106,10 @@ pub fn run(rest: &[String]) -> Result<i32> {
         return Ok(0);
     }
     let wasm = args
-        .value("wasm")
-        .map_or_else(crate::cli::replay_cmd::default_wasm_path, PathBuf::from);
-    let runtimes = match args.value("runtime").unwrap_or("both") {
+        .wasm
+        .clone()
+        .unwrap_or_else(crate::cli::replay_cmd::default_wasm_path);
+    let runtimes = match args.runtime.as_deref().unwrap_or("both") {
         "native" => vec![Runtime::Native],
         "wasm" => vec![Runtime::Wasm],
         "both" => vec![Runtime::Native, Runtime::Wasm],
@@ -80,13 +119,13 @@ pub fn run(rest: &[String]) -> Result<i32> {
             )));
         }
     };
-    let scenarios: Vec<Scenario> = match args.value("scenario") {
+    let scenarios: Vec<Scenario> = match args.scenario.as_deref() {
         Some(name) => Scenario::all()
             .into_iter()
             .filter(|s| s.name == name)
             .collect(),
         None => {
-            let only = args.value("only").unwrap_or("");
+            let only = args.only.as_deref().unwrap_or("");
             Scenario::all()
                 .into_iter()
                 .filter(|s| s.selected(only))
@@ -98,7 +137,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
             "no benchmark scenario matches --only/--scenario",
         ));
     }
-    let metering = match args.has("fuel") {
+    let metering = match args.fuel {
         true => Metering::Fuel,
         false => Metering::Off,
     };
@@ -107,7 +146,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
     } else {
         None
     };
-    if let Some(iters) = args.value("iters") {
+    if let Some(iters) = &args.iters {
         let iters: usize = iters
             .parse()
             .map_err(|_| input_error("--iters needs a count"))?;
@@ -118,7 +157,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
         }
         return Ok(0);
     }
-    let budget = if args.has("quick") {
+    let budget = if args.quick {
         timing::Budget {
             batches: 3,
             batch_time: std::time::Duration::from_millis(15),
@@ -127,8 +166,8 @@ pub fn run(rest: &[String]) -> Result<i32> {
     } else {
         timing::Budget::default()
     };
-    let callgrind = args.has("callgrind") && callgrind::available();
-    if args.has("callgrind") && !callgrind {
+    let callgrind = args.callgrind && callgrind::available();
+    if args.callgrind && !callgrind {
         eprintln!("toolseal bench: valgrind not found; instruction counts skipped");
     }
     let mut rows = Vec::new();
@@ -152,7 +191,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
         rows.push((row, counts));
     }
     report::print_summary(&rows);
-    if let Some(path) = args.value("json") {
+    if let Some(path) = &args.json {
         std::fs::write(path, report::json(&rows, &wasm, metering).to_string())?;
     }
     Ok(0)

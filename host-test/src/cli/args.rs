@@ -1,80 +1,60 @@
-//! A small command-line parser: `--flag value`, `--flag=value`, boolean `--flag`, `--` to
-//! end flags, positionals in order. Unknown flags are refused (a typo must not be read as a
-//! file name).
+//! What every subcommand's argument parsing shares. Each subcommand walks its own arguments
+//! with `lexopt` (`--flag value`, `--flag=value`, `-h`/`--help`, `--` ends the options) and
+//! keeps its usage text beside that loop; this module says how lexopt's errors read, and
+//! reads values that must be text.
+//!
+//! Main design decision: arguments stay `OsString` until a value is used. A path may be any
+//! bytes the OS allows; a value that must be text (a server id, a number) that is not UTF-8
+//! is an invocation error naming the option, never a panic. Unknown options are refused (a
+//! typo must not be read as a file name).
 
 use crate::input_error::InputError;
+use lexopt::{Arg, Parser};
+use std::ffi::OsString;
 
-/// Parsed arguments of one subcommand.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Args {
-    /// `(flag, value)` in order; boolean flags have no value.
-    pub flags: Vec<(String, Option<String>)>,
-    /// Positional arguments in order.
-    pub positionals: Vec<String>,
+/// What a subcommand's arguments ask for: run with the parsed options, or print its usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed<T> {
+    /// Run with these options.
+    Run(T),
+    /// `-h` or `--help` was given: print the usage and exit 0.
+    Help,
 }
 
-impl Args {
-    /// Parses `args` (after the subcommand): `with_value` flags take a value, `switches`
-    /// do not.
-    pub fn parse(
-        args: &[String],
-        with_value: &[&str],
-        switches: &[&str],
-    ) -> Result<Self, InputError> {
-        let mut parsed = Args::default();
-        let mut iter = args.iter();
-        while let Some(arg) = iter.next() {
-            if arg == "--" {
-                parsed.positionals.extend(iter.by_ref().cloned());
-                break;
-            }
-            let Some(flag) = arg.strip_prefix("--") else {
-                parsed.positionals.push(arg.clone());
-                continue;
-            };
-            let (name, inline) = match flag.split_once('=') {
-                Some((name, value)) => (name, Some(value.to_owned())),
-                None => (flag, None),
-            };
-            if with_value.contains(&name) {
-                let value = match inline {
-                    Some(v) => v,
-                    None => iter
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| InputError(format!("--{name} needs a value")))?,
-                };
-                parsed.flags.push((name.to_owned(), Some(value)));
-            } else if switches.contains(&name) && inline.is_none() {
-                parsed.flags.push((name.to_owned(), None));
-            } else {
-                return Err(InputError(format!(
-                    "unknown option --{name} (see `toolseal help`)"
-                )));
-            }
+/// A lexopt parser over a subcommand's arguments (after the subcommand's name).
+pub fn parser(args: &[OsString]) -> Parser {
+    Parser::from_args(args.iter().cloned())
+}
+
+/// Whether `arg` asks for help.
+pub fn is_help(arg: &Arg<'_>) -> bool {
+    matches!(arg, Arg::Short('h') | Arg::Long("help"))
+}
+
+/// lexopt's error in this command's words, pointing at `toolseal COMMAND --help`.
+pub fn invocation_error(command: &str, error: lexopt::Error) -> InputError {
+    let why = match error {
+        lexopt::Error::MissingValue {
+            option: Some(option),
+        } => format!("{option} needs a value"),
+        lexopt::Error::MissingValue { option: None } => "a value is missing".to_owned(),
+        lexopt::Error::UnexpectedOption(option) => format!("unknown option {option}"),
+        lexopt::Error::UnexpectedArgument(value) => format!("unexpected argument {value:?}"),
+        lexopt::Error::UnexpectedValue { option, value } => {
+            format!("{option} takes no value (got {value:?})")
         }
-        Ok(parsed)
-    }
+        lexopt::Error::NonUnicodeValue(value) => {
+            format!("argument {value:?} is not valid UTF-8")
+        }
+        lexopt::Error::ParsingFailed { value, error } => format!("{value:?}: {error}"),
+        lexopt::Error::Custom(error) => error.to_string(),
+    };
+    InputError(format!("{why} (see `toolseal {command} --help`)"))
+}
 
-    /// The last value of `--name`.
-    pub fn value(&self, name: &str) -> Option<&str> {
-        self.flags
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    /// Every value of `--name`, in order (a repeatable flag).
-    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.flags
-            .iter()
-            .filter(move |(n, _)| n == name)
-            .filter_map(|(_, v)| v.as_deref())
-    }
-
-    /// Whether the switch `--name` was given.
-    pub fn has(&self, name: &str) -> bool {
-        self.flags.iter().any(|(n, _)| n == name)
-    }
+/// The next value of `option` as text; a value that is not UTF-8 is an error naming it.
+pub fn text_value(parser: &mut Parser, option: &str) -> Result<String, lexopt::Error> {
+    parser.value()?.into_string().map_err(|value| {
+        lexopt::Error::from(format!("{option} needs a UTF-8 value, not {value:?}"))
+    })
 }

@@ -5,32 +5,99 @@
 //! injects host faults, and `--hostcalls` ends the output with how often each hostcall was
 //! made (what a fault sweep iterates over).
 
-use super::args::Args;
+use super::args::{Parsed, invocation_error, is_help, parser, text_value};
 use super::stdout::print_lines;
 use crate::abi::faults::{FAULT_STATUS, Fault};
 use crate::abi::types::LogLevel;
-use crate::input_error::{InputError, input_error};
+use crate::input_error::input_error;
 use crate::replay::exchange::Stop;
 use crate::replay::expect::{self, ExpectOutcome};
 use crate::replay::records::{PluginRecord, audit_line, decision_line, http_line};
 use crate::replay::{ExchangeReport, Replay, ReplayOptions, chunks, load_transcript};
 use crate::wasm::module_cache::default_cache_dir;
 use anyhow::Result;
+use lexopt::Arg;
 use serde_json::{Map, Value};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toolseal_core::json::parse_strict;
 
-const WITH_VALUE: [&str; 8] = [
-    "config",
-    "server",
-    "wasm",
-    "expect",
-    "chunk",
-    "log-level",
-    "metadata",
-    "fail-hostcall",
-];
-const SWITCHES: [&str; 4] = ["audit", "http", "no-cache", "hostcalls"];
+/// Usage of `toolseal replay`.
+pub const USAGE: &str = "\
+usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--expect FILE]
+                       [--chunk N] [--audit] [--http] [--log-level LEVEL] [--metadata FILE]
+                       [--no-cache] [--fail-hostcall NAME[:N]]... [--hostcalls]
+                       TRANSCRIPT...
+  Replays recorded MCP traffic through the built proxy-wasm plugin on wasmtime, in order,
+  keeping plugin state across transcripts (so release A then release B of one server shows
+  the drift), and prints one JSON line per MCP message the plugin saw (its decision record).
+  --config FILE      the plugin configuration (default: none, the plugin's defaults)
+  --server ID        the server id of every exchange (default: each transcript's name)
+  --wasm PATH        the plugin module (default: $TOOLSEAL_WASM, else this workspace's
+                     target/wasm32-wasip1/wasm/toolseal_plugin.wasm)
+  --expect FILE      compare the lines with FILE exactly (BLESS=1 rewrites FILE)
+  --chunk N          body chunk size in bytes as Envoy would deliver them (0: whole bodies)
+  --audit            audit events on stdout as lines too (default: on stderr)
+  --http             one more line per exchange: what the client got (status, body hash,
+                     whether the upstream was contacted)
+  --log-level LEVEL  the plugin's log level: trace, debug, info, warn, error or critical
+  --metadata FILE    Envoy dynamic metadata the plugin reads: a JSON object of namespaces
+  --no-cache         compile the module again instead of using the precompiled cache
+  --fail-hostcall NAME[:N]
+                     make the Nth call (counting from 1 over the whole run; without :N every
+                     call) of proxy-wasm hostcall NAME fail with an error status, as a
+                     faulting host would; repeatable
+  --hostcalls        a last line {\"hostcalls\": {NAME: calls, ...}}: how often the plugin made
+                     each hostcall
+exit status: 0 replayed (and the expectation held), 1 the expectation did not hold or the
+plugin faulted, 2 unusable input.";
+
+/// The options of one `toolseal replay`.
+#[derive(Debug, Default)]
+struct ReplayArgs {
+    transcripts: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    server: Option<String>,
+    wasm: Option<PathBuf>,
+    expect: Option<PathBuf>,
+    chunk: Option<String>,
+    log_level: Option<String>,
+    metadata: Option<PathBuf>,
+    fail_hostcall: Vec<String>,
+    audit: bool,
+    http: bool,
+    no_cache: bool,
+    hostcalls: bool,
+}
+
+fn parse(args: &[OsString]) -> Result<Parsed<ReplayArgs>, lexopt::Error> {
+    let mut parsed = ReplayArgs::default();
+    let mut parser = parser(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            arg if is_help(&arg) => return Ok(Parsed::Help),
+            Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
+            Arg::Long("server") => parsed.server = Some(text_value(&mut parser, "--server")?),
+            Arg::Long("wasm") => parsed.wasm = Some(parser.value()?.into()),
+            Arg::Long("expect") => parsed.expect = Some(parser.value()?.into()),
+            Arg::Long("chunk") => parsed.chunk = Some(text_value(&mut parser, "--chunk")?),
+            Arg::Long("log-level") => {
+                parsed.log_level = Some(text_value(&mut parser, "--log-level")?)
+            }
+            Arg::Long("metadata") => parsed.metadata = Some(parser.value()?.into()),
+            Arg::Long("audit") => parsed.audit = true,
+            Arg::Long("http") => parsed.http = true,
+            Arg::Long("no-cache") => parsed.no_cache = true,
+            Arg::Long("fail-hostcall") => parsed
+                .fail_hostcall
+                .push(text_value(&mut parser, "--fail-hostcall")?),
+            Arg::Long("hostcalls") => parsed.hostcalls = true,
+            Arg::Value(transcript) => parsed.transcripts.push(transcript.into()),
+            other => return Err(other.unexpected()),
+        }
+    }
+    Ok(Parsed::Run(parsed))
+}
 
 /// The plugin module `cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm`
 /// writes, relative to the workspace this command was built in.
@@ -44,22 +111,27 @@ pub fn default_wasm_path() -> PathBuf {
 }
 
 /// Runs `toolseal replay`.
-pub fn run(rest: &[String]) -> Result<i32> {
-    let args = Args::parse(rest, &WITH_VALUE, &SWITCHES)?;
-    if args.positionals.is_empty() {
-        return Err(InputError(
-            "toolseal replay needs at least one TRANSCRIPT (see `toolseal help`)".into(),
-        )
-        .into());
+pub fn run(args: &[OsString]) -> Result<i32> {
+    let args = match parse(args).map_err(|e| invocation_error("replay", e))? {
+        Parsed::Help => {
+            print_lines(&[USAGE])?;
+            return Ok(0);
+        }
+        Parsed::Run(args) => args,
+    };
+    if args.transcripts.is_empty() {
+        return Err(input_error(
+            "toolseal replay needs at least one TRANSCRIPT (see `toolseal replay --help`)",
+        ));
     }
     let options = options(&args)?;
     let transcripts = args
-        .positionals
+        .transcripts
         .iter()
-        .map(|p| load_transcript(Path::new(p)))
+        .map(|p| load_transcript(p))
         .collect::<Result<Vec<_>>>()?;
     let mut replay = Replay::start(options)?;
-    let audit_to_stdout = args.has("audit");
+    let audit_to_stdout = args.audit;
     let mut lines = Vec::new();
     let first = transcripts.first().map_or("", |t| t.name.as_str());
     emit_records(
@@ -79,7 +151,7 @@ pub fn run(rest: &[String]) -> Result<i32> {
                 &report.records,
                 audit_to_stdout,
             );
-            if args.has("http") {
+            if args.http {
                 lines.push(http_line(&report.transcript, &report.seq, &report.outcome));
             }
         }
@@ -87,37 +159,39 @@ pub fn run(rest: &[String]) -> Result<i32> {
     for (hostcall, call) in &replay.hostcalls().injected {
         eprintln!("toolseal: injected fault: call {call} of {hostcall} answered {FAULT_STATUS:?}");
     }
-    if args.has("hostcalls") {
+    if args.hostcalls {
         lines.push(hostcalls_line(&replay.hostcalls().counts));
     }
     print_lines(&lines)?;
-    let Some(expect_path) = args.value("expect") else {
+    let Some(expect_path) = &args.expect else {
         return Ok(0);
     };
+    let expect_name = expect_path.display();
     let bless = std::env::var("BLESS").is_ok_and(|v| v == "1");
-    match expect::check(Path::new(expect_path), &lines, bless)? {
+    match expect::check(expect_path, &lines, bless)? {
         ExpectOutcome::Holds => Ok(0),
         ExpectOutcome::Blessed => {
             eprintln!(
                 "toolseal: wrote {} ({} lines); review it with git diff",
-                expect_path,
+                expect_name,
                 lines.len()
             );
             Ok(0)
         }
         ExpectOutcome::Differs(diff) => {
             eprintln!(
-                "toolseal: the replay does not match {expect_path} (- expected, + actual; BLESS=1 accepts the new output):\n{diff}"
+                "toolseal: the replay does not match {expect_name} (- expected, + actual; BLESS=1 accepts the new output):\n{diff}"
             );
             Ok(1)
         }
     }
 }
 
-fn options(args: &Args) -> Result<ReplayOptions> {
-    let plugin_configuration = match args.value("config") {
-        Some(path) => {
-            let bytes = std::fs::read(path)
+fn options(args: &ReplayArgs) -> Result<ReplayOptions> {
+    let plugin_configuration = match &args.config {
+        Some(file) => {
+            let path = file.display();
+            let bytes = std::fs::read(file)
                 .map_err(|e| input_error(format!("cannot read config {path}: {e}")))?;
             parse_strict(&bytes, 128)
                 .map_err(|e| input_error(format!("config {path} is not valid JSON: {e}")))?;
@@ -125,7 +199,7 @@ fn options(args: &Args) -> Result<ReplayOptions> {
         }
         None => Vec::new(),
     };
-    let chunk = match args.value("chunk") {
+    let chunk = match &args.chunk {
         Some(n) => n.parse().map_err(|_| {
             input_error(format!(
                 "--chunk needs a byte count (0 = whole bodies), not {n:?}"
@@ -133,7 +207,7 @@ fn options(args: &Args) -> Result<ReplayOptions> {
         })?,
         None => chunks::DEFAULT_CHUNK,
     };
-    let log_level = match args.value("log-level") {
+    let log_level = match &args.log_level {
         Some(name) => LogLevel::from_name(name).ok_or_else(|| {
             input_error(format!(
                 "--log-level must be trace, debug, info, warn, error or critical, not {name:?}"
@@ -142,21 +216,20 @@ fn options(args: &Args) -> Result<ReplayOptions> {
         None => LogLevel::Debug,
     };
     Ok(ReplayOptions {
-        wasm_path: args
-            .value("wasm")
-            .map_or_else(default_wasm_path, PathBuf::from),
+        wasm_path: args.wasm.clone().unwrap_or_else(default_wasm_path),
         plugin_configuration,
-        server: args.value("server").map(str::to_owned),
+        server: args.server.clone(),
         chunk,
         log_level,
-        dynamic_metadata: metadata(args.value("metadata"))?,
-        cache_dir: if args.has("no-cache") {
+        dynamic_metadata: metadata(args.metadata.as_deref())?,
+        cache_dir: if args.no_cache {
             None
         } else {
             default_cache_dir()
         },
         faults: args
-            .values("fail-hostcall")
+            .fail_hostcall
+            .iter()
             .map(|spec| Fault::parse(spec).map_err(input_error))
             .collect::<Result<_>>()?,
     })
@@ -173,11 +246,12 @@ pub fn hostcalls_line(counts: &std::collections::BTreeMap<&'static str, u64>) ->
 
 /// Reads `--metadata FILE`: a JSON object of namespaces (e.g.
 /// `{"envoy.filters.http.jwt_authn": {"payload": {...}}}`).
-fn metadata(path: Option<&str>) -> Result<Map<String, Value>> {
-    let Some(path) = path else {
+fn metadata(path: Option<&Path>) -> Result<Map<String, Value>> {
+    let Some(file) = path else {
         return Ok(Map::new());
     };
-    let bytes = std::fs::read(path)
+    let path = file.display();
+    let bytes = std::fs::read(file)
         .map_err(|e| input_error(format!("cannot read metadata {path}: {e}")))?;
     match parse_strict(&bytes, 64) {
         Ok(Value::Object(map)) => Ok(map),

@@ -17,14 +17,17 @@ mod word_diff;
 pub use serving::ReportConfig;
 pub use word_diff::{WordOp, word_diff};
 
-use super::args::Args;
+use super::args::{Parsed, invocation_error, is_help, parser, text_value};
+use super::stdout::{print, print_lines};
 use super::tool_source::load_tools;
 use crate::input_error::InputError;
 use anyhow::Result;
+use lexopt::Arg;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
 use toolseal_core::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tools};
 use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
 
@@ -426,33 +429,78 @@ pub fn render_with(
     out
 }
 
+/// Usage of `toolseal report`.
+pub const USAGE: &str = "\
+usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html
+  Writes the classified drift between two tool sets as one self-contained HTML page for
+  reviewers (no script, no external resource): every change with its class, and both
+  definitions of every changed tool.
+  OLD, NEW            a tools/list result, a bare array of tools, or a recorded transcript
+  --config FILE       the plugin configuration: the page also says what the gateway serves
+                      of the server until NEW is approved (its drift_scope: which tools are
+                      served, which withheld and why) and who is shown each tool (policy)
+  --server ID         the server's id in that configuration (default: its only server)
+exit status: 0 same, 1 additive changes only, 2 anything else or unusable input.";
+
+/// What `toolseal report` was asked.
+#[derive(Debug, Default)]
+struct ReportArgs {
+    files: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    server: Option<String>,
+}
+
+fn parse(args: &[OsString]) -> Result<Parsed<ReportArgs>, lexopt::Error> {
+    let mut parsed = ReportArgs::default();
+    let mut parser = parser(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            arg if is_help(&arg) => return Ok(Parsed::Help),
+            Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
+            Arg::Long("server") => parsed.server = Some(text_value(&mut parser, "--server")?),
+            Arg::Value(file) => parsed.files.push(PathBuf::from(file)),
+            other => return Err(other.unexpected()),
+        }
+    }
+    Ok(Parsed::Run(parsed))
+}
+
 /// `toolseal report [--config CONFIG.json [--server ID]] OLD NEW`: prints the page; exit 0
 /// same, 1 additive, 2 otherwise.
-pub fn run(rest: &[String]) -> Result<i32> {
-    let args = Args::parse(rest, &["config", "server"], &[])?;
-    let [old, new] = args.positionals.as_slice() else {
-        return Err(InputError(
-            "usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html"
-                .into(),
-        )
-        .into());
-    };
-    let context = match args.value("config") {
-        Some(path) => {
-            let bytes = std::fs::read(path)
-                .map_err(|e| crate::input_error::input_error(format!("cannot read {path}: {e}")))?;
-            Some(ReportConfig::parse(&bytes, path, args.value("server"))?)
+pub fn run(args: &[OsString]) -> Result<i32> {
+    let parsed = match parse(args).map_err(|e| invocation_error("report", e))? {
+        Parsed::Help => {
+            print_lines(&[USAGE])?;
+            return Ok(0);
         }
-        None if args.value("server").is_some() => {
+        Parsed::Run(parsed) => parsed,
+    };
+    let [old, new] = parsed.files.as_slice() else {
+        return Err(InputError(USAGE.to_owned()).into());
+    };
+    let context = match &parsed.config {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let bytes = std::fs::read(path)
+                .map_err(|e| crate::input_error::input_error(format!("cannot read {shown}: {e}")))?;
+            Some(ReportConfig::parse(&bytes, &shown, parsed.server.as_deref())?)
+        }
+        None if parsed.server.is_some() => {
             return Err(InputError("--server needs --config CONFIG.json".into()).into());
         }
         None => None,
     };
-    let old_tools = load_tools(Path::new(old))?;
-    let new_tools = load_tools(Path::new(new))?;
-    print!(
-        "{}",
-        render_with((old, new), &old_tools, &new_tools, context.as_ref())
+    let old_tools = load_tools(old)?;
+    let new_tools = load_tools(new)?;
+    let names = (
+        old.to_string_lossy().into_owned(),
+        new.to_string_lossy().into_owned(),
     );
+    print(&render_with(
+        (&names.0, &names.1),
+        &old_tools,
+        &new_tools,
+        context.as_ref(),
+    ))?;
     Ok(diff_tools(&old_tools, &new_tools).exit_code())
 }

@@ -1,38 +1,135 @@
 //! `toolseal fingerprint`, `diff` and `pin`: native, through toolseal-core, so their
-//! answers are by construction the ones the plugin computes.
+//! answers are by construction the ones the plugin computes. With `--config CONFIG.json`
+//! they use that configuration's `fingerprint.fields` (read by the plugin's own parser), so
+//! a fleet that fingerprints more than the default fields gets the fingerprints, pins and
+//! drift its plugin sees.
 
-use super::args::Args;
+use super::args::{Parsed, invocation_error, is_help, parser, text_value};
 use super::stdout::{print, print_lines};
 use super::tool_source::load_tools;
 use crate::input_error::{InputError, input_error};
 use anyhow::Result;
+use lexopt::Arg;
 use serde_json::{Map, Value, json};
-use std::path::Path;
-use toolseal_core::drift::diff_tools;
-use toolseal_core::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use toolseal_core::config::Config;
+use toolseal_core::drift::{Change, ChangeKind, DriftDiff, diff_tools};
+use toolseal_core::fingerprint::{
+    FingerprintField, FingerprintFields, ToolDigests, digest_tools, tool_digest,
+};
 
-/// Digests `tools` with the default fingerprint fields.
-fn digests(tools: &[Value], source: &str) -> Result<ToolDigests> {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .map_err(|e| input_error(format!("{source}: not a valid tool set: {e}")))
+/// Usage of `toolseal fingerprint`.
+pub const FINGERPRINT_USAGE: &str = "\
+usage: toolseal fingerprint [--config CONFIG.json] FILE
+  Prints the server fingerprint of the tool set in FILE, then one `name digest` line per
+  tool, in name order.
+  FILE           a tools/list result ({\"tools\": [...]}), a bare array of tools, or a
+                 recorded transcript (its last complete listing)
+  --config FILE  fingerprint the fields that configuration's `fingerprint.fields` names
+                 (default: name, description, inputSchema)
+exit status: 0 printed, 2 unusable input.";
+
+/// Usage of `toolseal diff`.
+pub const DIFF_USAGE: &str = "\
+usage: toolseal diff [--json] [--config CONFIG.json] OLD NEW
+  Compares two tool sets tool by tool and field by field and prints one line per change:
+  `tool  path  kind  class` (class: additive, breaking, semantic or authority).
+  OLD, NEW       a tools/list result, a bare array of tools, or a recorded transcript
+  --json         one JSON object: {\"summary\": ..., \"changes\": [...]}
+  --config FILE  only the changes that configuration's fingerprint covers (its
+                 `fingerprint.fields`, and tools added or removed): the drift its plugin
+                 would see. Without it every field is compared.
+exit status: 0 same, 1 additive changes only, 2 a breaking, semantic or authority change,
+3 unusable input.";
+
+/// Usage of `toolseal pin`.
+pub const PIN_USAGE: &str = "\
+usage: toolseal pin [--server ID] [--config CONFIG.json] FILE
+  Prints {\"servers\": {\"ID\": {\"lock\": {\"fingerprint\": ..., \"tools\": [...]}}}}: a full lock
+  of the tool set in FILE, ready to merge into a plugin configuration (a lock replaces the
+  server's previous `pin` or `lock`; a server holds at most one).
+  FILE           a tools/list result, a bare array of tools, or a recorded transcript
+  --server ID    the server id (default: FILE's name without extension)
+  --config FILE  fingerprint with that configuration's `fingerprint.fields`; give it when
+                 the lock goes into a configuration that names extra fields, or the plugin
+                 refuses the lock (its fingerprint would not match)
+exit status: 0 printed, 2 unusable input.";
+
+/// Options shared by the three commands.
+#[derive(Debug, Default)]
+struct ToolsArgs {
+    files: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    server: Option<String>,
+    json: bool,
 }
 
-fn one_file(rest: &[String], with_value: &[&str], what: &str) -> Result<(Args, String)> {
-    let args = Args::parse(rest, with_value, &[])?;
-    match args.positionals.as_slice() {
-        [file] => {
-            let file = file.clone();
-            Ok((args, file))
+/// Parses `args` for `command`; `--server` and `--json` only where `command` takes them.
+fn parse(command: &str, args: &[OsString]) -> Result<Parsed<ToolsArgs>, lexopt::Error> {
+    let mut parsed = ToolsArgs::default();
+    let mut parser = parser(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            arg if is_help(&arg) => return Ok(Parsed::Help),
+            Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
+            Arg::Long("server") if command == "pin" => {
+                parsed.server = Some(text_value(&mut parser, "--server")?)
+            }
+            Arg::Long("json") if command == "diff" => parsed.json = true,
+            Arg::Value(file) => parsed.files.push(file.into()),
+            other => return Err(other.unexpected()),
         }
-        _ => Err(InputError(format!("usage: {what}")).into()),
+    }
+    Ok(Parsed::Run(parsed))
+}
+
+/// Parses, or prints `usage` for `--help`; `Ok(None)` when help was printed.
+fn parse_or_help(
+    command: &str,
+    usage: &str,
+    files: usize,
+    args: &[OsString],
+) -> Result<Option<ToolsArgs>> {
+    match parse(command, args).map_err(|e| invocation_error(command, e))? {
+        Parsed::Help => {
+            print_lines(&[usage])?;
+            Ok(None)
+        }
+        Parsed::Run(parsed) if parsed.files.len() == files => Ok(Some(parsed)),
+        Parsed::Run(_) => Err(InputError(usage.to_owned()).into()),
     }
 }
 
+/// The fingerprint fields of `--config` (checked by the plugin's own parser, so a config
+/// the plugin refuses is refused here too), or the default fields.
+fn fingerprint_fields(config: Option<&Path>) -> Result<FingerprintFields> {
+    let Some(path) = config else {
+        return Ok(FingerprintFields::default());
+    };
+    let bytes = std::fs::read(path)
+        .map_err(|e| input_error(format!("cannot read config {}: {e}", path.display())))?;
+    let config =
+        Config::parse(&bytes).map_err(|e| input_error(format!("{}: {e}", path.display())))?;
+    Ok(config.fingerprint)
+}
+
+/// Digests `tools` with `fields`.
+fn digests(tools: &[Value], fields: &FingerprintFields, source: &Path) -> Result<ToolDigests> {
+    digest_tools(&Value::Array(tools.to_vec()), fields)
+        .map_err(|e| input_error(format!("{}: not a valid tool set: {e}", source.display())))
+}
+
 /// `toolseal fingerprint FILE`: the fingerprint, then `name digest` lines in name order.
-pub fn fingerprint(rest: &[String]) -> Result<i32> {
-    let (_, file) = one_file(rest, &[], "toolseal fingerprint FILE")?;
-    let tools = load_tools(Path::new(&file))?;
-    let set = digests(&tools, &file)?;
+pub fn fingerprint(args: &[OsString]) -> Result<i32> {
+    let Some(parsed) = parse_or_help("fingerprint", FINGERPRINT_USAGE, 1, args)? else {
+        return Ok(0);
+    };
+    let fields = fingerprint_fields(parsed.config.as_deref())?;
+    let [file] = parsed.files.as_slice() else {
+        return Err(InputError(FINGERPRINT_USAGE.to_owned()).into());
+    };
+    let set = digests(&load_tools(file)?, &fields, file)?;
     let mut lines = vec![set.fingerprint()];
     lines.extend(
         set.entries
@@ -43,16 +140,26 @@ pub fn fingerprint(rest: &[String]) -> Result<i32> {
     Ok(0)
 }
 
-/// `toolseal diff OLD NEW`: the classified diff; exit 0 same, 1 additive, 2 otherwise.
-pub fn diff(rest: &[String]) -> Result<i32> {
-    let args = Args::parse(rest, &[], &["json"])?;
-    let [old, new] = args.positionals.as_slice() else {
-        return Err(InputError("usage: toolseal diff [--json] OLD NEW".into()).into());
+/// `toolseal diff OLD NEW`: the classified diff; exit 0 same, 1 additive, 2 otherwise
+/// (unusable input is 3, decided by the caller).
+pub fn diff(args: &[OsString]) -> Result<i32> {
+    let Some(parsed) = parse_or_help("diff", DIFF_USAGE, 2, args)? else {
+        return Ok(0);
     };
-    let old_tools = load_tools(Path::new(old))?;
-    let new_tools = load_tools(Path::new(new))?;
-    let drift = diff_tools(&old_tools, &new_tools);
-    if args.has("json") {
+    let [old, new] = parsed.files.as_slice() else {
+        return Err(InputError(DIFF_USAGE.to_owned()).into());
+    };
+    let fields = match &parsed.config {
+        Some(path) => Some(fingerprint_fields(Some(path))?),
+        None => None,
+    };
+    let old_tools = load_tools(old)?;
+    let new_tools = load_tools(new)?;
+    let mut drift = diff_tools(&old_tools, &new_tools);
+    if let Some(fields) = fields {
+        drift = covered_by(drift, &old_tools, &new_tools, &fields);
+    }
+    if parsed.json {
         print_lines(&[drift.to_json().to_string()])?;
     } else {
         print(&drift.render_text())?;
@@ -60,25 +167,58 @@ pub fn diff(rest: &[String]) -> Result<i32> {
     Ok(drift.exit_code())
 }
 
+/// The changes of `drift` that a fingerprint over `fields` notices: tools added, removed or
+/// invalid, and changes under a fingerprinted field. The diff's catch-all for a tool that
+/// changed in no classified way stays only if that tool's digest over `fields` moved.
+fn covered_by(
+    drift: DriftDiff,
+    old: &[Value],
+    new: &[Value],
+    fields: &FingerprintFields,
+) -> DriftDiff {
+    let digest_of = |tools: &[Value], name: &str| {
+        tools
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|t| tool_digest(t, fields).ok())
+    };
+    let covered = |change: &Change| match change.path.split('/').nth(1) {
+        None => {
+            change.kind != ChangeKind::SchemaChanged
+                || digest_of(old, &change.tool) != digest_of(new, &change.tool)
+        }
+        Some(field) => FingerprintField::from_str(field).is_some_and(|f| fields.contains(f)),
+    };
+    DriftDiff {
+        changes: drift.changes.into_iter().filter(covered).collect(),
+    }
+}
+
 /// A server's config entry pinning `tools` (whose digests are `set`) as a full lock:
-/// `{"lock": {"fingerprint", "tools"}}`. `toolseal pin` prints it; `toolseal console` writes
-/// it into the fleet's plugin configuration when an operator approves.
+/// `{"lock": {"fingerprint", "tools"}}`. `toolseal pin` prints it under `servers`;
+/// `toolseal console` writes it into the fleet's plugin configuration when an operator
+/// approves.
 pub fn lock_entry(set: &ToolDigests, tools: Vec<Value>) -> Value {
     json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}})
 }
 
-/// `toolseal pin FILE [--server ID]`: `{"ID": {"lock": {"fingerprint", "tools"}}}`.
-pub fn pin(rest: &[String]) -> Result<i32> {
-    let (args, file) = one_file(rest, &["server"], "toolseal pin FILE [--server ID]")?;
-    let path = Path::new(&file);
-    let tools = load_tools(path)?;
-    let set = digests(&tools, &file)?;
-    let server = args
-        .value("server")
-        .map_or_else(|| crate::replay::transcript_name(path), str::to_owned);
-    let mut entry = Map::new();
-    entry.insert(server, lock_entry(&set, tools));
-    let text = serde_json::to_string_pretty(&Value::Object(entry)).map_err(anyhow::Error::from)?;
+/// `toolseal pin FILE [--server ID]`: `{"servers": {"ID": {"lock": {"fingerprint", "tools"}}}}`.
+pub fn pin(args: &[OsString]) -> Result<i32> {
+    let Some(parsed) = parse_or_help("pin", PIN_USAGE, 1, args)? else {
+        return Ok(0);
+    };
+    let [file] = parsed.files.as_slice() else {
+        return Err(InputError(PIN_USAGE.to_owned()).into());
+    };
+    let fields = fingerprint_fields(parsed.config.as_deref())?;
+    let tools = load_tools(file)?;
+    let set = digests(&tools, &fields, file)?;
+    let server = parsed
+        .server
+        .unwrap_or_else(|| crate::replay::transcript_name(file));
+    let mut servers = Map::new();
+    servers.insert(server, lock_entry(&set, tools));
+    let text = serde_json::to_string_pretty(&json!({ "servers": servers }))?;
     print_lines(&[text])?;
     Ok(0)
 }

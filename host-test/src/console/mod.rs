@@ -23,7 +23,7 @@ pub mod overview;
 pub mod routes;
 pub mod web;
 
-use crate::cli::args::Args;
+use crate::cli::args::{Parsed, invocation_error, is_help, parser, text_value};
 use crate::input_error::{InputError, input_error};
 use anyhow::Result;
 use audit_log::AuditLog;
@@ -32,9 +32,11 @@ use fleet::Fleet;
 use fleet_config::FleetConfig;
 use guard::Guard;
 use instances::Reader;
+use lexopt::Arg;
 use overview::ActionQueue;
+use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +51,35 @@ usage: toolseal console FLEET.json [--listen ADDR:PORT] [--operator NAME] [--tim
   --timeout-ms N         timeout of each call to an admin API or a server (default 5000)
   --allow-non-loopback   accept a --listen address that is not loopback (the console has no
                          login: anyone who reaches it can act)";
+
+/// The options of `toolseal console`.
+#[derive(Debug, Default)]
+struct ConsoleArgs {
+    fleet_files: Vec<PathBuf>,
+    listen: Option<String>,
+    operator: Option<String>,
+    timeout_ms: Option<String>,
+    allow_non_loopback: bool,
+}
+
+fn parse(args: &[OsString]) -> Result<Parsed<ConsoleArgs>, lexopt::Error> {
+    let mut parsed = ConsoleArgs::default();
+    let mut parser = parser(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            arg if is_help(&arg) => return Ok(Parsed::Help),
+            Arg::Long("listen") => parsed.listen = Some(text_value(&mut parser, "--listen")?),
+            Arg::Long("operator") => parsed.operator = Some(text_value(&mut parser, "--operator")?),
+            Arg::Long("timeout-ms") => {
+                parsed.timeout_ms = Some(text_value(&mut parser, "--timeout-ms")?)
+            }
+            Arg::Long("allow-non-loopback") => parsed.allow_non_loopback = true,
+            Arg::Value(file) => parsed.fleet_files.push(file.into()),
+            other => return Err(other.unexpected()),
+        }
+    }
+    Ok(Parsed::Run(parsed))
+}
 
 /// The running console's state, shared by its connection threads.
 #[derive(Debug)]
@@ -96,15 +127,15 @@ impl Console {
 }
 
 /// The operator: the flag, else the fleet file's, else the OS user.
-fn operator(args: &Args, fleet: &Fleet) -> Result<String> {
+fn operator(args: &ConsoleArgs, fleet: &Fleet) -> Result<String> {
     let from_env = || {
         ["USER", "LOGNAME"]
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
     };
     let name = args
-        .value("operator")
-        .map(str::to_owned)
+        .operator
+        .clone()
         .or_else(|| fleet.operator.clone())
         .or_else(from_env)
         .ok_or_else(|| {
@@ -118,8 +149,8 @@ fn operator(args: &Args, fleet: &Fleet) -> Result<String> {
 }
 
 /// The address to bind: loopback unless `--allow-non-loopback`.
-fn listen_address(args: &Args) -> Result<SocketAddr> {
-    let text = args.value("listen").unwrap_or("127.0.0.1:8740");
+fn listen_address(args: &ConsoleArgs) -> Result<SocketAddr> {
+    let text = args.listen.as_deref().unwrap_or("127.0.0.1:8740");
     let address: SocketAddr = text.parse().map_err(|_| {
         input_error(format!(
             "--listen {text:?}: expected ADDR:PORT, e.g. 127.0.0.1:8740"
@@ -130,7 +161,7 @@ fn listen_address(args: &Args) -> Result<SocketAddr> {
             "--listen {text}: bind one address, not all of them (the console checks the Host header against it)"
         )));
     }
-    if !address.ip().is_loopback() && !args.has("allow-non-loopback") {
+    if !address.ip().is_loopback() && !args.allow_non_loopback {
         return Err(input_error(format!(
             "--listen {text}: not a loopback address; the console has no login, so anyone who reaches it can \
              approve; add --allow-non-loopback to accept that"
@@ -140,22 +171,20 @@ fn listen_address(args: &Args) -> Result<SocketAddr> {
 }
 
 /// `toolseal console FLEET.json …`: serves until killed.
-pub fn run(rest: &[String]) -> Result<i32> {
-    let args = Args::parse(
-        rest,
-        &["listen", "operator", "timeout-ms"],
-        &["allow-non-loopback", "help"],
-    )?;
-    if args.has("help") {
-        crate::cli::stdout::print_lines(&[USAGE])?;
-        return Ok(0);
-    }
-    let [fleet_file] = args.positionals.as_slice() else {
+pub fn run(args: &[OsString]) -> Result<i32> {
+    let args = match parse(args).map_err(|e| invocation_error("console", e))? {
+        Parsed::Help => {
+            crate::cli::stdout::print_lines(&[USAGE])?;
+            return Ok(0);
+        }
+        Parsed::Run(args) => args,
+    };
+    let [fleet_file] = args.fleet_files.as_slice() else {
         return Err(InputError(USAGE.into()).into());
     };
-    let fleet = Fleet::load(Path::new(fleet_file)).map_err(input_error)?;
+    let fleet = Fleet::load(fleet_file).map_err(input_error)?;
     let operator = operator(&args, &fleet)?;
-    let timeout_ms: u64 = match args.value("timeout-ms") {
+    let timeout_ms: u64 = match args.timeout_ms.as_deref() {
         None => 5000,
         Some(n) => n
             .parse()

@@ -35,7 +35,7 @@ const PLUGIN_NAME: &str = "toolseal";
 pub struct ReplayOptions {
     /// The plugin `.wasm`.
     pub wasm_path: PathBuf,
-    /// Plugin configuration bytes (SPEC section 7 JSON; empty = plugin defaults).
+    /// Plugin configuration bytes (the JSON of docs/config.md; empty = plugin defaults).
     pub plugin_configuration: Vec<u8>,
     /// Server id answered as route and cluster name for every transcript; `None` = each
     /// transcript's own name.
@@ -211,7 +211,7 @@ pub fn load_transcript(path: &Path) -> Result<Transcript> {
         .map_err(|e| input_error(format!("cannot read transcript {}: {e}", path.display())))?;
     let exchanges = parse_transcript(&bytes).map_err(|e| {
         input_error(format!(
-            "{} is not a usable transcript (SPEC section 9): {e}",
+            "{} is not a usable transcript (see docs/transcripts.md): {e}",
             path.display()
         ))
     })?;

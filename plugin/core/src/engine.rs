@@ -17,7 +17,7 @@ use crate::policy::{Action, CallFacts, CallerIdentity};
 use crate::revision::RoutingHeaders;
 use crate::snapshot_key::{ClientKey, KeyRead};
 use crate::state::{self, StateError};
-use crate::status::{SchemaStatus, ServerRecord};
+use crate::status::{self as lifecycle, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
 use serde_json::{Map, Value, json};
 use std::rc::Rc;
@@ -302,8 +302,16 @@ impl Engine {
                     let event = crate::status::Event::Release {
                         by: crate::status::Actor::Config,
                     };
-                    if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
-                        problems.push(format!("{id}: release not applied: {e}"));
+                    match self.transition(store, out, &id, None, &event, now_ms) {
+                        // Between the read above and the compare-and-swap, another worker (or
+                        // the other listener's root context, which shares the state) released
+                        // it already, or an administrator took the hold over: either way there
+                        // is no config hold left to lift, which is what this config asks.
+                        Ok(_)
+                        | Err(StateError::Refused(
+                            lifecycle::Refusal::NotQuarantined | lifecycle::Refusal::HeldByAdmin,
+                        )) => {}
+                        Err(e) => problems.push(format!("{id}: release not applied: {e}")),
                     }
                 }
                 _ => {}

@@ -229,6 +229,9 @@ pub enum Refusal {
     NotQuarantined,
     /// A config quarantine can only be lifted by config.
     HeldByConfig,
+    /// An administrator's quarantine is not lifted by a config change (only by a release
+    /// through the admin API).
+    HeldByAdmin,
 }
 
 impl fmt::Display for Refusal {
@@ -251,6 +254,10 @@ impl fmt::Display for Refusal {
                     "the quarantine comes from the plugin config; remove it there"
                 )
             }
+            Refusal::HeldByAdmin => write!(
+                f,
+                "an administrator holds the server; only a release through the admin API lifts it"
+            ),
         }
     }
 }
@@ -476,6 +483,7 @@ fn release(
     match &next.quarantine {
         None => return Err(Refusal::NotQuarantined),
         Some((_, Actor::Config)) if by == Actor::Admin => return Err(Refusal::HeldByConfig),
+        Some((_, Actor::Admin)) if by == Actor::Config => return Err(Refusal::HeldByAdmin),
         Some(_) => {}
     }
     next.quarantine = None;

@@ -174,6 +174,7 @@ fn refusal(r: &Refusal) -> &'static str {
         Refusal::Conflict { .. } => "conflict",
         Refusal::NotQuarantined => "not quarantined",
         Refusal::HeldByConfig => "held by config",
+        Refusal::HeldByAdmin => "held by admin",
     }
 }
 
@@ -280,6 +281,27 @@ fn a_config_quarantine_is_lifted_by_config_only() {
     );
     let (released, _) =
         apply(&held, &Event::Release { by: Actor::Config }, Discovery, NOW).unwrap();
+    assert_eq!(released.status, SchemaStatus::Verified);
+}
+
+#[test]
+fn an_admin_quarantine_is_not_lifted_by_config() {
+    let r = state("verified", Discovery);
+    let (held, _) = apply(
+        &r,
+        &Event::Quarantine {
+            reason: "exfiltration suspected".into(),
+            by: Actor::Admin,
+        },
+        Discovery,
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(
+        apply(&held, &Event::Release { by: Actor::Config }, Discovery, NOW).unwrap_err(),
+        Refusal::HeldByAdmin
+    );
+    let (released, _) = apply(&held, &Event::Release { by: Actor::Admin }, Discovery, NOW).unwrap();
     assert_eq!(released.status, SchemaStatus::Verified);
 }
 
