@@ -148,6 +148,7 @@ async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> 
         "toolseal_lists_verified": 1,
         "toolseal_lists_changed": 0,
         "toolseal_lists_filtered": 0,
+        "toolseal_lists_scoped": 0,
         "toolseal_calls_allowed": 1,
         "toolseal_calls_denied": 1,
         "toolseal_calls_denied_policy_denied": 1,
