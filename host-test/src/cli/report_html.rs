@@ -476,7 +476,11 @@ pub fn run(args: &[OsString]) -> Result<i32> {
         Parsed::Run(parsed) => parsed,
     };
     let [old, new] = parsed.files.as_slice() else {
-        return Err(InputError(USAGE.to_owned()).into());
+        return Err(InputError(
+            "usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html"
+                .into(),
+        )
+        .into());
     };
     let context = match &parsed.config {
         Some(path) => {
