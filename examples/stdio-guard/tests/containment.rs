@@ -132,7 +132,11 @@ fn under_tool_scope_a_release_drift_matches_the_native_golden_decisions() {
         }
     }
     assert_eq!(lines, golden("everything-a-then-b-tool-scope"));
-    let view = guard.policy.admin_status(Some("everything")).unwrap().unwrap();
+    let view = guard
+        .policy
+        .admin_status(Some("everything"))
+        .unwrap()
+        .unwrap();
     let view: Value = serde_json::from_str(&view).unwrap();
     assert_eq!(
         (&view["schema_status"], &view["drift_scope"]),
@@ -166,12 +170,15 @@ fn run_as(headers: &[(&str, &str)]) -> (Value, Vec<(String, String)>) {
             }
             Some("tools/call") => {
                 let tool = request["params"]["name"].as_str().unwrap().to_string();
-                let code = seen.local.as_ref().map_or("FORWARDED".to_string(), |reply| {
-                    reply["result"]["structuredContent"]["error_code"]
-                        .as_str()
-                        .unwrap()
-                        .to_string()
-                });
+                let code = seen
+                    .local
+                    .as_ref()
+                    .map_or("FORWARDED".to_string(), |reply| {
+                        reply["result"]["structuredContent"]["error_code"]
+                            .as_str()
+                            .unwrap()
+                            .to_string()
+                    });
                 calls.push((tool, code));
             }
             _ => {}

@@ -485,9 +485,14 @@ pub fn run(args: &[OsString]) -> Result<i32> {
     let context = match &parsed.config {
         Some(path) => {
             let shown = path.display().to_string();
-            let bytes = std::fs::read(path)
-                .map_err(|e| crate::input_error::input_error(format!("cannot read {shown}: {e}")))?;
-            Some(ReportConfig::parse(&bytes, &shown, parsed.server.as_deref())?)
+            let bytes = std::fs::read(path).map_err(|e| {
+                crate::input_error::input_error(format!("cannot read {shown}: {e}"))
+            })?;
+            Some(ReportConfig::parse(
+                &bytes,
+                &shown,
+                parsed.server.as_deref(),
+            )?)
         }
         None if parsed.server.is_some() => {
             return Err(InputError("--server needs --config CONFIG.json".into()).into());
