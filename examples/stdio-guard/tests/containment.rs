@@ -70,14 +70,13 @@ impl Guard {
             headers,
         };
         let mut local = None;
-        if !ex.request_body.is_empty() {
-            if let Verdict::Reply(reply) = self
+        if !ex.request_body.is_empty()
+            && let Verdict::Reply(reply) = self
                 .policy
                 .client_message(&request, &ex.request_body)
                 .unwrap()
-            {
-                local = Some(serde_json::from_slice(&reply.body).unwrap());
-            }
+        {
+            local = Some(serde_json::from_slice(&reply.body).unwrap());
         }
         let received = match local {
             Some(_) => None,
