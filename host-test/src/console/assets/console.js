@@ -117,7 +117,14 @@ function renderExtra(views) {
     for (const [key, value] of Object.entries(view || {})) {
       if (KNOWN.has(key)) continue;
       let body;
-      if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
+      if (key === "withheld_tools" && Array.isArray(value)) {
+        // drift_scope "tool": each withheld tool, how it differs, and its classified changes.
+        body = el("table", {class: "grid"}, el("tr", {}, ["tool", "change", "what changed"].map((h) => el("th", {text: h}))),
+          value.map((w) => el("tr", {}, el("td", {class: "text", text: valueText(w.tool)}),
+            el("td", {text: valueText(w.change)}),
+            el("td", {class: "text", text: (Array.isArray(w.changes) ? w.changes : [])
+              .map((c) => valueText(c.kind) + (c.path ? " " + valueText(c.path) : "")).join("; ")}))));
+      } else if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
         const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
         body = el("table", {class: "grid"}, el("tr", {}, keys.map((k) => el("th", {text: k}))),
           value.map((v) => el("tr", {}, keys.map((k) => el("td", {class: "text", text: valueText(v[k])})))));
