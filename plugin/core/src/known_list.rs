@@ -196,7 +196,7 @@ impl Engine {
         Some(
             verdict
                 .into_answer(&envelope.id, &known.result)
-                .map(|v| crate::response::Forward::Bytes(v.to_string().into_bytes())),
+                .map(|v| crate::response::Forward::Bytes(crate::json::encode(&v))),
         )
     }
 
