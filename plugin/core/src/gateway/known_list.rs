@@ -199,7 +199,7 @@ impl Engine {
         Some(
             verdict
                 .into_answer(&envelope.id, &known.result)
-                .map(|v| crate::gateway::response::Forward::Bytes(v.to_string().into_bytes())),
+                .map(|v| crate::gateway::response::Forward::Bytes(crate::wire::json::encode(&v))),
         )
     }
 
