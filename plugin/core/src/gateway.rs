@@ -13,6 +13,7 @@ pub mod denial;
 pub mod engine;
 pub mod known_list;
 pub mod listing;
+pub mod request;
 pub mod response;
 pub mod resume;
 pub mod stream;
