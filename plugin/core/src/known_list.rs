@@ -12,7 +12,8 @@
 //! filtering), with the remembered parse and the fingerprint it is known to have. Any other
 //! response, down to a byte of difference, takes the full path. Memory is bounded: one list
 //! per server, at most [`LIST_SERVERS`] servers and `limits.max_response_bytes` of result
-//! bytes in all.
+//! bytes in all (a list served in part also keeps its tools encoded: at most as many bytes
+//! again).
 
 use crate::audit::Outputs;
 use crate::engine::{Engine, Exchange};
