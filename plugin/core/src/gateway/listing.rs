@@ -32,8 +32,13 @@ pub(crate) enum ListAnswer {
     /// The server's result with its top-level `ttlMs` lowered to this number of milliseconds
     /// (a verified list whose cache lifetime is over `limits.max_list_ttl_ms`).
     LowerTtl(u64),
-    /// This result instead (the tools removed).
+    /// This result instead (every tool removed).
     Replace(Value),
+    /// This result, whose `tools` is empty, with the server's tools at the `kept` positions
+    /// (ascending) put back: a list served in part. The tools are left out of `result` so
+    /// that the known-list path can write their remembered encodings instead of copying and
+    /// encoding every kept tool again.
+    Cut { result: Value, kept: Vec<usize> },
 }
 
 impl ListAnswer {
@@ -44,6 +49,20 @@ impl ListAnswer {
         let result = match self {
             ListAnswer::Unchanged => return None,
             ListAnswer::Replace(result) => result,
+            ListAnswer::Cut {
+                result: mut cut,
+                kept,
+            } => {
+                let tools = result.get("tools").and_then(Value::as_array);
+                let kept: Vec<Value> = kept
+                    .iter()
+                    .filter_map(|&index| tools.and_then(|t| t.get(index)).cloned())
+                    .collect();
+                if let Some(obj) = cut.as_object_mut() {
+                    obj.insert("tools".into(), Value::Array(kept));
+                }
+                cut
+            }
             ListAnswer::LowerTtl(cap) => {
                 let mut result = result.clone();
                 if let Some(obj) = result.as_object_mut() {
@@ -172,7 +191,6 @@ impl Engine {
         };
         ListAnswer::Replace(answer::rewrite(
             result,
-            None,
             &note,
             Hints::Closed,
             request.stateless,
@@ -242,13 +260,10 @@ impl Engine {
             true => Hints::Closed,
             false => Hints::Private(self.config.limits.max_list_ttl_ms),
         };
-        ListAnswer::Replace(answer::rewrite(
-            result,
-            Some(&shown.dropped),
-            &note,
-            hints,
-            request.stateless,
-        ))
+        ListAnswer::Cut {
+            result: answer::rewrite(result, &note, hints, request.stateless),
+            kept: answer::kept(tools_in, &shown.dropped),
+        }
     }
 
     /// Which tools of a served list result this caller is shown (see [`Shown`]).

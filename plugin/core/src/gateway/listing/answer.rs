@@ -102,16 +102,17 @@ pub(super) struct ListNote<'a> {
     pub hidden: usize,
 }
 
-/// The server's `result` with the tools at the `dropped` positions removed (`None`: every
-/// tool), cache hints per `hints`, and the note in `_meta`; under a stateless revision it
-/// carries every member that revision requires of a list result.
-pub(super) fn rewrite(
-    result: &Value,
-    dropped: Option<&[usize]>,
-    note: &ListNote<'_>,
-    hints: Hints,
-    stateless: bool,
-) -> Value {
+/// The positions of a result's `tools` (`count` of them) not in `dropped` (ascending).
+pub(super) fn kept(count: usize, dropped: &[usize]) -> Vec<usize> {
+    (0..count)
+        .filter(|index| dropped.binary_search(index).is_err())
+        .collect()
+}
+
+/// The server's `result` with an empty `tools` (the caller puts back the tools it keeps, see
+/// [`super::ListAnswer::Cut`]), cache hints per `hints`, and the note in `_meta`; under a
+/// stateless revision it carries every member that revision requires of a list result.
+pub(super) fn rewrite(result: &Value, note: &ListNote<'_>, hints: Hints, stateless: bool) -> Value {
     // Every member but the tools is copied (copying the whole result only to drop its tools
     // was most of a refused list's cost once the list itself was recognized).
     let Some(obj) = result.as_object() else {
@@ -121,16 +122,7 @@ pub(super) fn rewrite(
     for (key, value) in obj.iter().filter(|(key, _)| *key != "tools") {
         out.insert(key.clone(), value.clone());
     }
-    let kept = match (dropped, obj.get("tools").and_then(Value::as_array)) {
-        (Some(dropped), Some(list)) => list
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| dropped.binary_search(index).is_err())
-            .map(|(_, tool)| tool.clone())
-            .collect(),
-        _ => Vec::new(),
-    };
-    put(&mut out, "tools", Value::Array(kept));
+    put(&mut out, "tools", Value::Array(Vec::new()));
     if stateless || out.contains_key("ttlMs") || out.contains_key("cacheScope") {
         let ttl = match hints {
             Hints::Closed => Some(0),
