@@ -71,7 +71,7 @@ impl KnownList {
     }
 
     /// The answer to request `id` holding `cut` (a result whose `tools` is empty) with this
-    /// list's tools at the `kept` positions: the bytes [`crate::json::encode`] gives for the
+    /// list's tools at the `kept` positions: the bytes [`crate::wire::json::encode`] gives for the
     /// same answer built as a value, written from the remembered encodings of the tools.
     /// `None` when the encoded answer has no empty `result.tools` to fill (the caller then
     /// builds the value).
@@ -80,11 +80,11 @@ impl KnownList {
             self.result
                 .get("tools")
                 .and_then(Value::as_array)
-                .map(|tools| tools.iter().map(crate::json::encode).collect())
+                .map(|tools| tools.iter().map(crate::wire::json::encode).collect())
                 .unwrap_or_default()
         });
-        let shell = crate::json::encode(&crate::response::answer(id, cut));
-        let span = crate::json_span::member_value(&shell, &["result", "tools"])?;
+        let shell = crate::wire::json::encode(&crate::gateway::response::answer(id, cut));
+        let span = crate::wire::json_span::member_value(&shell, &["result", "tools"])?;
         if shell.get(span.clone())? != b"[]" {
             return None;
         }
@@ -237,11 +237,11 @@ impl Engine {
         }
         // A list served in part writes the kept tools' remembered encodings.
         let verdict = match verdict {
-            crate::listing::ListAnswer::Cut { result, kept } => {
+            crate::gateway::listing::ListAnswer::Cut { result, kept } => {
                 if let Some(bytes) = known.cut_answer(&envelope.id, result.clone(), &kept) {
-                    return Some(Some(crate::response::Forward::Bytes(bytes)));
+                    return Some(Some(crate::gateway::response::Forward::Bytes(bytes)));
                 }
-                crate::listing::ListAnswer::Cut { result, kept }
+                crate::gateway::listing::ListAnswer::Cut { result, kept }
             }
             other => other,
         };
