@@ -9,9 +9,10 @@
 //! The modules, by concern:
 //!
 //! - [`gateway`]: the data path. The [`gateway::engine::Engine`] a host adapter drives, one
-//!   call per host callback, and what it does with each message: requests and `tools/call`
-//!   checks, responses (JSON or SSE bodies), `tools/list` verification, lists served again,
-//!   resumed streams, what may pass unread, denials, and the admin API.
+//!   call per host callback ([`gateway::stream`], [`gateway::body`]), and what it does with
+//!   each message: requests and `tools/call` checks, responses (JSON or SSE bodies),
+//!   `tools/list` verification, lists served again, resumed streams, what may pass unread,
+//!   denials, and the admin API.
 //! - [`config`]: the plugin configuration, parsed and validated in one pass into the types
 //!   of the modules below.
 //! - [`policy`]: the domain. What a tool set is (fingerprints, schemas), how it may change
@@ -26,6 +27,9 @@
 //! `state` and `wire`; `policy` and `state` use each other's types (a record holds a
 //! lifecycle status, an approved set is read from the store) and `wire`; `wire` uses nothing
 //! else. Nothing below `gateway` reads the config: settings come in as arguments.
+//!
+//! Outside the product build:
+//!
 //! - `transcript` (the `replay` feature): recorded traffic and a native driver that replays it
 //!   through the engine, for the `toolseal` command, the fuzz targets and tests. With the
 //!   in-memory store (the `memory-store` feature) it stays out of the plugin and the component.
