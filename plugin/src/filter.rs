@@ -326,10 +326,7 @@ impl Http {
     /// `proxy_on_log`: the stream is over.
     pub fn on_log(&mut self) {
         // The stream is over (answered, reset or cut): checked calls it never answered wait
-        // for a resumed stream of the same session (core `resume`).
-        if self.exchange.pending_calls.is_empty() {
-            return;
-        }
+        // for a resumed stream of the same session (the engine decides which).
         self.shared
             .borrow_mut()
             .engine
