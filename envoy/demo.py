@@ -164,14 +164,17 @@ async def run_demo(n: Narrator, stack: Stack) -> None:
         n.title("The agent refreshes its tools and works against the new contract.")
         names = await agent.tool_names()
         n.say(f"tools served: {', '.join(names)}")
-        n.expect(len(names) == 4, "four tools served", names)
+        n.expect(names == ["deploy_preview", "get_weather", "add"],
+                 "three tools served: the new delete_preview is destructive, which policy denies "
+                 "to every caller, so no agent is listed it", names)
         result = await agent.call("deploy_preview", {"branch": "fix-login"})
         describe_denial(n, result, "INVALID_ARGUMENTS", "fix_arguments")
         result = await agent.call("deploy_preview", {"branch": "fix-login", "region": "eu-preview"})
         n.say(f"server answered: \"{result.content[0].text}\"")
         n.expect(not result.isError, "with region, the call goes through")
 
-        n.title("Per-call policy: destructive tools are denied by the gateway's rules.")
+        n.title("Per-call policy: the unlisted destructive tool, called by name anyway, is denied "
+                "by the gateway's rules.")
         result = await agent.call("delete_preview", {"branch": "fix-login"})
         describe_denial(n, result, "POLICY_DENIED", "none")
 

@@ -65,7 +65,8 @@ class Logged:
 
 @pytest.fixture
 def logged(wasm: Path, tmp_path: Path) -> Iterator[Logged]:
-    """The rug-pull server (rev 1) behind Envoy + toolseal; policy denies ``add``."""
+    """The rug-pull server (rev 1) behind Envoy + toolseal; policy denies ``add`` (so no
+    caller is listed it: its lists are rewritten)."""
     yield from _logged(wasm, tmp_path, {})
 
 
@@ -99,7 +100,7 @@ def _logged(wasm: Path, tmp_path: Path, extra: dict[str, Any]) -> Iterator[Logge
 
 async def test_denied_call_is_in_the_access_log_with_its_error_code(logged: Logged) -> None:
     async with mcp_client(logged.mcp_url) as client:
-        await client.list_tools()
+        assert await client.tool_names() == ["deploy_preview", "get_weather"]
         refused = await client.call("add", {"a": 1, "b": 2})
         assert_denied(refused, "POLICY_DENIED", tool="add", schema_status="verified",
                       required_action="none")
@@ -107,7 +108,7 @@ async def test_denied_call_is_in_the_access_log_with_its_error_code(logged: Logg
         assert allowed.isError is False
         session = client.session_id()
     assert logged.decisions(3) == [
-        ("tools/list", "", "demo", "verified", "pass", "", 200),
+        ("tools/list", "", "demo", "verified", "rewrite", "", 200),
         ("tools/call", "add", "demo", "verified", "deny", "POLICY_DENIED", 200),
         ("tools/call", "deploy_preview", "demo", "verified", "allow", "", 200),
     ]
@@ -131,7 +132,7 @@ async def test_drift_shows_as_a_rewritten_list_and_refused_calls(logged: Logged)
         assert (await client.list_tools()).tools == []
         await client.call("get_weather", {"city": "Paris", "notes": "id_rsa"})
     assert logged.decisions(3) == [
-        ("tools/list", "", "demo", "verified", "pass", "", 200),
+        ("tools/list", "", "demo", "verified", "rewrite", "", 200),
         ("tools/list", "", "demo", "changed", "rewrite", "", 200),
         ("tools/call", "get_weather", "demo", "changed", "deny", "SCHEMA_CHANGED", 200),
     ]
@@ -158,6 +159,7 @@ async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> 
         "toolseal_lists_verified": 1,
         "toolseal_lists_changed": 0,
         "toolseal_lists_filtered": 0,
+        "toolseal_lists_scoped": 1,
         "toolseal_calls_allowed": 1,
         "toolseal_calls_denied": 1,
         "toolseal_calls_denied_policy_denied": 1,

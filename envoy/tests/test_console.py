@@ -118,9 +118,17 @@ def rig_config() -> dict[str, Any]:
     return config
 
 
+def tool_scoped_rig_config() -> dict[str, Any]:
+    """The rig's configuration with the server's drift scoped to the tools it reaches."""
+    config = rig_config()
+    config["servers"]["demo"]["drift_scope"] = "tool"
+    return config
+
+
 @pytest.fixture
-def rig(wasm: Path, tmp_path: Path) -> Iterator[Rig]:
-    """The fleet at rev 1 (pinned) with the console running; everything stopped by PID after."""
+def rig(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]:
+    """The fleet at rev 1 (pinned) with the console running; everything stopped by PID after.
+    Indirect parametrization replaces the plugin configuration."""
     upstream = Upstream(tmp_path, rev=1, extra_args=("--poisoned-description", HOSTILE))
     upstream.start()
     fleet = Fleet(upstream, [], tmp_path / "ecds" / "toolseal.ecds.json",
@@ -128,7 +136,7 @@ def rig(wasm: Path, tmp_path: Path) -> Iterator[Rig]:
     fleet.ecds_path.parent.mkdir()
     console = None
     try:
-        fleet.publish(rig_config())
+        fleet.publish(getattr(request, "param", None) or rig_config())
         route = McpRoute("demo", upstream.port)
         for i in range(2):
             ports = envoyctl.free_port(), envoyctl.free_port(), envoyctl.free_port()
@@ -395,3 +403,36 @@ async def test_the_console_guards_itself_and_binds_approval_to_what_was_reviewed
         "alice", "approve", "refused", FP2)
     assert [o["live_fingerprint"] for o in event["observed"]] == [fp3, FP2]
     assert [(status_of(v), baseline_of(v)) for v in rig.fleet.views()] == [("changed", FP1)] * 2
+
+
+@pytest.mark.parametrize("rig", [tool_scoped_rig_config()], indirect=True)
+async def test_a_contained_drift_shows_what_each_instance_still_serves(rig: Rig) -> None:
+    for envoy in rig.fleet.envoys:
+        assert await _names(envoy) == REV1_TOOLS
+    rig.fleet.upstream.restart(rev=2)
+    for envoy in rig.fleet.envoys:
+        assert await _names(envoy) == ["add"]
+    for view in rig.fleet.views():
+        assert (status_of(view), view["serving"]) == ("changed", "unchanged_tools")
+    with Browser(chromium()) as browser:
+        browser.goto(rig.url)
+        notes = "document.querySelectorAll('#servers tr[data-server=\"demo\"] [data-serving=\"unchanged_tools\"]')"
+        browser.wait_for(f"{notes}.length === 2", "both instances said to serve their unchanged tools")
+        assert browser.evaluate(f"[...{notes}].map((n) => n.textContent.trim())") == [
+            "serving unchanged tools, 2 withheld"] * 2
+        browser.click('#servers tr[data-server="demo"]')
+        field = "document.querySelector('#detail-extra [data-field=\"withheld_tools\"] table')"
+        browser.wait_for(f"!!{field}", "the withheld tools in the detail")
+        rows = browser.evaluate(
+            f"[...{field}.querySelectorAll('tr')].map((r) => [...r.cells].map((c) => c.textContent))")
+        assert rows[:2] == [["tool", "change", "what changed"],
+                            ["deploy_preview", "changed",
+                             "property_added_required /inputSchema/properties/region"]], rows
+        assert rows[2][:2] == ["get_weather", "changed"] and len(rows) == 3, rows
+        assert "description_changed /description" in rows[2][2], rows
+        # The review page, given the fleet's configuration, says the same.
+        frame = "document.getElementById('review-frame')"
+        browser.wait_for(f"!!({frame}.contentDocument && {frame}.contentDocument.querySelector('section.serving'))",
+                         "the review page's serving section")
+        serving = browser.evaluate(f"{frame}.contentDocument.querySelector('section.serving').innerText")
+        assert "drift_scope: \"tool\"" in serving and "TOOL_CHANGED" in serving, serving

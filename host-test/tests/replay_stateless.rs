@@ -313,3 +313,147 @@ fn a_snapshot_key_from_dynamic_metadata_finds_a_stale_caller() {
     assert!(contacted);
     assert_eq!(audit, None);
 }
+
+/// Release A, release B, then release A's calls again (an agent that keeps working after
+/// the rug pull), as the core's tool-scope golden replays them: the transcripts and the
+/// `seq` of every exchange.
+fn a_then_b_then_calls() -> (Vec<Transcript>, Vec<String>) {
+    let (a, b) = ("python-sdk-2.3.0-rev1-json", "python-sdk-2.3.0-rev2-json");
+    let calls: Vec<HttpExchange> = transcript(a)
+        .into_iter()
+        .filter(|ex| String::from_utf8_lossy(&ex.request_body).contains("\"tools/call\""))
+        .collect();
+    let transcripts = vec![
+        Transcript {
+            name: a.into(),
+            exchanges: transcript(a),
+        },
+        Transcript {
+            name: b.into(),
+            exchanges: transcript(b),
+        },
+        Transcript {
+            name: a.into(),
+            exchanges: calls,
+        },
+    ];
+    let seqs = transcripts
+        .iter()
+        .flat_map(|t| t.exchanges.iter().map(|e| e.seq.clone()))
+        .collect();
+    (transcripts, seqs)
+}
+
+/// The decision records of `reports` in the core golden files' form, with the `seq` of each
+/// exchange given.
+fn golden_form_of(reports: &[ExchangeReport], seqs: &[String]) -> Vec<Value> {
+    reports
+        .iter()
+        .zip(seqs)
+        .flat_map(|(report, seq)| {
+            report.records.iter().filter_map(move |r| match r {
+                PluginRecord::Decision(d) => {
+                    let mut d = d.clone();
+                    d.remove("session");
+                    d.insert("transcript".into(), json!(report.transcript));
+                    d.insert("seq".into(), json!(seq));
+                    Some(Value::Object(d))
+                }
+                PluginRecord::Audit(_) => None,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn under_tool_scope_the_wasm_serves_the_unchanged_tools_through_a_rug_pull() {
+    let config = json!({"servers": {"rugpull": {"drift_scope": "tool"}}});
+    let (transcripts, seqs) = a_then_b_then_calls();
+    let mut replay = Replay::start(options("rugpull", &config, 13)).unwrap();
+    let mut reports = Vec::new();
+    for t in &transcripts {
+        reports.extend(replay.run(t).unwrap());
+    }
+    assert_eq!(
+        golden_form_of(&reports, &seqs),
+        golden("python-sdk-2.3.0-a-then-b-tool-scope")
+    );
+    // What each client received is what the native engine gives, byte for byte.
+    let mut gw = NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap());
+    let native: Vec<(Option<Vec<u8>>, Vec<u8>)> = transcripts
+        .iter()
+        .flat_map(|t| t.exchanges.iter())
+        .map(|ex| {
+            let out = gw.exchange("rugpull", ex, 13);
+            (out.local_reply.map(|r| r.body), out.response_body)
+        })
+        .collect();
+    assert_same_bytes(&reports, &native, "tool scope");
+    // After the pull: the changed tools' calls never reached the server, the others did.
+    let after_pull = &reports[transcripts[0].exchanges.len() + 2..];
+    let reached: Vec<(String, bool)> = after_pull
+        .iter()
+        .map(|r| {
+            let tool = r.records.iter().find_map(|rec| match rec {
+                PluginRecord::Decision(d) if d["direction"] == "request" => {
+                    d["tool"].as_str().map(str::to_string)
+                }
+                _ => None,
+            });
+            (tool.unwrap(), r.outcome.upstream_contacted)
+        })
+        .collect();
+    let expected: Vec<(String, bool)> = [
+        ("get_weather", false),
+        ("deploy_preview", false),
+        ("add", true),
+        ("get_weather", false),
+        ("rollback_preview", true),
+        ("rollback_preview", true),
+        ("deploy_preview", false),
+    ]
+    .into_iter()
+    .map(|(t, c)| (t.to_string(), c))
+    .collect();
+    assert_eq!(reached, expected);
+}
+
+#[test]
+fn the_wasm_hides_from_a_caller_what_policy_never_lets_it_call() {
+    let name = "python-sdk-2.3.0-rev1-json";
+    let config: Value = serde_json::from_str(
+        r#"{"policy": {"rules": [
+            {"action": "allow", "tool": "rollback_preview",
+             "principal": {"metadata": "envoy.filters.http.jwt_authn/payload/groups", "in": ["ops"]}},
+            {"action": "deny", "tool": "rollback_preview"}]}}"#,
+    )
+    .unwrap();
+    let reports = run(options("rugpull", &config, 13), &[name]);
+    assert_eq!(
+        golden_form(&reports, &[name]),
+        golden("python-sdk-2.3.0-rev1-caller-scoped")
+    );
+    assert_same_bytes(&reports, &native("rugpull", &config, &[name], 13), name);
+    // The same recording for a caller whose verified token names the ops group.
+    let mut ops = options("rugpull", &config, 13);
+    ops.dynamic_metadata =
+        json!({"envoy.filters.http.jwt_authn": {"payload": {"groups": ["staff", "ops"]}}})
+            .as_object()
+            .unwrap()
+            .clone();
+    let reports = run(ops, &[name]);
+    let listed: Vec<u64> = reports
+        .iter()
+        .flat_map(|r| r.records.iter())
+        .filter_map(|rec| match rec {
+            PluginRecord::Decision(d)
+                if d["method"] == "tools/list" && d["direction"] == "response" =>
+            {
+                d["tools_out"].as_u64()
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(listed, [4, 4]);
+    assert!(reports.iter().all(|r| r.outcome.local_response.is_none()));
+}

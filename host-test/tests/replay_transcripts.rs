@@ -254,3 +254,53 @@ fn a_metadata_principal_is_read_from_envoy_dynamic_metadata() {
         (Value::from("deny"), Value::from("POLICY_DENIED"))
     );
 }
+
+#[test]
+fn under_tool_scope_the_next_release_gives_the_core_golden_records() {
+    let config = br#"{"servers": {"everything": {"drift_scope": "tool"}}}"#;
+    let reports = replay(
+        options(Some("everything"), config, 13),
+        &["everything-2025.11.25", "everything-2026.1.26"],
+    );
+    let records: Vec<Value> = reports
+        .iter()
+        .flat_map(|report| {
+            decisions(report).into_iter().map(move |d| {
+                let mut d = d.clone();
+                d.remove("session");
+                d.insert("transcript".into(), Value::from(report.transcript.as_str()));
+                // The core's records carry the recording's seq as text.
+                let seq = match &report.seq {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                d.insert("seq".into(), Value::from(seq));
+                Value::Object(d)
+            })
+        })
+        .collect();
+    let golden = std::fs::read_to_string(
+        common::workspace()
+            .join("plugin/core/tests/data/golden/everything-a-then-b-tool-scope.jsonl"),
+    )
+    .unwrap();
+    let golden: Vec<Value> = golden
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records, golden);
+    // Release B renamed or changed every tool: each is withheld, and its call refused
+    // locally with TOOL_CHANGED.
+    let call = reports
+        .iter()
+        .filter(|r| r.transcript == "everything-2026.1.26")
+        .find(|r| r.outcome.local_response.is_some())
+        .unwrap();
+    assert!(!call.outcome.upstream_contacted);
+    let body: Value =
+        serde_json::from_slice(&call.outcome.local_response.as_ref().unwrap().body).unwrap();
+    assert_eq!(
+        body.pointer("/result/structuredContent/error_code"),
+        Some(&Value::from("TOOL_CHANGED"))
+    );
+}

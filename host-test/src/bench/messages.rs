@@ -64,8 +64,8 @@ pub fn gateway(
     scenario: &Scenario,
 ) -> Result<Box<dyn Gateway>> {
     let mut gateway: Box<dyn Gateway> = match (runtime, module) {
-        (Runtime::Native, _) => Box::new(Native::new(CONFIG)?),
-        (Runtime::Wasm, Some(module)) => Box::new(Wasm::new(module, CONFIG)?),
+        (Runtime::Native, _) => Box::new(Native::new(scenario.config())?),
+        (Runtime::Wasm, Some(module)) => Box::new(Wasm::new(module, scenario.config())?),
         (Runtime::Wasm, None) => bail!("the wasm runtime needs the plugin module"),
     };
     for exchange in scenario.setup() {

@@ -25,7 +25,21 @@ pub enum Path {
     Verified,
     /// The server drifted (`changed`): lists are filtered, calls refused locally.
     Filtered,
+    /// The server drifted in its last tool under `drift_scope: "tool"`: lists are served
+    /// without that tool, calls to the others are allowed.
+    Contained,
+    /// Verified, with a policy that refuses the `delete_*` tools to every caller: lists are
+    /// served without them (one tool in eight), calls pass.
+    Scoped,
 }
+
+/// The plugin configuration of a [`Path::Contained`] row.
+const CONTAINED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": "route"},
+    "servers": {"bench": {"drift_scope": "tool"}}}"#;
+
+/// The plugin configuration of a [`Path::Scoped`] row.
+const SCOPED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": "route"},
+    "policy": {"rules": [{"action": "deny", "tool": "delete_*"}]}}"#;
 
 /// What the measured exchange must produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +95,8 @@ impl Scenario {
         let path_name = match path {
             Path::Verified => "verified",
             Path::Filtered => "filtered",
+            Path::Contained => "contained",
+            Path::Scoped => "scoped",
         };
         Scenario {
             name: format!("{what} {path_name} {}{}", framing.name(), revision.suffix()),
@@ -102,6 +118,18 @@ impl Scenario {
                 for n in [10, 100, 1000] {
                     all.push(Scenario::new(Kind::List(n), path, framing));
                 }
+            }
+        }
+        // A drift contained to one tool, and lists cut for their caller by policy.
+        for framing in [Framing::Json, Framing::Sse] {
+            all.push(Scenario::new(
+                Kind::Call(SMALL_ARGS),
+                Path::Contained,
+                framing,
+            ));
+            for n in [100, 1000] {
+                all.push(Scenario::new(Kind::List(n), Path::Contained, framing));
+                all.push(Scenario::new(Kind::List(n), Path::Scoped, framing));
             }
         }
         // MCP 2026-07-28 beside them: the call, and lists of 10 and 100 tools.
@@ -137,31 +165,44 @@ impl Scenario {
         all
     }
 
+    /// The plugin configuration the scenario's gateway runs.
+    pub fn config(&self) -> &'static [u8] {
+        match self.path {
+            Path::Verified | Path::Filtered => super::messages::CONFIG,
+            Path::Contained => CONTAINED_CONFIG,
+            Path::Scoped => SCOPED_CONFIG,
+        }
+    }
+
+    /// The tools the server lists once the scenario is set up (`count` of them).
+    fn listed(&self, count: usize) -> Vec<serde_json::Value> {
+        match self.path {
+            Path::Verified | Path::Scoped => workload::tools(count, false),
+            Path::Filtered => workload::tools(count, true),
+            Path::Contained => workload::tools_with_last_drifted(count),
+        }
+    }
+
     /// Exchanges that bring a fresh gateway into the scenario's state: a first `tools/list`
-    /// (trust on first use makes it the baseline), then for the filtered path a drifted one.
+    /// (trust on first use makes it the baseline), then for the drifted paths a drifted one.
     pub fn setup(&self) -> Vec<HttpExchange> {
-        let list = |id, drifted| {
-            let tools = workload::tools(self.tool_count, drifted);
-            workload::list_exchange_in(self.revision, id, &tools, self.framing)
+        let list = |id, tools: &[serde_json::Value]| {
+            workload::list_exchange_in(self.revision, id, tools, self.framing)
         };
-        let mut setup = vec![list(1, false)];
-        if self.path == Path::Filtered {
-            setup.push(list(2, true));
+        let mut setup = vec![list(1, &workload::tools(self.tool_count, false))];
+        if matches!(self.path, Path::Filtered | Path::Contained) {
+            setup.push(list(2, &self.listed(self.tool_count)));
         }
         setup
     }
 
     /// The exchange measured over and over.
     pub fn measured(&self) -> HttpExchange {
-        let drifted = self.path == Path::Filtered;
         match self.kind {
             Kind::Call(bytes) => workload::call_exchange_in(self.revision, 3, bytes, self.framing),
-            Kind::List(n) => workload::list_exchange_in(
-                self.revision,
-                3,
-                &workload::tools(n, drifted),
-                self.framing,
-            ),
+            Kind::List(n) => {
+                workload::list_exchange_in(self.revision, 3, &self.listed(n), self.framing)
+            }
         }
     }
 
@@ -171,11 +212,10 @@ impl Scenario {
             (Kind::List(_), Path::Verified) if self.revision == Revision::Stateless => {
                 Expect::TtlLowered
             }
-            (Kind::Call(_), Path::Verified) | (Kind::List(_), Path::Verified) => {
-                Expect::PassedUnchanged
-            }
-            (Kind::Call(_), Path::Filtered) => Expect::LocalReply,
-            (Kind::List(_), Path::Filtered) => Expect::Rewritten,
+            (Kind::Call(_), _) if self.path != Path::Filtered => Expect::PassedUnchanged,
+            (Kind::List(_), Path::Verified) => Expect::PassedUnchanged,
+            (Kind::Call(_), _) => Expect::LocalReply,
+            (Kind::List(_), _) => Expect::Rewritten,
         }
     }
 

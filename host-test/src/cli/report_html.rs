@@ -11,11 +11,13 @@
 //! those of `toolseal diff` (0 same, 1 additive, 2 otherwise), so one command can gate a
 //! release and attach the page.
 
+mod serving;
 mod word_diff;
 
+pub use serving::ReportConfig;
 pub use word_diff::{WordOp, word_diff};
 
-use super::args::{Parsed, invocation_error, is_help, parser};
+use super::args::{Parsed, invocation_error, is_help, parser, text_value};
 use super::stdout::{print, print_lines};
 use super::tool_source::load_tools;
 use crate::input_error::InputError;
@@ -63,6 +65,8 @@ pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
 .chg-new{background:#dafbe1;outline:1px solid #4ac26b}
 del{background:#ff8182;color:#1f2328;text-decoration:line-through}
 ins{background:#4ac26b;color:#1f2328;text-decoration:none}
+section.serving,section.visibility{margin-top:22px}
+.badge.served{background:#1a7f37}.badge.withheld{background:#cf222e}
 ";
 
 /// HTML-escapes text for element content and double-quoted attributes.
@@ -374,6 +378,17 @@ fn by_name(tools: &[Value]) -> BTreeMap<&str, &Value> {
 
 /// The whole page for the drift from `old` to `new` (`names` label the two sets).
 pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
+    render_with(names, old, new, None)
+}
+
+/// [`render`], and with a plugin configuration, what the gateway serves of the candidate
+/// until it is approved (the server's drift scope) and who is shown each tool (the policy).
+pub fn render_with(
+    names: (&str, &str),
+    old: &[Value],
+    new: &[Value],
+    context: Option<&ReportConfig>,
+) -> String {
     let drift = diff_tools(old, new);
     let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -385,6 +400,10 @@ pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
     let _ = write!(out, "<style>{STYLE}</style></head>\n<body>\n");
     header(&mut out, names, (old, new), &drift);
     out.push_str("<main>\n");
+    if let Some(context) = context {
+        serving::serving_section(&mut out, context, old, new);
+        serving::visibility_section(&mut out, context, new);
+    }
     overview(&mut out, &drift);
     if drift.is_empty() {
         out.push_str("<p>The two tool sets are the same (same fingerprint).</p>\n");
@@ -412,37 +431,73 @@ pub fn render(names: (&str, &str), old: &[Value], new: &[Value]) -> String {
 
 /// Usage of `toolseal report`.
 pub const USAGE: &str = "\
-usage: toolseal report OLD NEW > report.html
+usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html
   Writes the classified drift between two tool sets as one self-contained HTML page for
   reviewers (no script, no external resource): every change with its class, and both
   definitions of every changed tool.
-  OLD, NEW   a tools/list result, a bare array of tools, or a recorded transcript
+  OLD, NEW            a tools/list result, a bare array of tools, or a recorded transcript
+  --config FILE       the plugin configuration: the page also says what the gateway serves
+                      of the server until NEW is approved (its drift_scope: which tools are
+                      served, which withheld and why) and who is shown each tool (policy)
+  --server ID         the server's id in that configuration (default: its only server)
 exit status: 0 same, 1 additive changes only, 2 anything else or unusable input.";
 
-fn parse(args: &[OsString]) -> Result<Parsed<Vec<PathBuf>>, lexopt::Error> {
-    let mut files = Vec::new();
+/// What `toolseal report` was asked.
+#[derive(Debug, Default)]
+struct ReportArgs {
+    files: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    server: Option<String>,
+}
+
+fn parse(args: &[OsString]) -> Result<Parsed<ReportArgs>, lexopt::Error> {
+    let mut parsed = ReportArgs::default();
     let mut parser = parser(args);
     while let Some(arg) = parser.next()? {
         match arg {
             arg if is_help(&arg) => return Ok(Parsed::Help),
-            Arg::Value(file) => files.push(PathBuf::from(file)),
+            Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
+            Arg::Long("server") => parsed.server = Some(text_value(&mut parser, "--server")?),
+            Arg::Value(file) => parsed.files.push(PathBuf::from(file)),
             other => return Err(other.unexpected()),
         }
     }
-    Ok(Parsed::Run(files))
+    Ok(Parsed::Run(parsed))
 }
 
-/// `toolseal report OLD NEW`: prints the page; exit 0 same, 1 additive, 2 otherwise.
+/// `toolseal report [--config CONFIG.json [--server ID]] OLD NEW`: prints the page; exit 0
+/// same, 1 additive, 2 otherwise.
 pub fn run(args: &[OsString]) -> Result<i32> {
-    let files = match parse(args).map_err(|e| invocation_error("report", e))? {
+    let parsed = match parse(args).map_err(|e| invocation_error("report", e))? {
         Parsed::Help => {
             print_lines(&[USAGE])?;
             return Ok(0);
         }
-        Parsed::Run(files) => files,
+        Parsed::Run(parsed) => parsed,
     };
-    let [old, new] = files.as_slice() else {
-        return Err(InputError("usage: toolseal report OLD NEW > report.html".into()).into());
+    let [old, new] = parsed.files.as_slice() else {
+        return Err(InputError(
+            "usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html"
+                .into(),
+        )
+        .into());
+    };
+    let context = match &parsed.config {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let bytes = std::fs::read(path).map_err(|e| {
+                crate::input_error::input_error(format!("cannot read {shown}: {e}"))
+            })?;
+            Some(ReportConfig::parse(
+                &bytes,
+                &shown,
+                parsed.server.as_deref(),
+            )?)
+        }
+        None if parsed.server.is_some() => {
+            return Err(InputError("--server needs --config CONFIG.json".into()).into());
+        }
+        None => None,
     };
     let old_tools = load_tools(old)?;
     let new_tools = load_tools(new)?;
@@ -450,6 +505,11 @@ pub fn run(args: &[OsString]) -> Result<i32> {
         old.to_string_lossy().into_owned(),
         new.to_string_lossy().into_owned(),
     );
-    print(&render((&names.0, &names.1), &old_tools, &new_tools))?;
+    print(&render_with(
+        (&names.0, &names.1),
+        &old_tools,
+        &new_tools,
+        context.as_ref(),
+    ))?;
     Ok(diff_tools(&old_tools, &new_tools).exit_code())
 }

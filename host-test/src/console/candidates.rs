@@ -217,10 +217,23 @@ pub fn review_page(
     let new = tool_set(console, &reader, server, candidate_fp, fields, true)?;
     let old_label = format!("{server}: baseline ({old_source})");
     let new_label = format!("{server}: candidate ({})", new.source);
-    Ok(report_html::render(
+    // The fleet's configuration says what the agents are served meanwhile, and to whom.
+    let context = report_html::ReportConfig {
+        server: server.to_owned(),
+        config: config.config().clone(),
+        rules: config
+            .agents
+            .plugin_config
+            .pointer("/policy/rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    Ok(report_html::render_with(
         (&old_label, &new_label),
         &old,
         &new.tools,
+        Some(&context),
     ))
 }
 

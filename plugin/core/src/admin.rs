@@ -340,7 +340,8 @@ impl Engine {
         Ok(self.server_view(store, server, true))
     }
 
-    /// The admin view of one server (with the full classified diff when `full`).
+    /// The admin view of one server (with the full classified diff and each withheld tool's
+    /// changes when `full`).
     fn server_view(&mut self, store: &dyn StateStore, id: &str, full: bool) -> Option<Value> {
         let (record, _) = state::load_record(store, id).ok().flatten()?;
         let diff = self.diff(store, id, &record);
@@ -350,6 +351,9 @@ impl Engine {
                 "diff_summary".into(),
                 diff.as_ref().map_or(Value::Null, |d| d.summary_json()),
             );
+            let scope = self.config.drift_scope_of(id);
+            let changes = diff.as_ref().filter(|_| full);
+            crate::admin_views::drift_scope(obj, &record, scope, changes);
             if full {
                 obj.insert(
                     "diff".into(),

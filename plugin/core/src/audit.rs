@@ -154,8 +154,11 @@ pub enum Counter {
     ListsVerified,
     /// A `tools/list` result that showed drift.
     ListsChanged,
-    /// A `tools/list` result whose tools were removed (closed server).
+    /// A `tools/list` result whose tools were removed (closed server), or withheld in part (a
+    /// drift contained to some tools).
     ListsFiltered,
+    /// A `tools/list` result from which policy hid tools its caller may never call.
+    ListsScoped,
     /// An allowed `tools/call`.
     CallsAllowed,
     /// A denied `tools/call` (also counted per error code).
@@ -175,6 +178,7 @@ impl Counter {
             Counter::ListsVerified => "toolseal_lists_verified",
             Counter::ListsChanged => "toolseal_lists_changed",
             Counter::ListsFiltered => "toolseal_lists_filtered",
+            Counter::ListsScoped => "toolseal_lists_scoped",
             Counter::CallsAllowed => "toolseal_calls_allowed",
             Counter::CallsDenied => "toolseal_calls_denied",
             Counter::RequestsRejected => "toolseal_requests_rejected",
@@ -184,10 +188,11 @@ impl Counter {
     }
 
     /// Every counter, so hosts can define them up front.
-    pub const ALL: [Counter; 8] = [
+    pub const ALL: [Counter; 9] = [
         Counter::ListsVerified,
         Counter::ListsChanged,
         Counter::ListsFiltered,
+        Counter::ListsScoped,
         Counter::CallsAllowed,
         Counter::CallsDenied,
         Counter::RequestsRejected,

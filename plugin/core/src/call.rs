@@ -7,6 +7,7 @@
 //! the call's own raw `arguments` bytes and the normalized arguments that were checked.
 
 use crate::audit::Counter;
+use crate::containment::Serving;
 use crate::denial::{Denial, ErrorCode};
 use crate::engine::{Engine, Exchange, PendingCall, RequestInfo};
 use crate::json::put;
@@ -146,7 +147,21 @@ impl Engine {
         };
         let r = Some(&*record);
         if let Some(code) = ErrorCode::for_closed(record.status) {
-            return Err(self.denial(code, exchange, tool, r, "").into());
+            let scope = self.config.drift_scope_of(&exchange.server);
+            match crate::containment::serving(&record, scope) {
+                Serving::Nothing => return Err(self.denial(code, exchange, tool, r, "").into()),
+                Serving::AllBut => {
+                    if let Some(change) = record.withheld(tool) {
+                        let change = change.as_str();
+                        let mut denial =
+                            self.denial(ErrorCode::ToolChanged, exchange, tool, r, change);
+                        denial.extra.insert("change".into(), json!(change));
+                        return Err(denial.into());
+                    }
+                }
+                // Drifted back to the baseline: every tool is the approved one.
+                Serving::All => {}
+            }
         }
         if self.held.contains(&exchange.server) {
             let why = "the last tools/list of this server could not be checked; list tools again";

@@ -60,6 +60,27 @@ pub enum ResultsMode {
     Enforce,
 }
 
+/// How much of a drifted server is closed (`servers.<id>.drift_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DriftScope {
+    /// Any drift closes the whole server (the default).
+    #[default]
+    Server,
+    /// A drift confined to single tools withholds only those tools: the others keep serving
+    /// and working (see [`crate::containment`]).
+    Tool,
+}
+
+impl DriftScope {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftScope::Server => "server",
+            DriftScope::Tool => "tool",
+        }
+    }
+}
+
 /// A baseline fixed in config.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pin {
@@ -99,6 +120,8 @@ pub struct ServerConfig {
     pub quarantine: Option<String>,
     /// Result contract enforcement.
     pub results: ResultsMode,
+    /// What a drift closes: the whole server, or only the tools that differ.
+    pub drift_scope: DriftScope,
 }
 
 impl Default for ServerConfig {
@@ -110,6 +133,7 @@ impl Default for ServerConfig {
             list_changed: ListChanged::Hold,
             quarantine: None,
             results: ResultsMode::Observe,
+            drift_scope: DriftScope::Server,
         }
     }
 }
@@ -421,6 +445,13 @@ impl Config {
         self.servers.get(id).cloned().unwrap_or_default()
     }
 
+    /// The drift scope of one server (without copying its settings: read on the call path).
+    pub fn drift_scope_of(&self, id: &str) -> DriftScope {
+        self.servers
+            .get(id)
+            .map_or(DriftScope::Server, |s| s.drift_scope)
+    }
+
     /// The effective posture of one server.
     pub fn posture_of(&self, id: &str) -> Posture {
         self.servers
@@ -556,6 +587,7 @@ fn server_config(
             "list_changed",
             "quarantine",
             "results",
+            "drift_scope",
         ],
     )?;
     let mut server = ServerConfig::default();
@@ -601,6 +633,20 @@ fn server_config(
                 return Err(err(
                     &at("results"),
                     format!("unknown mode {other:?}; expected \"observe\" or \"enforce\""),
+                ));
+            }
+        };
+    }
+    if let Some(d) = obj.get("drift_scope") {
+        server.drift_scope = match string(d, &at("drift_scope"))? {
+            "server" => DriftScope::Server,
+            "tool" => DriftScope::Tool,
+            other => {
+                return Err(err(
+                    &at("drift_scope"),
+                    format!(
+                        "unknown scope {other:?}; expected \"server\" (any drift closes the server) or \"tool\" (only changed and new tools are withheld)"
+                    ),
                 ));
             }
         };

@@ -21,6 +21,9 @@ pub enum ErrorCode {
     SchemaUnverified,
     /// The tool is not in the approved baseline.
     ToolNotApproved,
+    /// The tool is new, changed or gone since the approved baseline, and withheld until an
+    /// admin reviews the drift (`drift_scope: "tool"`: the server's other tools serve on).
+    ToolChanged,
     /// The client's view of the tool is older than the approved definition.
     StaleToolSchema,
     /// Arguments do not satisfy the approved `inputSchema`.
@@ -40,6 +43,7 @@ impl ErrorCode {
             ErrorCode::ServerQuarantined => "SERVER_QUARANTINED",
             ErrorCode::SchemaUnverified => "SCHEMA_UNVERIFIED",
             ErrorCode::ToolNotApproved => "TOOL_NOT_APPROVED",
+            ErrorCode::ToolChanged => "TOOL_CHANGED",
             ErrorCode::StaleToolSchema => "STALE_TOOL_SCHEMA",
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
             ErrorCode::PolicyDenied => "POLICY_DENIED",
@@ -53,6 +57,7 @@ impl ErrorCode {
             ErrorCode::SchemaChanged
             | ErrorCode::SchemaPending
             | ErrorCode::ServerQuarantined
+            | ErrorCode::ToolChanged
             | ErrorCode::ResultContractChanged => "admin_review",
             ErrorCode::SchemaUnverified
             | ErrorCode::StaleToolSchema
@@ -167,6 +172,9 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
         ErrorCode::ServerQuarantined => "the server is quarantined by an administrator",
         ErrorCode::SchemaUnverified => "the server's tool list has not been verified yet",
         ErrorCode::ToolNotApproved => "it is not an approved tool of this server",
+        ErrorCode::ToolChanged => {
+            "its definition differs from the approved baseline and awaits admin review"
+        }
         ErrorCode::StaleToolSchema => "its input contract changed",
         ErrorCode::InvalidArguments => "its arguments do not match the approved input schema",
         ErrorCode::PolicyDenied => "a policy rule refuses this call",
@@ -175,6 +183,9 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
     let next = match code.required_action() {
         "refresh_tools" => " Refresh tools before retrying.",
         "fix_arguments" => " Fix the arguments and retry.",
+        "admin_review" if code == ErrorCode::ToolChanged => {
+            " An administrator must review the change before it can be used."
+        }
         "admin_review" => " An administrator must review the server before it can be used.",
         _ => "",
     };

@@ -117,6 +117,9 @@ pub struct PendingList {
     pub stateless: bool,
     /// The caller's snapshot key: a verified list is recorded as what this caller saw.
     pub key: Option<ClientKey<'static>>,
+    /// The caller's principal outcomes, read with the request when policy can hide tools
+    /// from a list (`None`: it cannot, or the request was not seen: every principal unread).
+    pub caller: Option<crate::policy::CallerView>,
 }
 
 impl PendingList {
@@ -127,6 +130,7 @@ impl PendingList {
             cursor: false,
             stateless: false,
             key: session.map(|s| ClientKey::session(s).into_owned()),
+            caller: None,
         }
     }
 }
@@ -503,12 +507,22 @@ impl Engine {
             };
             return self.refuse(store, out, now_ms, exchange, refusal);
         }
-        // The caller's snapshot key is read once, and only for a body that lists or calls.
-        let key = match payload.messages().iter().any(|m| {
-            matches!(m, Message::Request { method, .. } if method == "tools/call" || method == "tools/list")
-        }) {
+        // The caller's snapshot key is read once, and only for a body that lists or calls;
+        // its principals only for a list, and only when policy can hide tools from one.
+        let (mut lists, mut calls) = (false, false);
+        for message in payload.messages() {
+            if let Message::Request { method, .. } = message {
+                lists |= method == "tools/list";
+                calls |= method == "tools/call";
+            }
+        }
+        let key = match lists || calls {
             true => self.client_key(info),
             false => Ok(None),
+        };
+        let view = match lists {
+            true => self.config.policy.caller_view(info.caller),
+            false => None,
         };
         // Every call is checked before any message is recorded: a batch with a refused call
         // is answered locally as a whole, and no element of it may be recorded as passing.
@@ -537,8 +551,9 @@ impl Engine {
         let mut answers: Vec<Option<Value>> = Vec::with_capacity(checked.len());
         for (index, (message, checked)) in payload.messages().iter().zip(checked).enumerate() {
             let element = batch.then_some(index);
+            let caller = (&key, view.as_ref());
             let answer = self.settle_message(
-                store, out, now_ms, exchange, message, checked, body, element, &key, refused,
+                store, out, now_ms, exchange, message, checked, body, element, caller, refused,
             );
             answers.push(answer);
         }
@@ -617,7 +632,7 @@ impl Engine {
         checked: Option<CheckedCall>,
         body: &[u8],
         element: Option<usize>,
-        key: &KeyRead<'_>,
+        (key, view): (&KeyRead<'_>, Option<&crate::policy::CallerView>),
         refused: bool,
     ) -> Option<Value> {
         let (id, method, params) = match message {
@@ -665,6 +680,7 @@ impl Engine {
                 cursor,
                 stateless: exchange.stateless(),
                 key: key.cloned().map(ClientKey::into_owned),
+                caller: view.cloned(),
             });
         } else if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
             exchange.pending_other.push((id.clone(), method.clone()));

@@ -24,6 +24,19 @@ pub fn call_arguments(body: &[u8], element: Option<usize>) -> Option<&[u8]> {
     body.get(range)
 }
 
+/// Where the value at `path` (member names, outermost first) sits in `object`, a JSON text
+/// the strict parser accepted. `None` when a member of the path is missing.
+pub fn member_value(object: &[u8], path: &[&str]) -> Option<Range<usize>> {
+    let mut scan = Scan {
+        bytes: object,
+        at: 0,
+    };
+    for name in path {
+        scan.enter_member(name)?;
+    }
+    scan.value()
+}
+
 struct Scan<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -147,7 +160,7 @@ fn name_is(quoted: &[u8], name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::call_arguments;
+    use super::{call_arguments, member_value};
 
     fn text(bytes: Option<&[u8]>) -> Option<&str> {
         bytes.and_then(|b| std::str::from_utf8(b).ok())
@@ -196,5 +209,14 @@ mod tests {
             assert_eq!(call_arguments(broken, Some(0)), None);
             assert_eq!(call_arguments(broken, None), None);
         }
+    }
+
+    #[test]
+    fn finds_a_nested_member_value_and_not_a_namesake() {
+        let text = br#"{"id":"\"tools\":[1]","result":{"note":{"tools":[2]},"tools":[],"z":[3]}}"#;
+        let span = member_value(text, &["result", "tools"]);
+        assert_eq!(span.clone().and_then(|r| text.get(r)), Some(&b"[]"[..]));
+        assert_eq!(member_value(text, &["result", "missing"]), None);
+        assert_eq!(member_value(b"[1]", &["result"]), None);
     }
 }

@@ -12,7 +12,8 @@
 //! filtering), with the remembered parse and the fingerprint it is known to have. Any other
 //! response, down to a byte of difference, takes the full path. Memory is bounded: one list
 //! per server, at most [`LIST_SERVERS`] servers and `limits.max_response_bytes` of result
-//! bytes in all.
+//! bytes in all (a list served in part also keeps its tools encoded: at most as many bytes
+//! again).
 
 use crate::audit::Outputs;
 use crate::engine::{Engine, Exchange};
@@ -21,6 +22,7 @@ use crate::jsonrpc::{Message, Payload};
 use crate::listing::ListAnswer;
 use crate::store::StateStore;
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -39,6 +41,11 @@ pub struct KnownList {
     /// Where the value of the result's top-level `ttlMs` is in `bytes`, so that lowering it
     /// is a splice, not a re-encoding of every tool.
     ttl: Option<std::ops::Range<usize>>,
+    /// Each tool of `result` encoded, made the first time the list is served in part (cut
+    /// for its caller or under a contained drift), so that every later cut writes the kept
+    /// tools' bytes instead of copying and encoding them. At most as many bytes again as
+    /// `bytes`.
+    encoded_tools: OnceCell<Vec<Vec<u8>>>,
 }
 
 /// One worker's remembered lists, by server id.
@@ -59,7 +66,39 @@ impl KnownList {
             result,
             fingerprint,
             ttl,
+            encoded_tools: OnceCell::new(),
         }
+    }
+
+    /// The answer to request `id` holding `cut` (a result whose `tools` is empty) with this
+    /// list's tools at the `kept` positions: the bytes [`crate::json::encode`] gives for the
+    /// same answer built as a value, written from the remembered encodings of the tools.
+    /// `None` when the encoded answer has no empty `result.tools` to fill (the caller then
+    /// builds the value).
+    fn cut_answer(&self, id: &Value, cut: Value, kept: &[usize]) -> Option<Vec<u8>> {
+        let tools = self.encoded_tools.get_or_init(|| {
+            self.result
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(|tools| tools.iter().map(crate::json::encode).collect())
+                .unwrap_or_default()
+        });
+        let shell = crate::json::encode(&crate::response::answer(id, cut));
+        let span = crate::json_span::member_value(&shell, &["result", "tools"])?;
+        if shell.get(span.clone())? != b"[]" {
+            return None;
+        }
+        let (head, tail) = (shell.get(..=span.start)?, shell.get(span.start + 1..)?);
+        let mut out = Vec::with_capacity(self.bytes.len() + shell.len());
+        out.extend_from_slice(head);
+        for (n, &index) in kept.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(tools.get(index)?);
+        }
+        out.extend_from_slice(tail);
+        Some(out)
     }
 }
 
@@ -193,10 +232,20 @@ impl Engine {
             let end = envelope.result.start.saturating_add(span.end);
             return Some(Some(crate::response::Forward::Splice(start..end, *cap)));
         }
+        // A list served in part writes the kept tools' remembered encodings.
+        let verdict = match verdict {
+            crate::listing::ListAnswer::Cut { result, kept } => {
+                if let Some(bytes) = known.cut_answer(&envelope.id, result.clone(), &kept) {
+                    return Some(Some(crate::response::Forward::Bytes(bytes)));
+                }
+                crate::listing::ListAnswer::Cut { result, kept }
+            }
+            other => other,
+        };
         Some(
             verdict
                 .into_answer(&envelope.id, &known.result)
-                .map(|v| crate::response::Forward::Bytes(v.to_string().into_bytes())),
+                .map(|v| crate::response::Forward::Bytes(crate::json::encode(&v))),
         )
     }
 

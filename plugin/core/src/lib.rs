@@ -7,12 +7,14 @@
 //! `toolseal` command) runs the very same decisions.
 
 pub mod admin;
+pub mod admin_views;
 pub mod approved;
 pub mod audit;
 pub mod body;
 pub mod call;
 pub mod canonical;
 pub mod config;
+pub mod containment;
 pub mod denial;
 pub mod drift;
 pub mod engine;

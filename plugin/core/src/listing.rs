@@ -3,21 +3,27 @@
 //! Main design decision: a list result is fingerprinted and checked against the baseline
 //! before a single tool reaches the client; when the server is closed afterwards, every tool
 //! is removed and a namespaced `_meta` entry says why. Pages are checked tool by tool as they
-//! pass, and the last page completes the set check over everything accumulated.
+//! pass, and the last page completes the set check over everything accumulated. The set check
+//! and the fingerprint always use the server's whole live list; only then is the client's
+//! view cut from it ([`answer`]): the tools a contained drift withholds
+//! ([`crate::containment`]) and those policy refuses this caller whatever the arguments.
+
+mod answer;
 
 use crate::approved::Approved;
 use crate::audit::Counter;
+use crate::config::DriftScope;
+use crate::containment::{self, Differing, DriftReach, Serving};
 use crate::engine::{Engine, Exchange, PendingList};
 use crate::fingerprint::{ToolDigests, digest_tools};
-use crate::json::put;
 use crate::state::{self, PageAccumulator, StateError};
 use crate::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::store::StateStore;
+use answer::{Hints, ListNote, Shown};
 use serde_json::{Value, json};
 use std::rc::Rc;
 
-/// The `_meta` key that explains a filtered list.
-pub const META_KEY: &str = "io.toolseal/status";
+pub use answer::META_KEY;
 
 /// What to forward for one list result.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,8 +33,13 @@ pub(crate) enum ListAnswer {
     /// The server's result with its top-level `ttlMs` lowered to this number of milliseconds
     /// (a verified list whose cache lifetime is over `limits.max_list_ttl_ms`).
     LowerTtl(u64),
-    /// This result instead (the tools removed).
+    /// This result instead (every tool removed).
     Replace(Value),
+    /// This result, whose `tools` is empty, with the server's tools at the `kept` positions
+    /// (ascending) put back: a list served in part. The tools are left out of `result` so
+    /// that the known-list path can write their remembered encodings instead of copying and
+    /// encoding every kept tool again.
+    Cut { result: Value, kept: Vec<usize> },
 }
 
 impl ListAnswer {
@@ -39,6 +50,20 @@ impl ListAnswer {
         let result = match self {
             ListAnswer::Unchanged => return None,
             ListAnswer::Replace(result) => result,
+            ListAnswer::Cut {
+                result: mut cut,
+                kept,
+            } => {
+                let tools = result.get("tools").and_then(Value::as_array);
+                let kept: Vec<Value> = kept
+                    .iter()
+                    .filter_map(|&index| tools.and_then(|t| t.get(index)).cloned())
+                    .collect();
+                if let Some(obj) = cut.as_object_mut() {
+                    obj.insert("tools".into(), Value::Array(kept));
+                }
+                cut
+            }
             ListAnswer::LowerTtl(cap) => {
                 let mut result = result.clone();
                 if let Some(obj) = result.as_object_mut() {
@@ -109,7 +134,7 @@ impl Engine {
             self.release(&exchange.server);
         }
         if verdict.serve {
-            out.count(Counter::ListsVerified, None);
+            // Every tool served has the baseline's digest: the caller saw the baseline.
             if let (Some(key), Some(baseline)) = (
                 request.key.as_ref(),
                 verdict.record.as_ref().and_then(|r| r.baseline.as_deref()),
@@ -122,18 +147,26 @@ impl Engine {
                     self.config.limits.session_slots,
                 );
             }
-            decision.tools_out = Some(tools_in);
-            // The gateway owns cache hints: a client keeps a verified list at most this long.
-            let cap = self.config.limits.max_list_ttl_ms;
-            let answer = match result.get("ttlMs").and_then(Value::as_f64) {
-                Some(ttl) if ttl > cap as f64 => {
-                    decision.decision = "rewrite";
-                    ListAnswer::LowerTtl(cap)
-                }
-                _ => ListAnswer::Unchanged,
-            };
-            out.decision(&decision);
-            return answer;
+            let shown = self.shown(store, exchange, request, verdict.record.as_ref(), tools);
+            if shown.is_whole() {
+                out.count(Counter::ListsVerified, None);
+                decision.tools_out = Some(tools_in);
+                // The gateway owns cache hints: a client keeps a verified list at most this
+                // long.
+                let cap = self.config.limits.max_list_ttl_ms;
+                let answer = match result.get("ttlMs").and_then(Value::as_f64) {
+                    Some(ttl) if ttl > cap as f64 => {
+                        decision.decision = "rewrite";
+                        ListAnswer::LowerTtl(cap)
+                    }
+                    _ => ListAnswer::Unchanged,
+                };
+                out.decision(&decision);
+                return answer;
+            }
+            return self.partial_list(
+                store, out, now_ms, exchange, request, result, verdict, shown, decision,
+            );
         }
         out.count(Counter::ListsFiltered, None);
         decision.tools_out = Some(0);
@@ -150,13 +183,135 @@ impl Engine {
             detail,
         );
         self.emit(store, out, &event);
-        ListAnswer::Replace(filtered(
+        let note = ListNote {
+            server: &exchange.server,
+            record: verdict.record.as_ref(),
+            reason: &verdict.reason,
+            withheld: None,
+            hidden: 0,
+        };
+        ListAnswer::Replace(answer::rewrite(
             result,
-            &exchange.server,
-            verdict.record.as_ref(),
-            &verdict.reason,
+            &note,
+            Hints::Closed,
             request.stateless,
         ))
+    }
+
+    /// The answer for a list served in part: without the tools a contained drift withholds
+    /// (the server is `changed` under tool scope) and those policy hides from this caller.
+    /// A contained drift's list is filtered (counted, audited, never cached: `ttlMs: 0`); a
+    /// list only cut for its caller is verified and private to that caller.
+    #[allow(clippy::too_many_arguments)]
+    fn partial_list(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        request: &PendingList,
+        result: &Value,
+        verdict: Verdict,
+        shown: Shown,
+        mut decision: crate::audit::Decision,
+    ) -> ListAnswer {
+        let tools_in = decision.tools_in.unwrap_or(0);
+        let tools_out = tools_in.saturating_sub(shown.dropped.len());
+        decision.tools_out = Some(tools_out);
+        decision.decision = "rewrite";
+        let record = verdict.record.as_ref();
+        let reason = match shown.contained {
+            true => {
+                "the tool set drifted from the approved baseline; its new and changed tools are withheld until an admin reviews them, the others are served"
+            }
+            false => {
+                "some tools are not listed: policy refuses them to this caller whatever the arguments"
+            }
+        };
+        match shown.contained {
+            true => out.count(Counter::ListsFiltered, None),
+            false => out.count(Counter::ListsVerified, None),
+        }
+        if shown.hidden > 0 {
+            out.count(Counter::ListsScoped, None);
+        }
+        out.decision(&decision);
+        if shown.contained {
+            let mut detail = serde_json::Map::new();
+            detail.insert("tools_in".into(), json!(tools_in));
+            detail.insert("tools_out".into(), json!(tools_out));
+            let withheld: Vec<Value> = record
+                .map(ServerRecord::withheld_tools)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, _)| Value::from(name))
+                .collect();
+            detail.insert("withheld".into(), json!(withheld));
+            let event = self.event("list.filtered", exchange, now_ms, record, reason, detail);
+            self.emit(store, out, &event);
+        }
+        let note = ListNote {
+            server: &exchange.server,
+            record,
+            reason,
+            withheld: shown.contained.then_some(shown.withheld),
+            hidden: shown.hidden,
+        };
+        let hints = match shown.contained {
+            true => Hints::Closed,
+            false => Hints::Private(self.config.limits.max_list_ttl_ms),
+        };
+        ListAnswer::Cut {
+            result: answer::rewrite(result, &note, hints, request.stateless),
+            kept: answer::kept(tools_in, &shown.dropped),
+        }
+    }
+
+    /// Which tools of a served list result this caller is shown (see [`Shown`]).
+    fn shown(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        request: &PendingList,
+        record: Option<&ServerRecord>,
+        tools: Option<&Value>,
+    ) -> Shown {
+        let scope = self.config.drift_scope_of(&exchange.server);
+        let withheld = record.filter(|r| containment::serving(r, scope) == Serving::AllBut);
+        let contained = record.is_some_and(|r| r.status == SchemaStatus::Changed);
+        let hiding = self.config.policy.may_hide();
+        if withheld.is_none() && !hiding {
+            return Shown::whole(contained);
+        }
+        // Policy looks at the approved tool's annotations, as the call check does.
+        let baseline = match (hiding, record.and_then(|r| r.baseline.as_deref())) {
+            (true, Some(b)) => self.approved(store, &exchange.server, b).ok().flatten(),
+            _ => None,
+        };
+        let policy = &self.config.policy;
+        let unknown;
+        let view = match (&request.caller, hiding) {
+            (_, false) => None,
+            (Some(view), true) => Some(view),
+            (None, true) => {
+                unknown = policy.unknown_caller();
+                Some(&unknown)
+            }
+        };
+        answer::cut(
+            tools,
+            withheld,
+            view.map(|view| {
+                move |name: &str, tool: &Value| {
+                    let annotations = match baseline.as_ref().and_then(|b| b.tools.get(name)) {
+                        Some(approved) => approved.annotations(),
+                        None => tool.get("annotations"),
+                    };
+                    policy.hides(view, &exchange.server, name, annotations)
+                }
+            }),
+            contained,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -170,8 +325,9 @@ impl Engine {
         known: Option<&str>,
     ) -> Verdict {
         let tools = tools.unwrap_or(&Value::Null);
+        let scope = self.config.drift_scope_of(&exchange.server);
         match self.evaluate_set(store, out, now_ms, exchange, tools, known) {
-            Ok(record) => serve_if_open(record),
+            Ok(record) => serve_if_open(record, scope),
             Err(e) => unchecked(None, &e),
         }
     }
@@ -248,16 +404,21 @@ impl Engine {
                 }
                 let findings =
                     crate::screening::screen(tools, record.as_deref(), &self.config.screening);
+                let reach = match baseline.as_deref() {
+                    Some(b) if !matches => self.drift_reach(store, &server, b, &digests)?,
+                    _ => DriftReach::Unknown,
+                };
                 LiveSet::Valid {
                     fingerprint,
                     matches,
                     findings,
+                    reach,
                 }
             }
         };
         let checked = match &live {
             LiveSet::Valid { fingerprint, .. } => Some(fingerprint.clone()),
-            LiveSet::Invalid { .. } => None,
+            LiveSet::Invalid { .. } | LiveSet::Partial { .. } => None,
         };
         let record = self.transition(
             store,
@@ -340,11 +501,19 @@ impl Engine {
             None => None,
         };
         let unknown = baseline.is_some() && baseline_set.is_none();
-        if let Some(reason) =
-            self.page_drift(baseline_set.as_deref(), tools.unwrap_or(&Value::Null))
-        {
-            let live = LiveSet::Invalid {
-                reason: reason.clone(),
+        let scope = self.config.drift_scope_of(&server);
+        // The last page of a listing seen from its first completes the set, which is then
+        // compared whole (so a drift on it leaves a candidate to review); any other page is
+        // compared on its own as it passes.
+        let completes = !next_cursor && acc.is_some();
+        let drift = match completes {
+            true => None,
+            false => self.page_drift(baseline_set.as_deref(), tools.unwrap_or(&Value::Null)),
+        };
+        if let Some(live) = drift {
+            let reason = match &live {
+                LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
+                LiveSet::Valid { .. } => String::new(),
             };
             let after = self.transition(
                 store,
@@ -355,10 +524,21 @@ impl Engine {
                 now_ms,
             );
             if next_cursor && let Some(acc) = &acc {
-                // Withheld either way; a later page that finds no accumulator is withheld too.
+                // Kept either way; a later page that finds no accumulator is withheld.
                 let _kept = state::put_pages(store, &server, &session, slots, Some(acc));
             }
-            return withheld(after.ok().or(record), reason);
+            // Under tool scope the page's other tools may still be served.
+            return match after {
+                Ok(after) => match serve_if_open(after, scope) {
+                    Verdict {
+                        serve: false,
+                        record,
+                        ..
+                    } => withheld(record, reason),
+                    served => served,
+                },
+                Err(_) => withheld(record, reason),
+            };
         }
         let pinned_only = "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
             until a complete list has verified; list again from the start";
@@ -403,7 +583,7 @@ impl Engine {
             }
             return match record {
                 Some(r) if unknown => withheld(Some(r), pinned_only.into()),
-                Some(r) => serve_if_open(r),
+                Some(r) => serve_if_open(r, scope),
                 None => withheld(None, "strict posture: awaiting admin approval".into()),
             };
         }
@@ -414,12 +594,14 @@ impl Engine {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
                 match self.evaluate_set(store, out, now_ms, exchange, &all, None) {
-                    Ok(record) => serve_if_open(record),
+                    Ok(record) => serve_if_open(record, scope),
                     Err(e) => unchecked(record, &e),
                 }
             }
             None => match record {
-                Some(r) if r.status == SchemaStatus::Verified && !unknown => serve_if_open(r),
+                Some(r) if r.status == SchemaStatus::Verified && !unknown => {
+                    serve_if_open(r, scope)
+                }
                 other => withheld(
                     other,
                     "last page seen without the first; list again from the start".into(),
@@ -428,32 +610,75 @@ impl Engine {
         }
     }
 
-    /// A page's tools that differ from the baseline's definitions (checked per tool as pages
-    /// pass; none to check against without them).
-    fn page_drift(&self, baseline: Option<&Approved>, page: &Value) -> Option<String> {
+    /// How a page differs from the baseline's definitions (checked per tool as pages pass;
+    /// none to check against without them): an invalid page, or the tools that are new or
+    /// changed on it.
+    fn page_drift(&self, baseline: Option<&Approved>, page: &Value) -> Option<LiveSet> {
         let approved = baseline?;
         let digests = match digest_tools(page, &self.config.fingerprint) {
             Ok(d) => d,
-            Err(e) => return Some(format!("INVALID_TOOL_SET: {e}")),
+            Err(e) => {
+                return Some(LiveSet::Invalid {
+                    reason: format!("INVALID_TOOL_SET: {e}"),
+                });
+            }
         };
-        let differing: Vec<&str> = digests
-            .entries
-            .iter()
-            .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
-            .map(|(name, _)| name.as_str())
-            .collect();
-        (!differing.is_empty()).then(|| {
-            format!(
+        // Tools of the baseline that are not on this page may be on another.
+        let withheld: Differing = containment::classify(approved, &digests, false);
+        (!withheld.is_empty()).then(|| LiveSet::Partial {
+            reason: format!(
                 "a tools/list page differs from the baseline: {}",
-                differing.join(", ")
-            )
+                digests
+                    .entries
+                    .iter()
+                    .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            withheld,
         })
+    }
+
+    /// How far a complete valid set that differs from `baseline` reaches: the tools that
+    /// differ, or the whole server when the baseline's definitions are not known.
+    fn drift_reach(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        baseline: &str,
+        live: &LiveDigests,
+    ) -> Result<DriftReach, StateError> {
+        let Some(approved) = self.approved(store, server, baseline)? else {
+            return Ok(DriftReach::Server(
+                "the baseline is known by its fingerprint only, so the drift cannot be told tool by tool"
+                    .into(),
+            ));
+        };
+        let cached;
+        let digests = match live {
+            LiveDigests::Computed(digests, _) => digests,
+            LiveDigests::Cached(set) => {
+                cached = set.digests().unwrap_or_default();
+                &cached
+            }
+        };
+        Ok(DriftReach::Tools(containment::classify(
+            &approved, digests, true,
+        )))
     }
 }
 
-fn serve_if_open(record: ServerRecord) -> Verdict {
-    let serve = !record.status.is_closed() && record.baseline.is_some();
+fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
+    let serve = !matches!(containment::serving(&record, scope), Serving::Nothing);
     let reason = match record.status {
+        SchemaStatus::Changed if scope == DriftScope::Tool && !serve => format!(
+            "the tool set drifted from the approved baseline in a way that closes the whole server ({}); an admin must review it",
+            record
+                .drift_whole
+                .as_deref()
+                .unwrap_or("which tools differ is not known; list tools again")
+        ),
         SchemaStatus::Changed => {
             "the tool set drifted from the approved baseline; an admin must review it".to_string()
         }
@@ -544,67 +769,4 @@ impl Engine {
                 .map(|digests| LiveDigests::Computed(digests, None)),
         }
     }
-}
-
-/// The result with every tool removed and the reason in `_meta`. Its cache hints are the
-/// gateway's: a closed list must not outlive an approval in any cache (`ttlMs: 0`,
-/// `cacheScope: "private"`); under a stateless revision it carries every member that
-/// revision requires of a list result.
-fn filtered(
-    result: &Value,
-    server: &str,
-    record: Option<&ServerRecord>,
-    reason: &str,
-    stateless: bool,
-) -> Value {
-    // Every member but the tools is copied (copying the whole result only to drop its tools
-    // was most of a refused list's cost once the list itself was recognized).
-    let mut out = match result.as_object() {
-        Some(obj) => {
-            let mut members = serde_json::Map::new();
-            for (key, value) in obj.iter().filter(|(key, _)| *key != "tools") {
-                members.insert(key.clone(), value.clone());
-            }
-            Value::Object(members)
-        }
-        None => result.clone(),
-    };
-    if let Some(obj) = out.as_object_mut() {
-        put(obj, "tools", Value::Array(Vec::new()));
-        if stateless || obj.contains_key("ttlMs") || obj.contains_key("cacheScope") {
-            put(obj, "ttlMs", Value::from(0));
-            put(obj, "cacheScope", Value::from("private"));
-        }
-        if stateless {
-            put(obj, "resultType", Value::from("complete"));
-        }
-        let meta = obj
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        if !meta.is_object() {
-            *meta = Value::Object(serde_json::Map::new());
-        }
-        if let Some(meta) = meta.as_object_mut() {
-            let mut status = serde_json::Map::new();
-            put(&mut status, "server", Value::from(server));
-            put(
-                &mut status,
-                "schema_status",
-                Value::from(record.map_or("unbaselined", |r| r.status.as_str())),
-            );
-            put(&mut status, "reason", Value::from(reason));
-            put(
-                &mut status,
-                "baseline_fingerprint",
-                Value::from(record.and_then(|r| r.baseline.clone())),
-            );
-            put(
-                &mut status,
-                "live_fingerprint",
-                Value::from(record.and_then(|r| r.live.clone())),
-            );
-            put(meta, META_KEY, Value::Object(status));
-        }
-    }
-    out
 }

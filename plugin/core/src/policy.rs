@@ -13,6 +13,9 @@
 use serde_json::Value;
 
 mod parse;
+mod visibility;
+
+pub use visibility::{CallerView, Visibility};
 
 /// Nesting bound for comparing two JSON values (inputs are already depth-limited by the
 /// strict parser; this keeps the comparison bounded whatever the caller passes).
@@ -79,6 +82,8 @@ pub struct PolicyDecision {
 pub struct Policy {
     default: Action,
     rules: Vec<Rule>,
+    /// Whether a tool can be hidden from any caller's list ([`Policy::may_hide`]).
+    hides: bool,
 }
 
 impl Default for Policy {
@@ -87,6 +92,7 @@ impl Default for Policy {
         Policy {
             default: Action::Allow,
             rules: Vec::new(),
+            hides: false,
         }
     }
 }
@@ -191,20 +197,7 @@ impl Rule {
     /// Whether every condition holds; the caller's identity is read last, only when every
     /// other condition holds (an error: it could not be read).
     fn matches(&self, facts: &CallFacts) -> Result<bool, String> {
-        let others = self
-            .server
-            .as_deref()
-            .is_none_or(|g| glob_matches(g, facts.server))
-            && self
-                .tool
-                .as_deref()
-                .is_none_or(|g| glob_matches(g, facts.tool))
-            && self.annotations.iter().all(|(key, expected)| {
-                facts
-                    .annotations
-                    .and_then(|a| a.get(key))
-                    .is_some_and(|actual| json_equal(actual, expected, 0))
-            })
+        let others = self.targets(facts.server, facts.tool, facts.annotations)
             && self
                 .arguments
                 .iter()
@@ -213,6 +206,19 @@ impl Rule {
             Some(principal) if others => principal.matches(facts.caller),
             _ => Ok(others),
         }
+    }
+
+    /// Whether the rule's `server`, `tool` and `annotations` conditions hold.
+    fn targets(&self, server: &str, tool: &str, annotations: Option<&Value>) -> bool {
+        self.server
+            .as_deref()
+            .is_none_or(|g| glob_matches(g, server))
+            && self.tool.as_deref().is_none_or(|g| glob_matches(g, tool))
+            && self.annotations.iter().all(|(key, expected)| {
+                annotations
+                    .and_then(|a| a.get(key))
+                    .is_some_and(|actual| json_equal(actual, expected, 0))
+            })
     }
 
     fn describe(&self, index: usize, tool: &str) -> String {
@@ -345,28 +351,30 @@ fn array_index(token: &str) -> Option<usize> {
     }
 }
 
-/// Glob match on Unicode scalar values: `*` any run (also empty), `?` exactly one.
+/// Glob match on Unicode scalar values: `*` any run (also empty), `?` exactly one. Positions
+/// are byte offsets at character boundaries, so nothing is allocated (a list is matched
+/// against every rule, tool by tool).
 fn glob_matches(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
+    let char_at = |s: &str, at: usize| s.get(at..).and_then(|rest| rest.chars().next());
     let (mut p, mut t) = (0, 0);
     // After a `*`: where the pattern resumes and the text position it was tried at.
     let mut star: Option<(usize, usize)> = None;
-    while let Some(&c) = text.get(t) {
-        match pattern.get(p) {
+    while let Some(c) = char_at(text, t) {
+        match char_at(pattern, p) {
             Some('*') => {
                 star = Some((p + 1, t));
                 p += 1;
             }
-            Some(&pc) if pc == '?' || pc == c => {
-                p += 1;
-                t += 1;
+            Some(pc) if pc == '?' || pc == c => {
+                p += pc.len_utf8();
+                t += c.len_utf8();
             }
             _ => match star {
                 Some((resume, tried)) => {
-                    star = Some((resume, tried + 1));
+                    let next = char_at(text, tried).map_or(text.len(), |c| tried + c.len_utf8());
+                    star = Some((resume, next));
                     p = resume;
-                    t = tried + 1;
+                    t = next;
                 }
                 None => return false,
             },
@@ -374,7 +382,7 @@ fn glob_matches(pattern: &str, text: &str) -> bool {
     }
     pattern
         .get(p..)
-        .is_some_and(|rest| rest.iter().all(|&c| c == '*'))
+        .is_some_and(|rest| rest.bytes().all(|c| c == b'*'))
 }
 
 fn contains(values: &[Value], value: &Value) -> bool {

@@ -283,7 +283,7 @@ impl Engine {
         self.checked_list = None;
         let replaced = self
             .server_payload(store, out, now_ms, exchange, &payload)
-            .map(|value| value.to_string().into_bytes());
+            .map(|value| crate::json::encode(&value));
         // The list check leaves the fingerprint it computed for a whole list, served or
         // filtered: `body` and `payload` are the server's bytes and their parse either way
         // (a filtered answer is rebuilt from them the next time too).

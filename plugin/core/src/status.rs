@@ -6,6 +6,7 @@
 //! lifecycle can be tested exhaustively (every state × every event) without a host.
 
 use crate::config::Posture;
+use crate::containment::{Differing, DriftReach};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -96,6 +97,20 @@ pub struct ServerRecord {
     pub quarantine: Option<(String, Actor)>,
     /// First-contact screening findings that hold the server `pending`.
     pub findings: Vec<String>,
+    /// Tools of the last live set the baseline lacks, when its drift is told tool by tool
+    /// (see [`crate::containment`]; the three lists are empty when that is not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_added: Vec<String>,
+    /// Tools of the last live set that differ from the baseline's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_changed: Vec<String>,
+    /// Baseline tools the last live set lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_removed: Vec<String>,
+    /// Why the last live set's drift reaches the server as a whole (it cannot be told tool by
+    /// tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_whole: Option<String>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
 }
@@ -115,6 +130,10 @@ impl ServerRecord {
             awaiting_live: false,
             quarantine: None,
             findings: Vec::new(),
+            drift_added: Vec::new(),
+            drift_changed: Vec::new(),
+            drift_removed: Vec::new(),
+            drift_whole: None,
             updated_ms: now_ms,
         }
     }
@@ -147,11 +166,21 @@ pub enum LiveSet {
         matches: bool,
         /// First-contact screening findings (only consulted without a baseline).
         findings: Vec<String>,
+        /// How far its difference from the baseline reaches, when it does not match.
+        reach: DriftReach,
     },
     /// An invalid set (duplicate names, a tool without a name, ...): it never verifies.
     Invalid {
         /// Why it is invalid.
         reason: String,
+    },
+    /// A page of a paginated list differs from the baseline in these tools (the complete set
+    /// is not known before its last page).
+    Partial {
+        /// Why, in words.
+        reason: String,
+        /// The page's tools that differ (new or changed).
+        withheld: Differing,
     },
 }
 
@@ -294,35 +323,53 @@ fn observe_live(
             next.live = None;
             next.live_invalid = Some(reason.clone());
             next.live_matches = false;
+            next.set_reach(&DriftReach::Server(reason.clone()));
+        }
+        LiveSet::Partial { reason, withheld } => {
+            next.live = None;
+            next.live_invalid = Some(reason.clone());
+            next.live_matches = false;
+            next.add_page_reach(withheld);
         }
         LiveSet::Valid {
             fingerprint,
             matches,
+            reach,
             ..
         } => {
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
+            next.set_reach(match next.live_matches {
+                true => &DriftReach::Unknown,
+                false => reach,
+            });
         }
     }
     if next.quarantine.is_some() {
         return Vec::new();
     }
     let moved = next.live != previous_live || next.live_invalid.is_some();
+    let incomplete = !matches!(live, LiveSet::Valid { .. });
     match (next.status, live) {
         (SchemaStatus::Changed, _) => {
+            // A complete list shows the live set again: what it serves under tool scope no
+            // longer waits for one (list_changed hold).
+            if !incomplete {
+                next.reverify = false;
+            }
             if moved {
                 vec![note("schema.changed", drift_reason(live))]
             } else {
                 Vec::new()
             }
         }
-        (_, LiveSet::Invalid { reason }) if next.status != SchemaStatus::Pending => {
+        (_, _) if incomplete && next.status != SchemaStatus::Pending => {
             next.status = SchemaStatus::Changed;
             next.drift_at_ms.get_or_insert(now_ms);
-            vec![note("schema.changed", reason.clone())]
+            vec![note("schema.changed", drift_reason(live))]
         }
-        (_, LiveSet::Invalid { .. }) => Vec::new(),
+        (_, LiveSet::Invalid { .. } | LiveSet::Partial { .. }) => Vec::new(),
         (
             SchemaStatus::Unbaselined | SchemaStatus::Pending,
             LiveSet::Valid {
@@ -355,7 +402,7 @@ fn observe_live(
 
 fn drift_reason(live: &LiveSet) -> String {
     match live {
-        LiveSet::Invalid { reason } => reason.clone(),
+        LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
         LiveSet::Valid { fingerprint, .. } => {
             format!("the live tool set ({fingerprint}) differs from the approved baseline")
         }
@@ -413,6 +460,7 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     }
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
+    next.set_reach(&DriftReach::Unknown);
     next.drift_at_ms = None;
     next.reverify = false;
     next.awaiting_live = false;
@@ -481,6 +529,8 @@ fn pin(
     next.previous = next.baseline.take();
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = next.live.as_deref() == Some(fingerprint);
+    // The reach was measured against the old baseline: the next list measures it again.
+    next.set_reach(&DriftReach::Unknown);
     next.awaiting_live = !lock && !next.live_matches;
     next.findings.clear();
     reevaluate(next, posture, now_ms);

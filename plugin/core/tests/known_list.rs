@@ -453,3 +453,77 @@ fn a_drifted_list_checked_again_is_remembered_and_decides_as_a_cold_worker() {
         assert_eq!(served, [0, 0, 0, 2, 0, 0]);
     }
 }
+
+/// A config whose server `srv` has `drift_scope: "tool"` and whose policy lets only the ops
+/// group call `get_time` (so a list is cut per caller).
+fn scoped_config() -> Config {
+    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    Config::parse(
+        json!({"admin": {"token_sha256": hash},
+            "servers": {"srv": {"drift_scope": "tool"}},
+            "policy": {"rules": [
+                {"action": "allow", "tool": "get_time", "principal": {"header": "x-user-group", "in": ["ops"]}},
+                {"action": "deny", "tool": "get_time"}]}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_list_served_again_is_cut_per_caller_and_decides_as_a_cold_worker() {
+    for framing in [Framing::Json, Framing::Sse] {
+        let drifted = result_bytes().replacen("Weather for", "Weather fOr", 1);
+        // (id, caller group, result): the same bytes to callers who see different lists,
+        // then a drift contained to get_weather, then both again.
+        let steps = [
+            (1, Some("ops"), result_bytes()),
+            (2, None, result_bytes()),
+            (3, Some("ops"), result_bytes()),
+            (4, None, drifted.clone()),
+            (5, Some("ops"), drifted.clone()),
+            (6, None, drifted.clone()),
+            (7, Some("ops"), result_bytes()),
+        ];
+        let mut warm = NativeReplay::new(scoped_config());
+        let mut cold = NativeReplay::new(scoped_config());
+        let mut served = Vec::new();
+        for (id, group, result) in &steps {
+            let (audits, decisions) = (warm.out.audits.len(), warm.out.decisions.len());
+            cold.engine = Engine::new(scoped_config());
+            let mut ex = list_exchange(json!(id), false, &plain_answer(*id, result), framing);
+            if let Some(group) = group {
+                ex.request_headers
+                    .push(("x-user-group".into(), (*group).into()));
+            }
+            let got = warm.exchange("srv", &ex, 4096);
+            let want = cold.exchange("srv", &ex, 4096);
+            assert_eq!(got, want, "list {id}");
+            served.push(served_tools(&got, framing));
+            assert_eq!(warm.out.audits[audits..], cold.out.audits[audits..]);
+            assert_eq!(
+                warm.out.decisions[decisions..],
+                cold.out.decisions[decisions..]
+            );
+            assert_eq!(warm.out.counts, cold.out.counts);
+            let entries = |gw: &NativeReplay| -> Vec<(String, Vec<u8>)> {
+                gw.store
+                    .entries()
+                    .map(|(k, v)| (k.to_string(), v.to_vec()))
+                    .collect()
+            };
+            assert_eq!(entries(&warm), entries(&cold));
+        }
+        // ops sees both, others only get_weather; after the drift get_weather is withheld
+        // (ops still sees get_time, others nothing); the baseline's bytes serve both to ops.
+        assert_eq!(served, [2, 1, 2, 0, 1, 0, 2]);
+        // The remembered fingerprint is always the full list's, never a caller's view.
+        let full = toolseal_core::fingerprint::digest_tools(
+            &serde_json::from_str::<Value>(&result_bytes()).unwrap()["tools"],
+            &toolseal_core::fingerprint::FingerprintFields::default(),
+        )
+        .unwrap()
+        .fingerprint();
+        assert_eq!(warm.engine.remembered_list("srv"), Some(full));
+    }
+}

@@ -156,3 +156,53 @@ fn release_a_then_release_b_drifts_filters_and_refuses() {
         "schema.changed carries the diff summary"
     );
 }
+
+#[test]
+fn release_b_under_tool_scope_withholds_each_tool_it_renamed_or_changed() {
+    let config = r#"{"servers": {"everything": {"drift_scope": "tool"}}}"#;
+    let names = ["everything-2025.11.25", "everything-2026.1.26"];
+    let (mut gw, lines) = replay(config, "everything", &names, 13);
+    golden("everything-a-then-b-tool-scope", &lines);
+    let b: Vec<Value> = lines
+        .iter()
+        .map(|l| field(l))
+        .filter(|d| d["transcript"] == names[1])
+        .collect();
+    let list = b
+        .iter()
+        .find(|d| d["method"] == "tools/list" && d["direction"] == "response")
+        .unwrap();
+    let view = gw.engine.admin_view(&gw.store, Some("everything")).unwrap();
+    let withheld = view["withheld_tools"].as_array().unwrap();
+    let (tools_in, tools_out) = (
+        list["tools_in"].as_u64().unwrap(),
+        list["tools_out"].as_u64().unwrap(),
+    );
+    let added_or_changed = withheld.iter().filter(|w| w["change"] != "removed").count() as u64;
+    assert_eq!(
+        (&list["schema_status"], &list["decision"]),
+        (&json!("changed"), &json!("rewrite"))
+    );
+    // That release renamed every tool but `echo`, which it changed: nothing is left to serve.
+    assert_eq!((tools_in, added_or_changed, tools_out), (13, 13, 0));
+    // Every kind of change the real release made is withheld, each with its reason.
+    let changes: std::collections::BTreeSet<&str> = withheld
+        .iter()
+        .map(|w| w["change"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changes.into_iter().collect::<Vec<_>>(),
+        ["added", "changed", "removed"]
+    );
+    // The call release B's client made goes to `echo`, which changed.
+    let echo = withheld.iter().find(|w| w["tool"] == "echo").unwrap();
+    assert_eq!(echo["change"], "changed");
+    let call = b
+        .iter()
+        .find(|d| d["method"] == "tools/call" && d["direction"] == "request")
+        .unwrap();
+    assert_eq!(
+        (&call["decision"], &call["error_code"], &call["tool"]),
+        (&json!("deny"), &json!("TOOL_CHANGED"), &json!("echo"))
+    );
+}

@@ -314,3 +314,165 @@ fn release_b_of_the_rug_pull_server_is_filtered_and_refused_in_the_revisions_sha
     }
     assert!(gw.out.audits.iter().any(|a| a.event == "schema.changed"));
 }
+
+/// Release A, then release B, then the calls of release A again (an agent that keeps working
+/// after the rug pull), under `config` for server `rugpull`: one JSON line per decision, and
+/// what the client received.
+pub fn a_then_b_then_calls(
+    config: &str,
+    chunk: usize,
+) -> (NativeReplay, Vec<String>, Vec<Replayed>) {
+    let mut gw = NativeReplay::new(Config::parse(config.as_bytes()).unwrap());
+    let (mut lines, mut seen) = (Vec::new(), Vec::new());
+    let a = "python-sdk-2.3.0-rev1-json";
+    let b = "python-sdk-2.3.0-rev2-json";
+    let calls: Vec<HttpExchange> = transcript(a)
+        .into_iter()
+        .filter(|ex| String::from_utf8_lossy(&ex.request_body).contains("\"tools/call\""))
+        .collect();
+    let steps = [(a, transcript(a)), (b, transcript(b)), (a, calls)];
+    for (name, exchanges) in steps {
+        for ex in exchanges {
+            let before = gw.out.decisions.len();
+            seen.push(gw.exchange("rugpull", &ex, chunk));
+            for d in &gw.out.decisions[before..] {
+                let mut v = d.to_json();
+                let obj = v.as_object_mut().unwrap();
+                obj.insert("transcript".into(), json!(name));
+                obj.insert("seq".into(), json!(ex.seq));
+                obj.remove("session");
+                lines.push(v.to_string());
+            }
+        }
+    }
+    (gw, lines, seen)
+}
+
+#[test]
+fn under_tool_scope_the_rug_pull_withholds_the_changed_tools_and_the_others_keep_working() {
+    let config = r#"{"servers": {"rugpull": {"drift_scope": "tool"}}}"#;
+    let (gw, lines, seen) = a_then_b_then_calls(config, 13);
+    golden("python-sdk-2.3.0-a-then-b-tool-scope", &lines);
+    let records: Vec<Value> = lines.iter().map(|l| record(l)).collect();
+    let a_len = transcript("python-sdk-2.3.0-rev1-json").len();
+    let b_len = transcript("python-sdk-2.3.0-rev2-json").len();
+    // Release B's list: changed, served in part (get_weather and deploy_preview withheld).
+    let b_list = &seen[a_len + 1];
+    let result = &messages(&b_list.response_body)[0]["result"];
+    let served: Vec<&str> = result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(served, ["add", "rollback_preview"]);
+    assert_eq!(
+        (
+            &result["ttlMs"],
+            &result["cacheScope"],
+            &result["resultType"]
+        ),
+        (&json!(0), &json!("private"), &json!("complete"))
+    );
+    assert_eq!(result["_meta"]["io.toolseal/status"]["withheld"], 2);
+    // Release B's calls go to the two changed tools: refused, never forwarded.
+    for out in &seen[a_len + 2..a_len + b_len] {
+        let reply: Value = serde_json::from_slice(&out.local_reply.as_ref().unwrap().body).unwrap();
+        let structured = &reply["result"]["structuredContent"];
+        assert_eq!(
+            (
+                &structured["error_code"],
+                &structured["change"],
+                &reply["result"]["resultType"]
+            ),
+            (
+                &json!("TOOL_CHANGED"),
+                &json!("changed"),
+                &json!("complete")
+            )
+        );
+    }
+    // Then the agent's calls of release A: add and the MRTR rollback pass, get_weather not.
+    let after: Vec<(&str, &str)> = records
+        .iter()
+        .skip_while(|r| r["transcript"] != "python-sdk-2.3.0-rev2-json")
+        .skip_while(|r| r["transcript"] == "python-sdk-2.3.0-rev2-json")
+        .filter(|r| r["direction"] == "request")
+        .map(|r| (r["tool"].as_str().unwrap(), r["decision"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        after,
+        [
+            ("add", "allow"),
+            ("get_weather", "deny"),
+            ("rollback_preview", "allow"),
+            ("rollback_preview", "allow"),
+            ("deploy_preview", "deny"),
+        ]
+    );
+    let record = toolseal_core::state::load_record(&gw.store, "rugpull")
+        .unwrap()
+        .unwrap()
+        .0;
+    assert_eq!(record.status.as_str(), "changed");
+}
+
+/// The policy of the caller-scoped replays: only the ops group may roll back.
+pub const OPS_ONLY_ROLLBACK: &str = r#"{"policy": {"rules": [
+    {"action": "allow", "tool": "rollback_preview",
+     "principal": {"metadata": "envoy.filters.http.jwt_authn/payload/groups", "in": ["ops"]}},
+    {"action": "deny", "tool": "rollback_preview"}]}}"#;
+
+#[test]
+fn a_caller_outside_the_group_is_not_listed_the_tool_it_may_not_call() {
+    let name = "python-sdk-2.3.0-rev1-json";
+    let (_, lines, seen) = replay(OPS_ONLY_ROLLBACK, "rugpull", &[name], 13);
+    golden("python-sdk-2.3.0-rev1-caller-scoped", &lines);
+    for list in [&seen[1], &seen[7]] {
+        let result = &messages(&list.response_body)[0]["result"];
+        let names: Vec<&str> = result["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["deploy_preview", "get_weather", "add"]);
+        // The server said public for an hour: this caller's view is its own, for at most 60 s.
+        assert_eq!(
+            (
+                &result["cacheScope"],
+                &result["ttlMs"],
+                &result["resultType"]
+            ),
+            (&json!("private"), &json!(60_000), &json!("complete"))
+        );
+        assert_eq!(result["_meta"]["io.toolseal/status"]["hidden_by_policy"], 1);
+        assert_eq!(result["_meta"]["io.toolseal/status"].get("withheld"), None);
+    }
+    let denied: Vec<(String, String)> = lines
+        .iter()
+        .map(|l| record(l))
+        .filter(|r| r["decision"] == "deny")
+        .map(|r| (r["tool"].to_string(), r["error_code"].to_string()))
+        .collect();
+    let rollback = (
+        r#""rollback_preview""#.to_string(),
+        r#""POLICY_DENIED""#.to_string(),
+    );
+    assert_eq!(denied, [rollback.clone(), rollback]);
+
+    // A caller whose verified token says ops is listed the tool and calls it.
+    let mut gw = NativeReplay::new(Config::parse(OPS_ONLY_ROLLBACK.as_bytes()).unwrap());
+    gw.metadata = json!({"envoy.filters.http.jwt_authn": {"payload": {"groups": ["ops"]}}})
+        .as_object()
+        .unwrap()
+        .clone();
+    let seen: Vec<Replayed> = transcript(name)
+        .iter()
+        .map(|ex| gw.exchange("rugpull", ex, 13))
+        .collect();
+    let result = &messages(&seen[1].response_body)[0]["result"];
+    assert_eq!(result["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(result["cacheScope"], "public");
+    assert!(gw.out.decisions.iter().all(|d| d.decision != "deny"));
+}

@@ -54,6 +54,7 @@ fn live(fp: &str, matches: bool) -> Event {
         fingerprint: fp.into(),
         matches,
         findings: vec![],
+        reach: toolseal_core::containment::DriftReach::Unknown,
     })
 }
 

@@ -83,7 +83,8 @@ function renderServers(state) {
       el("td", {}, el("strong", {text: s.server}), s.disagree.length ? el("div", {class: "warning", text: "instances disagree"}) : null),
       el("td", {class: odd("schema_status")}, s.instances.map((i) =>
         el("div", {"data-instance": i.instance}, i.instance + " ",
-          i.error ? status("unreachable") : i.view ? status(i.view.schema_status) : status("not-seen")))),
+          i.error ? status("unreachable") : i.view ? status(i.view.schema_status) : status("not-seen"),
+          i.view ? containment(i.view) : null))),
       el("td", {class: odd("baseline_fingerprint")}, short(first.baseline_fingerprint)),
       el("td", {class: odd("live_fingerprint")}, short(first.live_fingerprint)),
       el("td", {}, views.filter((v) => v.drift_at_ms).map((v) => el("div", {text: when(v.drift_at_ms)}))),
@@ -93,6 +94,15 @@ function renderServers(state) {
   for (const row of document.querySelectorAll("#servers tbody tr")) {
     row.addEventListener("click", () => select(row.getAttribute("data-server")));
   }
+}
+
+function containment(view) {
+  // drift_scope "tool": a changed server that still serves its unchanged tools says how many
+  // it withholds (the detail lists them, with why).
+  if (view.serving !== "unchanged_tools") return null;
+  const count = (view.withheld_tools || []).length;
+  return el("span", {class: "note", "data-serving": "unchanged_tools",
+    text: " serving unchanged tools, " + count + " withheld"});
 }
 
 function valueText(value) {
@@ -107,7 +117,14 @@ function renderExtra(views) {
     for (const [key, value] of Object.entries(view || {})) {
       if (KNOWN.has(key)) continue;
       let body;
-      if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
+      if (key === "withheld_tools" && Array.isArray(value)) {
+        // drift_scope "tool": each withheld tool, how it differs, and its classified changes.
+        body = el("table", {class: "grid"}, el("tr", {}, ["tool", "change", "what changed"].map((h) => el("th", {text: h}))),
+          value.map((w) => el("tr", {}, el("td", {class: "text", text: valueText(w.tool)}),
+            el("td", {text: valueText(w.change)}),
+            el("td", {class: "text", text: (Array.isArray(w.changes) ? w.changes : [])
+              .map((c) => valueText(c.kind) + (c.path ? " " + valueText(c.path) : "")).join("; ")}))));
+      } else if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
         const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
         body = el("table", {class: "grid"}, el("tr", {}, keys.map((k) => el("th", {text: k}))),
           value.map((v) => el("tr", {}, keys.map((k) => el("td", {class: "text", text: valueText(v[k])})))));

@@ -26,7 +26,12 @@ pub(super) fn policy(value: &Value) -> Result<Policy, String> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("policy.rules: expected an array of rules".to_owned()),
     };
-    Ok(Policy { default, rules })
+    let hides = Policy::can_hide(default, &rules);
+    Ok(Policy {
+        default,
+        rules,
+        hides,
+    })
 }
 
 fn as_object<'v>(value: &'v Value, path: &str) -> Result<&'v Map<String, Value>, String> {
