@@ -14,6 +14,8 @@ all but the native peer come from the same renderer as the shipped ``envoy.yaml`
   ``empty`` continues every callback at once, ``read`` reads the headers and whole bodies as
   any MCP-inspecting filter must. Their cost is what any proxy-wasm filter pays in this Envoy;
   toolseal's own work is the difference to them;
+- ``toolseal_nofs``: toolseal as shipped but with ``telemetry.filter_state`` off (no
+  filter-state writes: the opt-out for operators whose access log does not read them);
 - ``toolseal@LABEL``: toolseal as shipped with another ``.wasm`` (``run.py --variant``), to
   compare two builds in the same run.
 
@@ -29,7 +31,7 @@ from pathlib import Path
 import envoyctl
 from envoyctl import McpRoute
 
-CONFIGS = ("router", "buffer", "mcp_rbac", "wasm_empty", "wasm_read", "toolseal")
+CONFIGS = ("router", "buffer", "mcp_rbac", "wasm_empty", "wasm_read", "toolseal", "toolseal_nofs")
 FLOORS = {"wasm_empty": "empty", "wasm_read": "read"}
 SERVER_ID = "bench"
 # Tool-set sizes served on their own routes besides the 100-tool server.
@@ -113,6 +115,9 @@ def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
                   admin_api_port=0)
     if name == "toolseal" or name.startswith("toolseal@"):
         return envoyctl.render(**common)
+    if name == "toolseal_nofs":
+        plugin_config = {**envoyctl.default_plugin_config(), "telemetry": {"filter_state": False}}
+        return envoyctl.render(**common, plugin_config=plugin_config)
     if name in FLOORS:
         if floor_wasm is None:
             raise ValueError(f"{name} needs the floor's .wasm")

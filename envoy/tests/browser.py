@@ -15,6 +15,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -193,10 +195,24 @@ class Browser:
         except OSError:
             pass
         envoyctl.stop_pid(self._popen.pid, 10, self._popen)
+        # Chromium's helpers (renderer, GPU, crash handler) are in the group the browser
+        # leads and may still write to the profile for a moment after it exits.
+        try:
+            os.killpg(self._popen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             os.close(self._from_browser)
         except OSError:
             pass
+        for _ in range(50):
+            try:
+                shutil.rmtree(self._profile.name)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)
         self._profile.cleanup()
 
     def __enter__(self) -> Browser:

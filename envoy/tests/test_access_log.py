@@ -67,12 +67,22 @@ class Logged:
 def logged(wasm: Path, tmp_path: Path) -> Iterator[Logged]:
     """The rug-pull server (rev 1) behind Envoy + toolseal; policy denies ``add`` (so no
     caller is listed it: its lists are rewritten)."""
+    yield from _logged(wasm, tmp_path, {})
+
+
+@pytest.fixture
+def unlogged(wasm: Path, tmp_path: Path) -> Iterator[Logged]:
+    """``logged`` with the filter-state records turned off (``telemetry.filter_state``)."""
+    yield from _logged(wasm, tmp_path, {"telemetry": {"filter_state": False}})
+
+
+def _logged(wasm: Path, tmp_path: Path, extra: dict[str, Any]) -> Iterator[Logged]:
     upstream = Upstream(tmp_path, rev=1)
     upstream.start()
     envoy = None
     try:
         config = {**envoyctl.default_plugin_config(),
-                  "policy": {"rules": [{"action": "deny", "tool": "add"}]}}
+                  "policy": {"rules": [{"action": "deny", "tool": "add"}]}, **extra}
         listen_port, admin_port = envoyctl.free_port(), envoyctl.free_port()
         access_log = tmp_path / "access.log"
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port,
@@ -179,3 +189,23 @@ async def test_a_batch_logs_its_most_severe_decision(logged: Logged) -> None:
     assert logged.decisions(2)[1:] == [
         ("tools/call", "add", "demo", "verified", "deny", "POLICY_DENIED", 200)]
     assert logged.upstream.calls() == []
+
+
+async def test_filter_state_off_leaves_the_fields_out_and_decides_the_same(unlogged: Logged) -> None:
+    async with mcp_client(unlogged.mcp_url) as client:
+        await client.list_tools()
+        refused = await client.call("add", {"a": 1, "b": 2})
+        assert_denied(refused, "POLICY_DENIED", tool="add", schema_status="verified",
+                      required_action="none")
+        allowed = await client.call("deploy_preview", {"branch": "fix-login"})
+        assert allowed.isError is False
+    assert [c["tool"] for c in unlogged.upstream.calls()] == ["deploy_preview"]
+    # Every request is still logged, with no toolseal field: none was written.
+    deadline = time.monotonic() + 5
+    while len(posts := [line for line in unlogged.lines() if line["method"] == "POST"]) < 5:
+        assert time.monotonic() < deadline, unlogged.lines()
+        time.sleep(0.05)
+    assert {tuple(line[k] for k in DECISION_FIELDS[:-1]) for line in posts} == {(None,) * 6}
+    stats = unlogged.envoy.stats()
+    assert (stats["wasmcustom.toolseal_calls_allowed"], stats["wasmcustom.toolseal_calls_denied"],
+            stats["wasmcustom.toolseal_lists_verified"]) == (1, 1, 1)

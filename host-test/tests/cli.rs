@@ -317,3 +317,25 @@ fn fail_hostcall_is_validated_counted_and_injected() {
     assert_eq!(http[4]["stop"], "local_reply", "the call: {http:?}");
     assert_eq!(http[4]["upstream"], false);
 }
+
+#[test]
+fn filter_state_off_writes_none_and_decides_the_same() {
+    let config = scratch("filter-state-off.json");
+    std::fs::write(&config, r#"{"telemetry": {"filter_state": false}}"#).unwrap();
+    let counted = |out: &Output| -> (Vec<String>, Value) {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let mut lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+        let counts = serde_json::from_str(&lines.pop().unwrap()).unwrap();
+        (lines, counts)
+    };
+    let (on, on_counts) = counted(&replay_drift(&["--hostcalls"]));
+    let (off, off_counts) = counted(&replay_drift(&[
+        "--hostcalls",
+        "--config",
+        &path_str(&config),
+    ]));
+    assert_eq!(off, on, "the same answers and decisions");
+    let writes = |counts: &Value| counts["hostcalls"]["proxy_set_property"].as_u64();
+    assert!(writes(&on_counts).is_some_and(|n| n >= 6), "{on_counts}");
+    assert_eq!(writes(&off_counts), None, "{off_counts}");
+}

@@ -83,13 +83,14 @@ impl Root {
     /// A context for one HTTP stream (`None` before a configuration was accepted).
     pub fn create_http_context(&self) -> Option<Http> {
         let shared = self.shared.clone()?;
+        let filter_state = shared.borrow().engine.config.telemetry.filter_state;
         Some(Http {
             shared,
             mode: Mode::Mcp,
             headers: Headers::default(),
             exchange: Exchange::default(),
             plan: BodyPlan::Pass,
-            published: Published::default(),
+            published: Published::new(filter_state),
         })
     }
 }

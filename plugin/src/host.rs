@@ -94,7 +94,7 @@ impl Outputs for EnvoyOutputs<'_> {
     }
 
     fn decision(&mut self, decision: &Decision) {
-        if abi::log_level().is_ok_and(|level| level <= Level::Debug as u32) {
+        if self.published.debug_logging() {
             let line = format!("{DECISION_LOG_PREFIX}{}", decision.to_json());
             let _logged = abi::log(Level::Debug, &line);
         }

@@ -85,12 +85,35 @@ pub struct Published {
     /// per stream, reused), and where each ends (meaningful once `severity` is set).
     written: String,
     ends: [usize; 6],
+    /// The operator turned filter-state records off (`telemetry.filter_state: false`).
+    off: bool,
+    /// Whether the host logs at debug, asked once per stream (`None`: not asked yet).
+    debug: Option<bool>,
 }
 
 impl Published {
+    /// A stream's record; `filter_state: false` writes nothing to the filter state.
+    pub fn new(filter_state: bool) -> Self {
+        Published {
+            off: !filter_state,
+            ..Published::default()
+        }
+    }
+
+    /// Whether decision records go to the host log: the host's log level, asked at the first
+    /// decision of the stream only (a level changed at runtime applies from the next stream).
+    pub fn debug_logging(&mut self) -> bool {
+        *self.debug.get_or_insert_with(|| {
+            crate::abi::log_level().is_ok_and(|level| level <= crate::abi::Level::Debug as u32)
+        })
+    }
+
     /// Records `decision` in the current stream's filter state unless a more severe decision
     /// is already recorded there. Failures are ignored: telemetry never changes a verdict.
     pub fn publish(&mut self, decision: &Decision) {
+        if self.off {
+            return;
+        }
         let severity = severity(decision);
         if self.severity.is_some_and(|recorded| recorded > severity) {
             return;

@@ -181,6 +181,20 @@ pub struct AuditConfig {
     pub ring_size: usize,
 }
 
+/// What the plugin hands to the host's telemetry besides its counters and log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// Write each decision's fields into the stream's filter state (Envoy's access log reads
+    /// them); `false` saves those writes on every request for operators who do not log them.
+    pub filter_state: bool,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig { filter_state: true }
+    }
+}
+
 /// The whole validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -204,6 +218,8 @@ pub struct Config {
     pub screening: crate::policy::screening::ScreeningConfig,
     /// Where the client snapshot key of a request comes from, first present source first.
     pub snapshot_key: Vec<SnapshotSource>,
+    /// Host telemetry options.
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for Config {
@@ -222,6 +238,7 @@ impl Default for Config {
             },
             screening: crate::policy::screening::ScreeningConfig::default(),
             snapshot_key: vec![SnapshotSource::Session],
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -298,6 +315,7 @@ impl Config {
                 "audit",
                 "screening",
                 "snapshots",
+                "telemetry",
             ],
         )?;
         let mut config = Config::default();
@@ -364,6 +382,9 @@ impl Config {
         }
         if let Some(v) = root.get("snapshots") {
             config.snapshot_key = snapshots(v)?;
+        }
+        if let Some(v) = root.get("telemetry") {
+            config.telemetry = telemetry(v)?;
         }
         Ok(config)
     }
@@ -786,6 +807,16 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
         *slot = u8::try_from(hi * 16 + lo).ok()?;
     }
     Some(out)
+}
+
+fn telemetry(v: &Value) -> Result<TelemetryConfig, ConfigError> {
+    let obj = object(v, "telemetry")?;
+    known_keys(obj, "telemetry", &["filter_state"])?;
+    let mut telemetry = TelemetryConfig::default();
+    if let Some(b) = obj.get("filter_state") {
+        telemetry.filter_state = boolean(b, "telemetry.filter_state")?;
+    }
+    Ok(telemetry)
 }
 
 fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {

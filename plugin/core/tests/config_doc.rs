@@ -122,6 +122,7 @@ fn every_key_the_parser_accepts_has_a_row() {
         ("snapshots.", r#"{"snapshots": {"zz": 1}}"#),
         ("screening.", r#"{"screening": {"zz": 1}}"#),
         ("audit.", r#"{"audit": {"zz": 1}}"#),
+        ("telemetry.", r#"{"telemetry": {"zz": 1}}"#),
         ("admin.", r#"{"admin": {"zz": 1}}"#),
     ];
     let mut missing = Vec::new();

@@ -366,3 +366,43 @@ fn what_may_pass_unread_is_decided_in_one_place() {
         );
     }
 }
+
+#[test]
+fn a_result_without_a_contract_is_recorded_under_the_status_its_call_was_allowed_with() {
+    // No `outputSchema`: nothing about the result is checked, so its response does not read
+    // the server record again (a record that cannot be read then changes nothing).
+    let mut plain = weather();
+    plain.as_object_mut().unwrap().remove("outputSchema");
+    let tools = json!([plain]);
+    let fp = digest_tools(&tools, &FingerprintFields::default())
+        .unwrap()
+        .fingerprint();
+    let config = json!({"posture": "strict", "servers": {SERVER: {
+        "lock": {"fingerprint": fp, "tools": tools}}}});
+    let mut store = FaultyStore::default();
+    let mut engine = Engine::new(Config::parse(config.to_string().as_bytes()).unwrap());
+    let mut out = CollectedOutputs::default();
+    engine.configure(&mut store, &mut out, 1).unwrap();
+    let mut exchange = call(&mut engine, &mut store, &mut out).unwrap();
+    let allowed = out.decisions.last().unwrap().clone();
+    assert_eq!(
+        (allowed.decision, allowed.schema_status.as_str()),
+        ("allow", "verified")
+    );
+    engine.response_headers(&mut exchange, Some("application/json"), None);
+    store.fail_reads = Some("ts/v1/srv/");
+    let result = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"structuredContent":{"t":3}}}"#;
+    let sent = engine.response_json(&mut store, &mut out, 4, &mut exchange, result);
+    assert_eq!(sent, None, "the result passes unchanged");
+    let answered = out.decisions.last().unwrap();
+    assert_eq!(
+        (
+            answered.direction,
+            answered.method.as_str(),
+            answered.decision,
+            answered.schema_status.as_str(),
+            answered.error_code,
+        ),
+        ("response", "tools/call", "pass", "verified", None)
+    );
+}

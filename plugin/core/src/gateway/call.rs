@@ -426,6 +426,7 @@ impl Engine {
                 tool: tool.clone(),
                 check_result,
                 stateless: exchange.stateless(),
+                allowed_at: record.map(|r| r.status),
             }),
             Ok(_) => CallOutcome::BatchRefused,
             Err(denial) => CallOutcome::Denied(denial),

@@ -98,6 +98,10 @@ pub struct PendingCall {
     /// Asked under a stateless revision (MCP 2026-07-28): the answer may be an interim
     /// `input_required` one, and a replacement must carry `resultType`.
     pub stateless: bool,
+    /// The server's status when the call was allowed (`None`: not known, read it again). A
+    /// result checked against no contract is recorded with it, so its response does not read
+    /// the server record again.
+    pub allowed_at: Option<crate::policy::status::SchemaStatus>,
 }
 
 /// A forwarded `tools/list` awaiting its result.

@@ -119,6 +119,7 @@ fn parse_awaited(bytes: &[u8], server: &str, session: &str) -> Vec<PendingCall> 
                 tool: e.get("tool")?.as_str()?.to_string(),
                 check_result: true,
                 stateless: false,
+                allowed_at: None,
             })
         })
         .collect()

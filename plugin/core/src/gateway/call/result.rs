@@ -24,13 +24,23 @@ impl Engine {
         call: &crate::gateway::engine::PendingCall,
         result: &Value,
     ) -> Option<Value> {
-        let read = self.record(store, &exchange.server);
+        // Without a contract to check, the result is recorded under the status the call was
+        // allowed with: nothing about it is decided here, and the record is not read again.
+        let (read, status) = match call.allowed_at {
+            Some(status) if !call.check_result => (Ok(None), status),
+            _ => {
+                let read = self.record(store, &exchange.server);
+                let status = read
+                    .as_ref()
+                    .ok()
+                    .and_then(Option::as_ref)
+                    .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
+                        r.status
+                    });
+                (read, status)
+            }
+        };
         let record = read.as_ref().ok().cloned().flatten();
-        let status = record
-            .as_ref()
-            .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
-                r.status
-            });
         let mut decision =
             self.decision(exchange, "response", "tools/call", Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
