@@ -6,12 +6,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolseal_core::canonical::to_canonical_string;
-use toolseal_core::fingerprint::{
+use toolseal_core::wire::canonical::to_canonical_string;
+use toolseal_core::policy::fingerprint::{
     FingerprintField, FingerprintFields, ToolDigests, canonical_tool_view, digest_tools, normalized_tool_view,
     server_fingerprint, sha256_hex, tool_digest,
 };
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::json::parse_strict;
 use toolseal_fuzz::numeric_eq;
 
 fuzz_target!(|data: &[u8]| {

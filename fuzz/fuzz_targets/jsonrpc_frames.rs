@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolseal_core::jsonrpc::{Message, Payload, error_response, message_from_value, parse_payload, tool_call};
+use toolseal_core::wire::jsonrpc::{Message, Payload, error_response, message_from_value, parse_payload, tool_call};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&depth, body)) = data.split_first() else { return };

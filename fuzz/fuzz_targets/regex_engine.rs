@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use toolseal_core::schema::{CompiledSchema, compile};
+use toolseal_core::policy::schema::{CompiledSchema, compile};
 use toolseal_fuzz::bytes::Choices;
 use toolseal_fuzz::regex_gen;
 

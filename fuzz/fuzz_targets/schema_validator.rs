@@ -9,8 +9,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolseal_core::json::parse_strict;
-use toolseal_core::schema::compile;
+use toolseal_core::policy::schema::compile;
+use toolseal_core::wire::json::parse_strict;
 use toolseal_fuzz::bytes::Choices;
 use toolseal_fuzz::schema_gen;
 

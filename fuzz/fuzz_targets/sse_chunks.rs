@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolseal_core::sse::{EventRef, SseError, SseEvent, SseParser};
+use toolseal_core::wire::sse::{EventRef, SseError, SseEvent, SseParser};
 use toolseal_fuzz::split_at_cuts;
 
 type Outcome = (Vec<SseEvent>, Result<Option<Vec<u8>>, SseError>);

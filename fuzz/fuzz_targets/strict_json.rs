@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolseal_core::json::{JsonError, PARSER_DEPTH_CEILING, parse_strict};
+use toolseal_core::wire::json::{JsonError, PARSER_DEPTH_CEILING, parse_strict};
 use toolseal_fuzz::lossless;
 
 fuzz_target!(|data: &[u8]| {

@@ -19,10 +19,10 @@
 use crate::lenient;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use toolseal_core::config::{Config, Posture};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools, tool_digest};
+use toolseal_core::config::Config;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, tool_digest};
+use toolseal_core::policy::status::{Posture, SchemaStatus, ServerRecord};
 use toolseal_core::state;
-use toolseal_core::status::{SchemaStatus, ServerRecord};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 /// The server id every exchange is for.
@@ -51,7 +51,8 @@ pub fn config(selector: u8) -> Config {
     let fp = digest_tools(&tools, &FingerprintFields::default())
         .map(|d| d.fingerprint())
         .unwrap_or_default();
-    let admin = json!({"token_sha256": toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes())});
+    let admin =
+        json!({"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())});
     let doc = match selector % 4 {
         0 => json!({"admin": admin}),
         1 => json!({"posture": "strict", "admin": admin,

@@ -20,7 +20,7 @@ use toolseal::abi::types::LogLevel;
 use toolseal::cli::replay_cmd::default_wasm_path;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript};
-use toolseal_core::fingerprint::sha256_hex;
+use toolseal_core::policy::fingerprint::sha256_hex;
 use toolseal_core::transcript::HttpExchange;
 
 const SERVER: &str = "demo";
@@ -276,9 +276,9 @@ fn a_servers_stored_tool_set_is_served_and_a_foreign_fingerprint_is_not() {
         &admin_config(),
         json!({"envoy.filters.http.jwt_authn": {"payload": {"sub": "ops"}}}),
     );
-    let fingerprint = toolseal_core::fingerprint::digest_tools(
+    let fingerprint = toolseal_core::policy::fingerprint::digest_tools(
         &echo_tools(),
-        &toolseal_core::fingerprint::FingerprintFields::default(),
+        &toolseal_core::policy::fingerprint::FingerprintFields::default(),
     )
     .unwrap()
     .fingerprint();

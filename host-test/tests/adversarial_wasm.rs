@@ -20,7 +20,7 @@ use toolseal::abi::types::LogLevel;
 use toolseal::cli::replay_cmd::default_wasm_path;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript, load_transcript};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::transcript::HttpExchange;
 
 const SERVER: &str = "adv";

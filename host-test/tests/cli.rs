@@ -234,7 +234,7 @@ fn http_lines_tell_what_the_client_got() {
     };
     let recorded = |name: &str, seq: usize| {
         let transcript = toolseal::replay::load_transcript(&common::transcript(name)).unwrap();
-        toolseal_core::fingerprint::sha256_hex(&transcript.exchanges[seq].response_body)
+        toolseal_core::policy::fingerprint::sha256_hex(&transcript.exchanges[seq].response_body)
     };
     let served = at("everything-2025.11.25", 3);
     assert_eq!(

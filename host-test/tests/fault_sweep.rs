@@ -34,7 +34,7 @@ use toolseal::cli::tool_source::load_tools;
 use toolseal::replay::exchange::{ExchangeOutcome, Stop};
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript, load_transcript};
 use toolseal::wasm::plugin_vm::ConfigRefused;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 
 /// A replay set-up: a configuration, transcripts in order, the metadata every exchange has.
 struct Scenario {

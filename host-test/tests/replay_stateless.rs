@@ -252,9 +252,9 @@ fn a_snapshot_key_from_dynamic_metadata_finds_a_stale_caller() {
             "cacheScope": "private", "resultType": "complete"}),
         )
     };
-    let fp_b = toolseal_core::fingerprint::digest_tools(
+    let fp_b = toolseal_core::policy::fingerprint::digest_tools(
         &json!([b.clone()]),
-        &toolseal_core::fingerprint::FingerprintFields::default(),
+        &toolseal_core::policy::fingerprint::FingerprintFields::default(),
     )
     .unwrap()
     .fingerprint();
@@ -283,7 +283,7 @@ fn a_snapshot_key_from_dynamic_metadata_finds_a_stale_caller() {
         exchanges: vec![list(1, &a), list(2, &b), approve, call],
     };
     let config = json!({
-        "admin": {"token_sha256": toolseal_core::fingerprint::sha256_hex(token.as_bytes())},
+        "admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(token.as_bytes())},
         "snapshots": {"key": [{"metadata": "envoy.filters.http.jwt_authn/payload/sub"}]}
     });
     let verdict = |metadata: Value| {

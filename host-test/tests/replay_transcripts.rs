@@ -15,7 +15,7 @@ use toolseal::abi::types::LogLevel;
 use toolseal::replay::exchange::Stop;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, load_transcript};
-use toolseal_core::sse::SseParser;
+use toolseal_core::wire::sse::SseParser;
 
 fn options(server: Option<&str>, config: &[u8], chunk: usize) -> ReplayOptions {
     ReplayOptions {

@@ -118,7 +118,7 @@ fn release_drift_page_shows_every_changed_tool_with_class_badges() {
     assert!(rows[0].starts_with("<td><span class=\"badge semantic\">semantic</span></td><td><code>echo</code></td><td>description_changed</td><td><code>/description</code></td><td class=\"detail\">Echoes back the input<ins> string</ins></td></tr>"), "{}", rows[0]);
     assert!(rows[1].contains("title_changed"));
     assert!(rows[2].contains("badge breaking"));
-    let drift = toolseal_core::drift::diff_tools(
+    let drift = toolseal_core::policy::drift::diff_tools(
         &tools("everything-2025.11.25.tools.json"),
         &tools("everything-2026.1.26.tools.json"),
     );

@@ -18,12 +18,13 @@ use crate::host::{self, EnvoyCaller, EnvoyOutputs, Headers, Metrics, SharedData}
 use crate::telemetry::Published;
 use std::cell::RefCell;
 use std::rc::Rc;
-use toolseal_core::admin::{AdminRequest, MAX_ADMIN_BODY};
-use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::{Config, ServerIdSource};
-use toolseal_core::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
-use toolseal_core::response::{BodyPlan, ResponseState};
-use toolseal_core::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
+use toolseal_core::gateway::admin::AdminRequest;
+use toolseal_core::gateway::body::BodyVerdict;
+use toolseal_core::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
+use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, ReadBody, RequestHead};
+use toolseal_core::wire::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
 
 struct Shared {
     engine: Engine,
@@ -147,198 +148,97 @@ impl Http {
         }
         Action::Pause
     }
-
-    fn server_id(&self, config: &Config) -> Option<String> {
-        match &config.server_id {
-            ServerIdSource::Route => {
-                host::property(&["xds", "route_name"]).or_else(|| host::property(&["route_name"]))
-            }
-            ServerIdSource::Cluster => host::property(&["xds", "cluster_name"])
-                .or_else(|| host::property(&["cluster_name"])),
-            ServerIdSource::Header(name) => self.headers.get(name).map(str::to_string),
-        }
-        .filter(|id| !id.is_empty() && id.len() <= 256)
-    }
-
-    fn info<'a>(headers: &'a Headers, caller: &'a EnvoyCaller<'a>) -> RequestInfo<'a> {
-        let version = headers.get("mcp-protocol-version");
-        RequestInfo {
-            http_method: headers.get(":method").unwrap_or_default(),
-            content_type: headers.get("content-type"),
-            session: headers.get("mcp-session-id"),
-            routing: RoutingHeaders {
-                present: true,
-                version,
-                method: headers.get("mcp-method"),
-                name: headers.get("mcp-name"),
-                // Only the stateless revision's rules look at repeats.
-                repeated: version.is_some_and(is_stateless)
-                    && headers.repeats_any(&ROUTING_HEADERS),
-            },
-            caller,
-        }
-    }
-
-    /// Asks the engine for a local answer (`answer`) and sends it.
-    fn refuse(
-        &mut self,
-        answer: impl FnOnce(&mut Engine, &mut EnvoyOutputs<'_>, &Exchange) -> LocalReply,
-        stream: Stream,
-    ) -> Action {
-        let shared = Rc::clone(&self.shared);
-        let mut shared = shared.borrow_mut();
-        let Shared { engine, metrics } = &mut *shared;
-        let mut out = EnvoyOutputs {
-            metrics,
-            published: &mut self.published,
-        };
-        let reply = answer(engine, &mut out, &self.exchange);
-        drop(shared);
-        self.reply(&reply, stream)
-    }
 }
 
 impl Http {
     /// `proxy_on_request_headers`.
     pub fn on_http_request_headers(&mut self, end_of_stream: bool) -> Action {
-        self.headers = match host::request_headers() {
-            Ok(headers) => headers,
-            Err(abi::Status(code)) => {
-                // Nothing can be checked; the server is named when its id is not a header.
-                let server = self.server_id(&self.shared.borrow().engine.config);
-                self.exchange = Exchange::new(&server.unwrap_or_default(), None);
-                let what = format!("the request headers (status {code})");
-                return self.refuse(
-                    |engine, out, exchange| {
-                        engine.request_unreadable(
-                            &mut SharedData,
-                            out,
-                            host::now_ms(),
-                            exchange,
-                            &what,
-                        )
-                    },
-                    Stream::Request,
-                );
-            }
-        };
+        let read = host::request_headers();
+        let failed = read.as_ref().err().map(|abi::Status(code)| code);
+        let what = failed.map(|code| format!("the request headers (status {code})"));
+        self.headers = read.unwrap_or_default();
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
-        let path = self.headers.get(":path").unwrap_or_default().to_string();
-        if shared.engine.is_admin_path(&path) {
-            self.mode = Mode::Admin;
-            if end_of_stream {
-                return self.admin(&mut shared, &path, &[]);
-            }
-            return Action::Continue;
-        }
-        // A response that still arrives compressed fails closed when it must be read.
-        let _removed = abi::remove_header(Map::RequestHeaders, "accept-encoding");
-        let Some(server) = self.server_id(&shared.engine.config) else {
-            drop(shared);
-            return self.refuse(
-                |engine, out, exchange| {
-                    engine.request_without_server(&mut SharedData, out, host::now_ms(), exchange)
-                },
-                Stream::Request,
-            );
-        };
-        self.exchange = Exchange::new(&server, self.headers.get("mcp-session-id"));
+        let Shared { engine, metrics } = &mut *shared;
+        let server = server_id(&engine.config, &self.headers);
         let caller = EnvoyCaller {
             headers: &self.headers,
         };
-        let info = Self::info(&self.headers, &caller);
-        let Shared { engine, metrics } = &mut *shared;
+        let info = info(&self.headers, &caller);
+        let head = match &what {
+            None => RequestHead::Read {
+                path: self.headers.get(":path").unwrap_or_default(),
+                server: server.as_deref(),
+                info: &info,
+            },
+            Some(what) => RequestHead::Unreadable {
+                server: server.as_deref(),
+                what,
+            },
+        };
         let mut out = EnvoyOutputs {
             metrics,
             published: &mut self.published,
         };
-        let verdict = engine.request_headers(
+        let verdict = engine.request_head_arrived(
             &mut SharedData,
             &mut out,
             host::now_ms(),
             &mut self.exchange,
-            &info,
+            head,
         );
-        if let RequestVerdict::Reply(reply) = verdict {
-            drop(shared);
-            return self.reply(&reply, Stream::Request);
+        drop(shared);
+        match verdict {
+            HeadVerdict::Mcp => {
+                // A response that still arrives compressed fails closed when it must be read.
+                let _removed = abi::remove_header(Map::RequestHeaders, "accept-encoding");
+                Action::Continue
+            }
+            HeadVerdict::Admin => {
+                self.mode = Mode::Admin;
+                match end_of_stream {
+                    // No body: answered now, on an empty one.
+                    true => self.admin_body(0, true, &mut |_| Ok(Vec::new())),
+                    false => Action::Continue,
+                }
+            }
+            HeadVerdict::Reply(reply) => self.reply(&reply, Stream::Request),
         }
-        Action::Continue
     }
 
     /// `proxy_on_request_body` (`body_size`: everything buffered so far).
     pub fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if matches!(self.mode, Mode::Done | Mode::Stopped) {
-            return Action::Pause;
-        }
-        let limit = self.shared.borrow().engine.config.limits.max_request_bytes;
-        if body_size > limit && self.mode == Mode::Mcp {
-            return self.refuse(
-                |engine, out, exchange| {
-                    engine.request_too_large(&mut SharedData, out, host::now_ms(), exchange)
-                },
-                Stream::Request,
-            );
-        }
-        // An admin body over the cap is answered at once: the engine refuses (and audits) it
-        // by its length, so only one byte more than the cap is read.
-        let admin_too_large = self.mode == Mode::Admin && body_size > MAX_ADMIN_BODY;
-        if !end_of_stream && !admin_too_large {
-            return Action::Pause;
-        }
-        let read = if admin_too_large {
-            MAX_ADMIN_BODY + 1
-        } else {
-            body_size
+        let read = &mut |size| {
+            read_body(Buffer::RequestBody, size)
+                .map_err(|code| format!("the request body (status {code})"))
         };
-        let body = match read_body(Buffer::RequestBody, read) {
-            Ok(body) => body,
-            Err(code) => {
-                let what = format!("the request body (status {code})");
-                return self.refuse(
-                    |engine, out, exchange| {
-                        engine.request_unreadable(
-                            &mut SharedData,
-                            out,
-                            host::now_ms(),
-                            exchange,
-                            &what,
-                        )
-                    },
-                    Stream::Request,
+        match self.mode {
+            Mode::Done | Mode::Stopped => Action::Pause,
+            Mode::Admin => self.admin_body(body_size, end_of_stream, read),
+            Mode::Mcp => {
+                let shared = Rc::clone(&self.shared);
+                let mut shared = shared.borrow_mut();
+                let Shared { engine, metrics } = &mut *shared;
+                let caller = EnvoyCaller {
+                    headers: &self.headers,
+                };
+                let mut out = EnvoyOutputs {
+                    metrics,
+                    published: &mut self.published,
+                };
+                let answer = engine.request_body_arrived(
+                    &mut SharedData,
+                    &mut out,
+                    host::now_ms(),
+                    &mut self.exchange,
+                    &info(&self.headers, &caller),
+                    body_size,
+                    end_of_stream,
+                    read,
                 );
+                drop(shared);
+                self.answer(answer)
             }
-        };
-        let shared = Rc::clone(&self.shared);
-        let mut shared = shared.borrow_mut();
-        if self.mode == Mode::Admin {
-            let path = self.headers.get(":path").unwrap_or_default().to_string();
-            return self.admin(&mut shared, &path, &body);
-        }
-        // Moved out and back rather than cloned: `info` borrows the headers while the engine
-        // borrows the exchange.
-        let headers = std::mem::take(&mut self.headers);
-        let caller = EnvoyCaller { headers: &headers };
-        let info = Self::info(&headers, &caller);
-        let Shared { engine, metrics } = &mut *shared;
-        let mut out = EnvoyOutputs {
-            metrics,
-            published: &mut self.published,
-        };
-        let verdict = engine.request_body(
-            &mut SharedData,
-            &mut out,
-            host::now_ms(),
-            &mut self.exchange,
-            &info,
-            &body,
-        );
-        self.headers = headers;
-        drop(shared);
-        match verdict {
-            RequestVerdict::Forward => Action::Continue,
-            RequestVerdict::Reply(reply) => self.reply(&reply, Stream::Request),
         }
     }
 
@@ -350,28 +250,26 @@ impl Http {
         if self.mode != Mode::Mcp {
             return Action::Continue;
         }
-        let shared = self.shared.borrow();
-        let engine = &shared.engine;
-        self.plan = match (
+        let headers = match (
             host::response_header("content-type"),
             host::response_header("content-encoding"),
         ) {
-            (Ok(content_type), Ok(encoding)) => engine.response_headers(
-                &mut self.exchange,
-                content_type.as_deref(),
-                encoding.as_deref(),
-            ),
-            _ => engine.response_headers_unreadable(&mut self.exchange),
+            (Ok(content_type), Ok(encoding)) => Some((content_type, encoding)),
+            _ => None,
         };
-        drop(shared);
+        let head = self.shared.borrow().engine.response_head_arrived(
+            &mut self.exchange,
+            headers
+                .as_ref()
+                .map(|(content_type, encoding)| (content_type.as_deref(), encoding.as_deref())),
+        );
+        self.plan = head.plan;
         // A header left in place when the body is replaced only makes the answer unreadable
         // (a wrong length or encoding): the unchecked bytes never leave either way.
-        if self.plan != BodyPlan::Pass {
+        if head.remove_content_length {
             let _removed = abi::remove_header(Map::ResponseHeaders, "content-length");
         }
-        if matches!(self.exchange.response, ResponseState::Unreadable(_)) {
-            // The body will be replaced by a plain JSON-RPC error (fail closed): say so in the
-            // headers, or a client inflating "gzip" or reading SSE cannot read the error.
+        if head.plain_json {
             let _removed = abi::remove_header(Map::ResponseHeaders, "content-encoding");
             let _set = abi::set_header(Map::ResponseHeaders, "content-type", "application/json");
         }
@@ -429,37 +327,88 @@ impl Http {
     /// `proxy_on_log`: the stream is over.
     pub fn on_log(&mut self) {
         // The stream is over (answered, reset or cut): checked calls it never answered wait
-        // for a resumed stream of the same session (core `resume`).
-        if self.exchange.pending_calls.is_empty() {
-            return;
-        }
+        // for a resumed stream of the same session (the engine decides which).
         self.shared
             .borrow_mut()
             .engine
             .exchange_end(&mut SharedData, &self.exchange);
     }
 
-    fn admin(&mut self, shared: &mut Shared, path: &str, body: &[u8]) -> Action {
-        // Moved out and back: the request borrows the headers while the reply needs `self`.
-        let headers = std::mem::take(&mut self.headers);
+    /// An admin request's body callback (`read` hands its bytes over).
+    fn admin_body(&mut self, size: usize, end_of_stream: bool, read: &mut ReadBody<'_>) -> Action {
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
+        let Shared { engine, metrics } = &mut *shared;
         let source = host::property(&["source", "address"]);
-        let caller = EnvoyCaller { headers: &headers };
+        let caller = EnvoyCaller {
+            headers: &self.headers,
+        };
         let request = AdminRequest {
-            method: headers.get(":method").unwrap_or_default(),
-            path,
-            authorization: headers.get("authorization"),
+            method: self.headers.get(":method").unwrap_or_default(),
+            path: self.headers.get(":path").unwrap_or_default(),
+            authorization: self.headers.get("authorization"),
             source: source.as_deref(),
             caller: &caller,
-            body,
+            body: &[],
         };
-        let Shared { engine, metrics } = shared;
         let mut out = EnvoyOutputs {
             metrics,
             published: &mut self.published,
         };
-        let reply = engine.admin(&mut SharedData, &mut out, host::now_ms(), &request);
-        self.headers = headers;
-        self.reply(&reply, Stream::Request)
+        let answer = engine.admin_body_arrived(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            &self.exchange,
+            &request,
+            size,
+            end_of_stream,
+            read,
+        );
+        drop(shared);
+        self.answer(answer)
+    }
+
+    /// Acts on the engine's answer to a request body callback.
+    fn answer(&mut self, answer: BodyAnswer) -> Action {
+        match answer {
+            BodyAnswer::Wait => Action::Pause,
+            BodyAnswer::Forward => Action::Continue,
+            BodyAnswer::Reply(reply) => self.reply(&reply, Stream::Request),
+        }
+    }
+}
+
+/// The server id of a request, as `server_id` in the config says where it comes from.
+fn server_id(config: &Config, headers: &Headers) -> Option<String> {
+    match &config.server_id {
+        ServerIdSource::Route => {
+            host::property(&["xds", "route_name"]).or_else(|| host::property(&["route_name"]))
+        }
+        ServerIdSource::Cluster => {
+            host::property(&["xds", "cluster_name"]).or_else(|| host::property(&["cluster_name"]))
+        }
+        ServerIdSource::Header(name) => headers.get(name).map(str::to_string),
+    }
+    .filter(|id| !id.is_empty() && id.len() <= 256)
+}
+
+/// The facts of a request the engine checks, from its headers.
+fn info<'a>(headers: &'a Headers, caller: &'a EnvoyCaller<'a>) -> RequestInfo<'a> {
+    let version = headers.get("mcp-protocol-version");
+    RequestInfo {
+        http_method: headers.get(":method").unwrap_or_default(),
+        content_type: headers.get("content-type"),
+        session: headers.get("mcp-session-id"),
+        routing: RoutingHeaders {
+            present: true,
+            version,
+            method: headers.get("mcp-method"),
+            name: headers.get("mcp-name"),
+            // Only the stateless revision's rules look at repeats.
+            repeated: version.is_some_and(is_stateless) && headers.repeats_any(&ROUTING_HEADERS),
+        },
+        caller,
     }
 }
 

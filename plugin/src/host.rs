@@ -8,11 +8,11 @@ pub use crate::pairs::Headers;
 use crate::telemetry::Published;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use toolseal_core::audit::{
+use toolseal_core::policy::rules::CallerIdentity;
+use toolseal_core::state::audit::{
     AUDIT_LOG_PREFIX, AuditEvent, Counter, DECISION_LOG_PREFIX, Decision, Outputs,
 };
-use toolseal_core::policy::CallerIdentity;
-use toolseal_core::store::{Expect, StateStore, StoreError};
+use toolseal_core::state::store::{Expect, StateStore, StoreError};
 
 /// A CAS token that no real entry carries: with it, a write succeeds only when the key is
 /// missing (Envoy ignores CAS on a missing key and refuses a mismatch on an existing one).

@@ -2,7 +2,7 @@
 //! loads.
 //!
 //! Main design decision: this crate only moves bytes between the proxy-wasm ABI and
-//! `toolseal-core`'s [`Engine`](toolseal_core::engine::Engine). Each callback gathers host
+//! `toolseal-core`'s [`Engine`](toolseal_core::gateway::engine::Engine). Each callback gathers host
 //! data, makes one engine call, and maps the verdict back. It speaks the ABI itself (`abi`:
 //! every hostcall returns the host's status; `dispatch`: the exported callbacks) rather than
 //! through the SDK, whose wrappers panic on statuses they do not expect: whatever the host

@@ -15,7 +15,7 @@
 //! SDK's wrapper panics on any status other than `Ok`, and Envoy answers `NotFound` when there
 //! is no stream (a panic kills the VM).
 
-use toolseal_core::audit::Decision;
+use toolseal_core::state::audit::Decision;
 
 /// Filter-state names (without Envoy's `wasm.` prefix) and how each is read from a decision.
 pub const FIELDS: [&str; 6] = [
@@ -47,7 +47,7 @@ unsafe extern "C" {
 /// elements refused with it (`BATCH_REFUSED`).
 fn severity(decision: &Decision) -> u8 {
     match (decision.decision, decision.error_code) {
-        ("deny", Some(toolseal_core::audit::BATCH_REFUSED)) => 3,
+        ("deny", Some(toolseal_core::state::audit::BATCH_REFUSED)) => 3,
         ("deny", _) => 4,
         ("rewrite", _) => 2,
         ("allow", _) => 1,

@@ -25,7 +25,7 @@ use lexopt::{Arg, ValueExt};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
-use toolseal_core::store::MemoryStore;
+use toolseal_core::state::store::MemoryStore;
 
 /// The server id used when `--server` is not given.
 pub const DEFAULT_SERVER_ID: &str = "stdio";

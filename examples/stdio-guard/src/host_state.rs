@@ -8,7 +8,7 @@
 
 use crate::audit_sink::AuditSink;
 use crate::bindings::toolseal::policy::{audit, clock, state};
-use toolseal_core::store::{Expect, MemoryStore, StateStore, StoreError};
+use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
 
 /// What the component's imports act on.
 pub struct HostState {

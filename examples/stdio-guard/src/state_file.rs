@@ -19,7 +19,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use toolseal_core::store::{Expect, MemoryStore, StateStore};
+use toolseal_core::state::store::{Expect, MemoryStore, StateStore};
 
 /// The format number this module reads and writes.
 pub const FORMAT: u64 = 1;
@@ -254,7 +254,7 @@ pub fn encode(store: &MemoryStore) -> String {
 /// The store a file text holds, or why it is not a state file.
 pub fn decode(bytes: &[u8]) -> Result<MemoryStore, String> {
     let value =
-        toolseal_core::json::parse_strict(bytes, 8).map_err(|e| format!("not JSON: {e}"))?;
+        toolseal_core::wire::json::parse_strict(bytes, 8).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(top) = value else {
         return Err("not a JSON object".into());
     };

@@ -127,9 +127,9 @@ fn pump(
                 }
             }
             Ok(Input::Client(Line::TooLong(len))) => {
-                let error = toolseal_core::jsonrpc::error_response(
+                let error = toolseal_core::wire::jsonrpc::error_response(
                     &serde_json::Value::Null,
-                    toolseal_core::jsonrpc::INVALID_REQUEST,
+                    toolseal_core::wire::jsonrpc::INVALID_REQUEST,
                     &format!(
                         "toolseal: a {len}-byte line is over the {MAX_LINE_BYTES}-byte limit; not forwarded"
                     ),

@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use toolseal_core::store::MemoryStore;
+use toolseal_core::state::store::MemoryStore;
 use toolseal_core::transcript::{HttpExchange, parse_transcript};
 use toolseal_stdio::audit_sink::SharedCollected;
 use toolseal_stdio::host_state::HostState;

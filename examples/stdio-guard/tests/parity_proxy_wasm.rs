@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use toolseal::abi::types::LogLevel;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{Replay, ReplayOptions, Transcript};
-use toolseal_core::store::MemoryStore;
+use toolseal_core::state::store::MemoryStore;
 use toolseal_core::transcript::{HttpExchange, parse_transcript};
 use toolseal_stdio::audit_sink::SharedCollected;
 use toolseal_stdio::host_state::HostState;

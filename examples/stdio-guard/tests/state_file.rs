@@ -8,7 +8,7 @@
     missing_docs
 )]
 
-use toolseal_core::store::{Expect, MemoryStore, StateStore};
+use toolseal_core::state::store::{Expect, MemoryStore, StateStore};
 use toolseal_stdio::state_file::{StateFile, StateFileError, decode, encode};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {

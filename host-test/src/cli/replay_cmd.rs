@@ -20,7 +20,7 @@ use lexopt::Arg;
 use serde_json::{Map, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::json::parse_strict;
 
 /// Usage of `toolseal replay`.
 pub const USAGE: &str = "\

@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use toolseal_core::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tools};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tools};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 
 /// The page's style sheet. Class colors are fixed values (the tests look for them).
 /// `toolseal console` serves the page with a Content-Security-Policy naming this sheet's hash.

@@ -12,9 +12,9 @@ use crate::input_error::input_error;
 use anyhow::Result;
 use serde_json::Value;
 use std::path::Path;
-use toolseal_core::json::parse_strict;
-use toolseal_core::sse::SseParser;
 use toolseal_core::transcript::{HttpExchange, parse_transcript};
+use toolseal_core::wire::json::parse_strict;
+use toolseal_core::wire::sse::SseParser;
 
 /// JSON nesting accepted in input files (the parser's own ceiling).
 const MAX_DEPTH: usize = 128;

@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toolseal_core::config::Config;
-use toolseal_core::drift::{Change, ChangeKind, DriftDiff, diff_tools};
-use toolseal_core::fingerprint::{
+use toolseal_core::policy::drift::{Change, ChangeKind, DriftDiff, diff_tools};
+use toolseal_core::policy::fingerprint::{
     FingerprintField, FingerprintFields, ToolDigests, digest_tools, tool_digest,
 };
 

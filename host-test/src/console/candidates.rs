@@ -16,7 +16,7 @@ use super::mcp_list;
 use crate::cli::report_html;
 use serde_json::Value;
 use toolseal_core::config::Pin;
-use toolseal_core::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
+use toolseal_core::policy::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
 
 /// Tool sets kept in memory.
 const CACHED_SETS: usize = 16;

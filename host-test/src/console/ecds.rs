@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use toolseal_core::config::Config;
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::json::parse_strict;
 
 /// One read of the ECDS file.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use super::http_client::HttpUrl;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::json::parse_strict;
 
 /// Longest instance name.
 const MAX_NAME_CHARS: usize = 64;

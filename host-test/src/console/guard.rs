@@ -43,7 +43,7 @@ pub fn random_token() -> Result<String, String> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| format!("cannot read /dev/urandom for the console's token: {e}"))?;
-    Ok(toolseal_core::fingerprint::to_hex(&bytes))
+    Ok(toolseal_core::policy::fingerprint::to_hex(&bytes))
 }
 
 impl Guard {

@@ -11,7 +11,7 @@ use super::fleet::{Fleet, Instance};
 use super::http_client;
 use serde_json::Value;
 use std::time::Duration;
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::json::parse_strict;
 
 /// What one instance answered.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,8 @@
 use super::http_client::{self, HttpUrl, Response};
 use serde_json::{Value, json};
 use std::time::Duration;
-use toolseal_core::json::parse_strict;
-use toolseal_core::sse::SseParser;
+use toolseal_core::wire::json::parse_strict;
+use toolseal_core::wire::sse::SseParser;
 
 /// Most `tools/list` pages followed.
 const MAX_PAGES: usize = 100;

@@ -15,7 +15,7 @@ use super::web::{Answer, Request, percent_decode};
 use crate::cli::report_html;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::json::parse_strict;
 
 const PAGE: &str = include_str!("assets/console.html");
 const SCRIPT: &str = include_str!("assets/console.js");

@@ -10,8 +10,8 @@
 use super::exchange::{ExchangeOutcome, Stop};
 use crate::abi::state::LogEntry;
 use serde_json::{Map, Value};
-use toolseal_core::audit::{AUDIT_LOG_PREFIX, DECISION_LOG_PREFIX};
-use toolseal_core::fingerprint::sha256_hex;
+use toolseal_core::policy::fingerprint::sha256_hex;
+use toolseal_core::state::audit::{AUDIT_LOG_PREFIX, DECISION_LOG_PREFIX};
 
 /// The fields of a decision record, in output order (after `transcript` and `seq`).
 pub const DECISION_KEYS: [&str; 10] = [

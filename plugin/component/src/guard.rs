@@ -11,10 +11,10 @@ use crate::host::{self, HostOutputs, HostStore};
 use crate::message;
 use std::cell::RefCell;
 use toolseal_core::config::Config;
-use toolseal_core::engine::Engine;
-use toolseal_core::jsonrpc;
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::policy::status::{Actor, Event};
 use toolseal_core::state::StateError;
-use toolseal_core::status::{Actor, Event};
+use toolseal_core::wire::jsonrpc;
 
 struct Loaded {
     engine: Engine,

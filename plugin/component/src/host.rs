@@ -2,9 +2,9 @@
 //! as the [`Outputs`], the message's headers as the caller's identity.
 
 use crate::bindings::toolseal::policy::{audit, clock, state};
-use toolseal_core::audit::{AuditEvent, Counter, Decision, Outputs};
-use toolseal_core::policy::CallerIdentity;
-use toolseal_core::store::{Expect, StateStore, StoreError};
+use toolseal_core::policy::rules::CallerIdentity;
+use toolseal_core::state::audit::{AuditEvent, Counter, Decision, Outputs};
+use toolseal_core::state::store::{Expect, StateStore, StoreError};
 
 /// The host's store (`state` import).
 pub struct HostStore;

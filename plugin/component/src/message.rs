@@ -9,9 +9,9 @@
 use crate::bindings::{LocalReply, MessageContext, Transport, Verdict};
 use crate::exchanges::Exchanges;
 use crate::host::{Headers, HostOutputs, HostStore};
-use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::response::BodyPlan;
-use toolseal_core::revision::{RoutingHeaders, is_stateless, routing_repeated};
+use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::wire::revision::{RoutingHeaders, is_stateless, routing_repeated};
 
 /// A client → server message.
 pub fn client(

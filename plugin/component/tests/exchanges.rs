@@ -10,7 +10,7 @@
 
 use serde_json::json;
 use toolseal_component::exchanges::{CAPACITY, Exchanges, MAX_PENDING};
-use toolseal_core::engine::{Exchange, PendingList};
+use toolseal_core::gateway::engine::{Exchange, PendingList};
 
 /// The ids of an exchange's pending lists.
 fn ids(exchange: &Exchange) -> Vec<serde_json::Value> {

@@ -5,31 +5,15 @@
 //! derived, so that every error names the exact field (`servers.deploy.pin`) and unknown keys
 //! are refused at every level. A config that does not validate never loads: Envoy refuses it.
 
-use crate::fingerprint::{FingerprintFields, digest_tools};
-use crate::json::parse_strict;
-use crate::policy::Policy;
+use crate::policy::containment::DriftScope;
+use crate::policy::fingerprint::{FingerprintFields, digest_tools};
+use crate::policy::rules::Policy;
+use crate::policy::status::Posture;
+use crate::state::snapshot_key::SnapshotSource;
+use crate::wire::json::parse_strict;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
-
-/// Trust posture for servers that have no baseline yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Posture {
-    /// Trust on first use: the first live tool set becomes the baseline.
-    Discovery,
-    /// Nothing is served until an admin approves (or config pins) a baseline.
-    Strict,
-}
-
-impl Posture {
-    /// The config and audit spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Posture::Discovery => "discovery",
-            Posture::Strict => "strict",
-        }
-    }
-}
 
 /// Where the server id of a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,27 +42,6 @@ pub enum ResultsMode {
     Observe,
     /// Replace the result with a `RESULT_CONTRACT_CHANGED` tool error.
     Enforce,
-}
-
-/// How much of a drifted server is closed (`servers.<id>.drift_scope`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DriftScope {
-    /// Any drift closes the whole server (the default).
-    #[default]
-    Server,
-    /// A drift confined to single tools withholds only those tools: the others keep serving
-    /// and working (see [`crate::containment`]).
-    Tool,
-}
-
-impl DriftScope {
-    /// The config spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DriftScope::Server => "server",
-            DriftScope::Tool => "tool",
-        }
-    }
 }
 
 /// A baseline fixed in config.
@@ -172,29 +135,6 @@ impl Default for Limits {
 /// The largest `limits.max_list_ttl_ms` accepted (one day).
 pub const MAX_LIST_TTL_MS: u64 = 86_400_000;
 
-/// Where a request's snapshot key comes from (`snapshots.key`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SnapshotSource {
-    /// The `Mcp-Session-Id` header.
-    Session,
-    /// A request header (lower-cased name).
-    Header(String),
-    /// Envoy dynamic metadata at `NAMESPACE/key/…`.
-    Metadata(String),
-}
-
-impl SnapshotSource {
-    /// How audit events and snapshot slots name the source: `session`, `header:NAME`,
-    /// `metadata:PATH`.
-    pub fn label(&self) -> String {
-        match self {
-            SnapshotSource::Session => "session".into(),
-            SnapshotSource::Header(name) => format!("header:{name}"),
-            SnapshotSource::Metadata(path) => format!("metadata:{path}"),
-        }
-    }
-}
-
 /// Most sources `snapshots.key` may list.
 pub const MAX_SNAPSHOT_SOURCES: usize = 8;
 
@@ -275,7 +215,7 @@ pub struct Config {
     /// Audit options.
     pub audit: AuditConfig,
     /// First-contact screening.
-    pub screening: crate::screening::ScreeningConfig,
+    pub screening: crate::policy::screening::ScreeningConfig,
     /// Where the client snapshot key of a request comes from, first present source first.
     pub snapshot_key: Vec<SnapshotSource>,
     /// Host telemetry options.
@@ -296,7 +236,7 @@ impl Default for Config {
                 call_allowed: false,
                 ring_size: 256,
             },
-            screening: crate::screening::ScreeningConfig::default(),
+            screening: crate::policy::screening::ScreeningConfig::default(),
             snapshot_key: vec![SnapshotSource::Session],
             telemetry: TelemetryConfig::default(),
         }
@@ -310,6 +250,15 @@ pub struct ConfigError {
     pub field: String,
     /// What is wrong and what is expected.
     pub message: String,
+}
+
+impl From<crate::policy::screening::settings::SettingError> for ConfigError {
+    fn from(e: crate::policy::screening::settings::SettingError) -> Self {
+        ConfigError {
+            field: e.field,
+            message: e.message,
+        }
+    }
 }
 
 impl fmt::Display for ConfigError {
@@ -429,7 +378,7 @@ impl Config {
             config.audit = audit(v)?;
         }
         if let Some(v) = root.get("screening") {
-            config.screening = crate::screening::ScreeningConfig::from_json(v)?;
+            config.screening = crate::policy::screening::ScreeningConfig::from_json(v)?;
         }
         if let Some(v) = root.get("snapshots") {
             config.snapshot_key = snapshots(v)?;

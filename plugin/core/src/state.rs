@@ -17,16 +17,25 @@
 //! - `set/<id>/<n>` — `{"fingerprint", "tools": [...]}`: one of the server's stored sets
 //!   (baseline, previous baseline, live candidate, recent candidates), `n < SET_SLOTS`;
 //! - `sess/<slot>` — `{"server","session","fingerprint","source"}`: the set last served to a
-//!   caller, by its snapshot key ([`crate::snapshot_key`]: `session` is the Mcp-Session-Id);
+//!   caller, by its snapshot key ([`crate::state::snapshot_key`]: `session` is the Mcp-Session-Id);
 //! - `page/<slot>` — tools accumulated over the pages of a paginated `tools/list`;
 //! - `wait/<slot>` — checked `tools/call`s of a session still awaiting their result
-//!   ([`crate::resume`]);
+//!   ([`crate::gateway::resume`]);
 //! - `audit/head` and `audit/<n>` — the audit ring.
+//!
+//! Beside the layout: the store trait a host supplies ([`store`]), the caller's snapshot key
+//! ([`snapshot_key`]), a worker's parsed copies of stored values ([`parse_cache`]) and the
+//! audit events ([`audit`]).
 
-use crate::parse_cache::ParseCache;
-use crate::snapshot_key::ClientKey;
-use crate::status::{Event, Refusal, ServerRecord};
-use crate::store::{Expect, StateStore, StoreError};
+pub mod audit;
+pub mod parse_cache;
+pub mod snapshot_key;
+pub mod store;
+
+use crate::policy::status::{Event, Refusal, ServerRecord};
+use crate::state::parse_cache::ParseCache;
+use crate::state::snapshot_key::ClientKey;
+use crate::state::store::{Expect, StateStore, StoreError};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::rc::Rc;
@@ -138,7 +147,7 @@ pub struct Updated {
     /// Record after.
     pub after: ServerRecord,
     /// What to audit.
-    pub notes: Vec<crate::status::Note>,
+    pub notes: Vec<crate::policy::status::Note>,
 }
 
 /// Applies one lifecycle event to a server's record with a bounded CAS loop (the record is
@@ -148,7 +157,7 @@ pub fn update_record(
     records: &mut ParseCache<ServerRecord>,
     server: &str,
     event: &Event,
-    posture: crate::config::Posture,
+    posture: crate::policy::status::Posture,
     now_ms: u64,
     max_servers: usize,
 ) -> Result<Updated, StateError> {
@@ -161,8 +170,8 @@ pub fn update_record(
                 (ServerRecord::new(now_ms), Expect::Absent)
             }
         };
-        let (after, notes) =
-            crate::status::apply(&before, event, posture, now_ms).map_err(StateError::Refused)?;
+        let (after, notes) = crate::policy::status::apply(&before, event, posture, now_ms)
+            .map_err(StateError::Refused)?;
         if after == before && expect != Expect::Absent {
             return Ok(Updated {
                 before,

@@ -6,14 +6,15 @@
 //! golden decisions computed natively and through the `.wasm` must agree; a difference is a
 //! bug in one of the adapters, never an expected divergence.
 
-use crate::admin::AdminRequest;
-use crate::audit::CollectedOutputs;
 use crate::config::Config;
-use crate::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
-use crate::policy::CallerIdentity;
-use crate::response::BodyPlan;
-use crate::revision::RoutingHeaders;
-use crate::store::MemoryStore;
+use crate::gateway::admin::AdminRequest;
+use crate::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
+use crate::gateway::response::BodyPlan;
+use crate::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
+use crate::policy::rules::CallerIdentity;
+use crate::state::audit::CollectedOutputs;
+use crate::state::store::MemoryStore;
+use crate::wire::revision::RoutingHeaders;
 use serde_json::Value;
 
 /// One recorded HTTP exchange.
@@ -59,8 +60,8 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// Parses a transcript: an array of exchanges or an object with `exchanges` or `entries`.
 /// Entries without `http_method` (stdio lines) are skipped.
 pub fn parse_transcript(bytes: &[u8]) -> Result<Vec<HttpExchange>, String> {
-    let value =
-        crate::json::parse_strict(bytes, 128).map_err(|e| format!("not a JSON transcript: {e}"))?;
+    let value = crate::wire::json::parse_strict(bytes, 128)
+        .map_err(|e| format!("not a JSON transcript: {e}"))?;
     let entries = match &value {
         Value::Array(items) => items,
         Value::Object(obj) => match obj.get("exchanges").or_else(|| obj.get("entries")) {
@@ -193,24 +194,6 @@ impl NativeReplay {
     pub fn exchange(&mut self, server: &str, ex: &HttpExchange, chunk: usize) -> Replayed {
         self.now_ms = self.now_ms.saturating_add(1000);
         let now = self.now_ms;
-        let path = ex.path.clone();
-        if self.engine.is_admin_path(&path) {
-            let request = AdminRequest {
-                method: &ex.http_method,
-                path: &path,
-                authorization: ex.request_header("authorization"),
-                source: None,
-                caller: &Headers(ex, &self.metadata),
-                body: &ex.request_body,
-            };
-            let reply = self
-                .engine
-                .admin(&mut self.store, &mut self.out, now, &request);
-            return Replayed {
-                local_reply: Some(reply),
-                response_body: Vec::new(),
-            };
-        }
         let caller = Headers(ex, &self.metadata);
         let info = RequestInfo {
             http_method: &ex.http_method,
@@ -224,32 +207,54 @@ impl NativeReplay {
                 // Only the stateless revision's rules look at repeats (as every host does).
                 repeated: ex
                     .request_header("mcp-protocol-version")
-                    .is_some_and(crate::revision::is_stateless)
-                    && crate::revision::routing_repeated(
+                    .is_some_and(crate::wire::revision::is_stateless)
+                    && crate::wire::revision::routing_repeated(
                         ex.request_headers.iter().map(|(k, _)| k.as_str()),
                     ),
             },
             caller: &caller,
         };
-        let mut exchange = Exchange::new(server, info.session);
-        if let RequestVerdict::Reply(reply) =
-            self.engine
-                .request_headers(&mut self.store, &mut self.out, now, &mut exchange, &info)
+        // The same entry points as the proxy-wasm adapter: the head, then the whole body in
+        // one callback.
+        let mut exchange = Exchange::default();
+        let head = RequestHead::Read {
+            path: &ex.path,
+            server: Some(server),
+            info: &info,
+        };
+        let body = &ex.request_body;
+        let read = &mut |size: usize| Ok(body.get(..size).unwrap_or(body).to_vec());
+        let (store, out) = (&mut self.store, &mut self.out);
+        let answer = match self
+            .engine
+            .request_head_arrived(store, out, now, &mut exchange, head)
         {
-            return Replayed {
-                local_reply: Some(reply),
-                response_body: Vec::new(),
-            };
-        }
-        let verdict = self.engine.request_body(
-            &mut self.store,
-            &mut self.out,
-            now,
-            &mut exchange,
-            &info,
-            &ex.request_body,
-        );
-        if let RequestVerdict::Reply(reply) = verdict {
+            HeadVerdict::Reply(reply) => BodyAnswer::Reply(reply),
+            HeadVerdict::Admin => {
+                let request = AdminRequest {
+                    method: &ex.http_method,
+                    path: &ex.path,
+                    authorization: ex.request_header("authorization"),
+                    source: None,
+                    caller: &caller,
+                    body: &[],
+                };
+                let size = body.len();
+                self.engine
+                    .admin_body_arrived(store, out, now, &exchange, &request, size, true, read)
+            }
+            HeadVerdict::Mcp => self.engine.request_body_arrived(
+                store,
+                out,
+                now,
+                &mut exchange,
+                &info,
+                body.len(),
+                true,
+                read,
+            ),
+        };
+        if let BodyAnswer::Reply(reply) = answer {
             return Replayed {
                 local_reply: Some(reply),
                 response_body: Vec::new(),

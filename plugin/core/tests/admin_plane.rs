@@ -14,12 +14,12 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::admin::{AdminRequest, MAX_ADMIN_BODY};
-use toolseal_core::audit::{AuditEvent, CollectedOutputs, Counter};
 use toolseal_core::config::Config;
-use toolseal_core::engine::{Engine, LocalReply};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
-use toolseal_core::policy::CallerIdentity;
+use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
+use toolseal_core::gateway::engine::{Engine, LocalReply};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
+use toolseal_core::policy::rules::CallerIdentity;
+use toolseal_core::state::audit::{AuditEvent, CollectedOutputs, Counter};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const OLD: &str = "old-admin-token";

@@ -14,15 +14,15 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::sse::SseParser;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
+use toolseal_core::wire::sse::SseParser;
 
 const TOKEN: &str = "adversary-token";
 const SERVER: &str = "deploy";
 
 fn gateway(extra: Value) -> NativeReplay {
-    let mut config = json!({"admin": {"token_sha256": toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes())}});
+    let mut config = json!({"admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }

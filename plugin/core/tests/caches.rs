@@ -12,15 +12,15 @@
 use serde_json::{Value, json};
 use std::cell::Cell;
 use toolseal_core::config::Config;
-use toolseal_core::engine::Engine;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::parse_cache::ParseCache;
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::state::parse_cache::ParseCache;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const TOKEN: &str = "s3cret";
 
 fn config() -> Config {
-    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     Config::parse(
         json!({"admin": {"token_sha256": hash}})
             .to_string()

@@ -13,10 +13,10 @@
 )]
 
 use serde_json::{Map, Value, json};
-use toolseal_core::audit::Counter;
 use toolseal_core::config::Config;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::policy::{Action, CallFacts, CallerIdentity, Policy, Visibility};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::rules::{Action, CallFacts, CallerIdentity, Policy, Visibility};
+use toolseal_core::state::audit::Counter;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const TOKEN: &str = "s3cret";
@@ -341,7 +341,7 @@ fn spec_policy() -> Value {
 }
 
 fn gateway(extra: Value) -> NativeReplay {
-    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     let mut config = json!({"admin": {"token_sha256": hash}, "policy": spec_policy()});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();

@@ -10,9 +10,11 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::{
-    Config, IdentitySource, ListChanged, Pin, Posture, ResultsMode, ServerIdSource, SnapshotSource,
+    Config, IdentitySource, ListChanged, Pin, ResultsMode, ServerIdSource,
 };
-use toolseal_core::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
+use toolseal_core::policy::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
+use toolseal_core::policy::status::Posture;
+use toolseal_core::state::snapshot_key::SnapshotSource;
 
 fn parse(v: &Value) -> Result<Config, String> {
     Config::parse(v.to_string().as_bytes()).map_err(|e| e.to_string())

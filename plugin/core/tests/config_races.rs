@@ -15,13 +15,14 @@
 
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};
-use toolseal_core::audit::CollectedOutputs;
-use toolseal_core::config::{Config, Posture};
-use toolseal_core::engine::Engine;
-use toolseal_core::parse_cache::{ParseCache, RECORD_ENTRIES};
+use toolseal_core::config::Config;
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::policy::status::Posture;
+use toolseal_core::policy::status::{Actor, Event};
+use toolseal_core::state::audit::CollectedOutputs;
+use toolseal_core::state::parse_cache::{ParseCache, RECORD_ENTRIES};
+use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
 use toolseal_core::state::{self, update_record};
-use toolseal_core::status::{Actor, Event};
-use toolseal_core::store::{Expect, MemoryStore, StateStore, StoreError};
 
 const SERVER: &str = "demo";
 const RECORD_KEY: &str = "ts/v1/srv/demo";

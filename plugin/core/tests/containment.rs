@@ -13,17 +13,19 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::approved::Approved;
-use toolseal_core::config::{Config, DriftScope, Posture};
-use toolseal_core::containment::{Differing, Serving, ToolChange, classify, serving};
-use toolseal_core::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
-use toolseal_core::status::{Event, LiveSet, SchemaStatus, ServerRecord, apply};
+use toolseal_core::config::Config;
+use toolseal_core::policy::approved::Approved;
+use toolseal_core::policy::containment::DriftScope;
+use toolseal_core::policy::containment::{Differing, Serving, ToolChange, classify, serving};
+use toolseal_core::policy::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
+use toolseal_core::policy::status::Posture;
+use toolseal_core::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord, apply};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const TOKEN: &str = "s3cret";
 
 fn gateway(extra: Value) -> NativeReplay {
-    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     let mut config = json!({"admin": {"token_sha256": hash}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();

@@ -14,14 +14,14 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use toolseal_core::canonical::{
-    self, CanonicalSink, Plain, cmp_utf16, to_canonical_string, write_canonical,
-};
-use toolseal_core::fingerprint::{
+use toolseal_core::policy::fingerprint::{
     FingerprintField, FingerprintFields, ToolDigests, ToolSetError, canonical_tool_view,
     digest_tools, normalized_tool_view, server_fingerprint, sha256_hex, to_hex, tool_digest,
 };
-use toolseal_core::json::parse_strict;
+use toolseal_core::wire::canonical::{
+    self, CanonicalSink, Plain, cmp_utf16, to_canonical_string, write_canonical,
+};
+use toolseal_core::wire::json::parse_strict;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

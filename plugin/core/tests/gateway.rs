@@ -12,13 +12,13 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 
 const TOKEN: &str = "s3cret";
 
 fn token_hash() -> String {
-    toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes())
+    toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())
 }
 
 fn gateway(extra: Value) -> NativeReplay {

@@ -11,16 +11,16 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::audit::{CollectedOutputs, Outputs};
-use toolseal_core::body::BodyVerdict;
 use toolseal_core::config::Config;
-use toolseal_core::engine::{Engine, Exchange, PendingList, RequestInfo, RequestVerdict};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::policy::CallerIdentity;
-use toolseal_core::response::BodyPlan;
-use toolseal_core::revision::RoutingHeaders;
-use toolseal_core::store::{Expect, MemoryStore, StateStore, StoreError};
-use toolseal_core::unread::Unread;
+use toolseal_core::gateway::body::BodyVerdict;
+use toolseal_core::gateway::engine::{Engine, Exchange, PendingList, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::gateway::unread::Unread;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::rules::CallerIdentity;
+use toolseal_core::state::audit::{CollectedOutputs, Outputs};
+use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
+use toolseal_core::wire::revision::RoutingHeaders;
 
 const SERVER: &str = "weather";
 

@@ -9,13 +9,13 @@
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use toolseal_core::json::JsonError;
-use toolseal_core::jsonrpc::{
+use toolseal_core::wire::json::JsonError;
+use toolseal_core::wire::jsonrpc::{
     FrameError, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MAX_BATCH, METHOD_NOT_FOUND,
     Message, PARSE_ERROR, Payload, ToolCall, error_response, message_from_value, parse_payload,
     tool_call,
 };
-use toolseal_core::sse::SseParser;
+use toolseal_core::wire::sse::SseParser;
 
 const DEPTH: usize = 64;
 

@@ -12,15 +12,15 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::engine::Engine;
-use toolseal_core::envelope::{Envelope, ResultBytes, equal_by_words, split_response};
-use toolseal_core::known_list::{KnownList, KnownLists, LIST_SERVERS};
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::known_list::{KnownList, KnownLists, LIST_SERVERS};
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
+use toolseal_core::wire::envelope::{Envelope, ResultBytes, equal_by_words, split_response};
 
 const TOKEN: &str = "s3cret";
 
 fn config() -> Config {
-    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     Config::parse(
         json!({"admin": {"token_sha256": hash}})
             .to_string()
@@ -457,7 +457,7 @@ fn a_drifted_list_checked_again_is_remembered_and_decides_as_a_cold_worker() {
 /// A config whose server `srv` has `drift_scope: "tool"` and whose policy lets only the ops
 /// group call `get_time` (so a list is cut per caller).
 fn scoped_config() -> Config {
-    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     Config::parse(
         json!({"admin": {"token_sha256": hash},
             "servers": {"srv": {"drift_scope": "tool"}},
@@ -518,9 +518,9 @@ fn a_list_served_again_is_cut_per_caller_and_decides_as_a_cold_worker() {
         // (ops still sees get_time, others nothing); the baseline's bytes serve both to ops.
         assert_eq!(served, [2, 1, 2, 0, 1, 0, 2]);
         // The remembered fingerprint is always the full list's, never a caller's view.
-        let full = toolseal_core::fingerprint::digest_tools(
+        let full = toolseal_core::policy::fingerprint::digest_tools(
             &serde_json::from_str::<Value>(&result_bytes()).unwrap()["tools"],
-            &toolseal_core::fingerprint::FingerprintFields::default(),
+            &toolseal_core::policy::fingerprint::FingerprintFields::default(),
         )
         .unwrap()
         .fingerprint();

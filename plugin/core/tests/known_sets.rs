@@ -9,9 +9,9 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::approved::Approved;
 use toolseal_core::config::Config;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::approved::Approved;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 fn tools() -> Vec<Value> {

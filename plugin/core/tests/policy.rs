@@ -8,7 +8,7 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::policy::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
+use toolseal_core::policy::rules::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
 
 /// A metadata path the test caller cannot read (as when the host fails the property read).
 const UNREADABLE: &str = "ns/unreadable";

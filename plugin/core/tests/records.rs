@@ -11,8 +11,8 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::audit::Counter;
 use toolseal_core::config::Config;
+use toolseal_core::state::audit::Counter;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const SERVER: &str = "weather";

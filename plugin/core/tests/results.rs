@@ -13,7 +13,7 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::fingerprint::sha256_hex;
+use toolseal_core::policy::fingerprint::sha256_hex;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 
 fn weather() -> Value {

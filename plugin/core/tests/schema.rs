@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Instant;
-use toolseal_core::schema::{SchemaError, Violation, compile};
+use toolseal_core::policy::schema::{SchemaError, Violation, compile};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -13,9 +13,9 @@
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use toolseal_core::config::Config;
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::screening::{Kind, MAX_FINDINGS, ScreeningConfig, findings, screen};
-use toolseal_core::status::ServerRecord;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::screening::{Kind, MAX_FINDINGS, ScreeningConfig, findings, screen};
+use toolseal_core::policy::status::ServerRecord;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 fn data(name: &str) -> PathBuf {
@@ -545,7 +545,7 @@ fn bad_screening_values_are_refused_with_the_field_named() {
 const TOKEN: &str = "s3cret";
 
 fn gateway(extra: Value) -> NativeReplay {
-    let mut config = json!({"admin": {"token_sha256": toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes())}});
+    let mut config = json!({"admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }
@@ -871,7 +871,7 @@ fn the_docs_list_every_cue_secret_and_verb() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/screening.md"),
     )
     .unwrap();
-    use toolseal_core::screening::cues::{ACCESS_VERBS, CUES, SECRETS};
+    use toolseal_core::policy::screening::cues::{ACCESS_VERBS, CUES, SECRETS};
     for cue in CUES {
         assert!(
             doc.contains(&format!("`{}`", cue.phrase)),

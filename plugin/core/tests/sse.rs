@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use toolseal_core::sse::{SseError, SseEvent, SseParser};
+use toolseal_core::wire::sse::{SseError, SseEvent, SseParser};
 
 mod sse_support;
 use sse_support::{BIG, parse_chunks, parse_whole};
@@ -428,7 +428,7 @@ fn transcripts_sse_bodies() {
 
 #[test]
 fn line_break_search_agrees_with_a_byte_loop_at_every_offset_and_byte() {
-    use toolseal_core::sse::find_line_break;
+    use toolseal_core::wire::sse::find_line_break;
     // Every byte value at every position of buffers up to 40 bytes, over backgrounds that
     // stress the word test's borrows (0x00, 0x01, 0x0B, 0x0E, 0x80, 0xFF neighbours).
     for background in [b'a', 0x00, 0x01, 0x0B, 0x0C, 0x0E, 0x80, 0xFF] {

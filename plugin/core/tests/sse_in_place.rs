@@ -10,7 +10,7 @@
 )]
 
 use std::borrow::Cow;
-use toolseal_core::sse::{Coverage, EventRef, SseError, SseEvent, SseParser};
+use toolseal_core::wire::sse::{Coverage, EventRef, SseError, SseEvent, SseParser};
 
 mod sse_support;
 use sse_support::{BIG, parse_chunks, parse_whole};

@@ -14,13 +14,13 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::audit::CollectedOutputs;
 use toolseal_core::config::Config;
-use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::policy::CallerIdentity;
-use toolseal_core::revision::RoutingHeaders;
+use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::SET_SLOTS;
-use toolseal_core::store::{MemoryStore, StateStore};
+use toolseal_core::state::audit::CollectedOutputs;
+use toolseal_core::state::store::{MemoryStore, StateStore};
+use toolseal_core::wire::revision::RoutingHeaders;
 
 struct Nobody;
 

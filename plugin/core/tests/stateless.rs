@@ -12,14 +12,14 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::audit::AuditEvent;
 use toolseal_core::config::Config;
-use toolseal_core::engine::{Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::policy::CallerIdentity;
-use toolseal_core::response::BodyPlan;
-use toolseal_core::revision::RoutingHeaders;
+use toolseal_core::gateway::engine::{Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::rules::CallerIdentity;
+use toolseal_core::state::audit::AuditEvent;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
+use toolseal_core::wire::revision::RoutingHeaders;
 
 const V2026: &str = "2026-07-28";
 const TOKEN: &str = "s3cret";
@@ -27,7 +27,7 @@ const TOKEN: &str = "s3cret";
 type Headers = Vec<(String, String)>;
 
 fn gateway(extra: Value) -> NativeReplay {
-    let hash = toolseal_core::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     let mut config = json!({"admin": {"token_sha256": hash}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
@@ -933,7 +933,7 @@ fn keys_are_bounded_like_sessions() {
         .count();
     assert!(slots <= 8, "{slots} snapshot slots");
     // A key too long to be one is no key: the call is checked against the baseline alone.
-    let long = "a".repeat(toolseal_core::snapshot_key::MAX_KEY_BYTES + 1);
+    let long = "a".repeat(toolseal_core::state::snapshot_key::MAX_KEY_BYTES + 1);
     assert_eq!(
         call_2026(
             &mut gw,

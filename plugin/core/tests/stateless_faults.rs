@@ -11,14 +11,14 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::admin::AdminRequest;
-use toolseal_core::audit::{AuditEvent, CollectedOutputs};
 use toolseal_core::config::Config;
-use toolseal_core::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
-use toolseal_core::policy::CallerIdentity;
-use toolseal_core::revision::RoutingHeaders;
-use toolseal_core::store::{Expect, MemoryStore, StateStore, StoreError};
+use toolseal_core::gateway::admin::AdminRequest;
+use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
+use toolseal_core::policy::rules::CallerIdentity;
+use toolseal_core::state::audit::{AuditEvent, CollectedOutputs};
+use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
+use toolseal_core::wire::revision::RoutingHeaders;
 
 const SERVER: &str = "weather";
 const V2026: &str = "2026-07-28";

@@ -7,8 +7,10 @@
     missing_docs
 )]
 
-use toolseal_core::config::Posture::{self, Discovery, Strict};
-use toolseal_core::status::{Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply};
+use toolseal_core::policy::status::Posture::{self, Discovery, Strict};
+use toolseal_core::policy::status::{
+    Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply,
+};
 
 const A: &str = "sha256:aaaa";
 const B: &str = "sha256:bbbb";
@@ -54,7 +56,7 @@ fn live(fp: &str, matches: bool) -> Event {
         fingerprint: fp.into(),
         matches,
         findings: vec![],
-        reach: toolseal_core::containment::DriftReach::Unknown,
+        reach: toolseal_core::policy::containment::DriftReach::Unknown,
     })
 }
 

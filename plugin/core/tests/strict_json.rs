@@ -7,7 +7,7 @@
 )]
 
 use serde_json::json;
-use toolseal_core::json::{JsonError, PARSER_DEPTH_CEILING, parse_strict};
+use toolseal_core::wire::json::{JsonError, PARSER_DEPTH_CEILING, parse_strict};
 
 fn nested(depth: usize) -> Vec<u8> {
     let mut text = vec![b'['; depth];
@@ -208,7 +208,7 @@ fn mutated_documents_never_panic_and_canonical_text_is_stable() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/fastmcp-4.2.3-json.tools.json");
     let original = std::fs::read(path).unwrap();
-    let fields = toolseal_core::fingerprint::FingerprintFields::default();
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
     let tokens: &[&[u8]] = &[
         b"{", b"}", b"[", b"]", b",", b":", b"\"", b"\\u", b"\xff", b"1e9", b"-0", b" ",
     ];
@@ -234,10 +234,13 @@ fn mutated_documents_never_panic_and_canonical_text_is_stable() {
         match parse_strict(&doc, 64) {
             Ok(value) => {
                 accepted += 1;
-                let text = toolseal_core::canonical::to_canonical_string(&value);
+                let text = toolseal_core::wire::canonical::to_canonical_string(&value);
                 let again = parse_strict(text.as_bytes(), 64).unwrap();
-                assert_eq!(toolseal_core::canonical::to_canonical_string(&again), text);
-                let _ = toolseal_core::fingerprint::digest_tools(&value["tools"], &fields);
+                assert_eq!(
+                    toolseal_core::wire::canonical::to_canonical_string(&again),
+                    text
+                );
+                let _ = toolseal_core::policy::fingerprint::digest_tools(&value["tools"], &fields);
             }
             Err(_) => refused += 1,
         }

@@ -4,7 +4,7 @@
 //! withheld (and why); under the policy, which callers are shown each tool.
 //!
 //! Main design decision: no second implementation. The page asks the functions the plugin
-//! decides with (`toolseal_core::containment::classify`, `Policy::visibility`), with the
+//! decides with (`toolseal_core::policy::containment::classify`, `Policy::visibility`), with the
 //! configuration's own fingerprint fields, so what a reviewer reads is what the gateway does.
 
 use super::escape;
@@ -12,11 +12,12 @@ use crate::input_error::input_error;
 use anyhow::Result;
 use serde_json::Value;
 use std::fmt::Write as _;
-use toolseal_core::approved::Approved;
-use toolseal_core::config::{Config, DriftScope};
-use toolseal_core::containment::{ToolChange, classify};
-use toolseal_core::fingerprint::digest_tools;
-use toolseal_core::policy::Visibility;
+use toolseal_core::config::Config;
+use toolseal_core::policy::approved::Approved;
+use toolseal_core::policy::containment::DriftScope;
+use toolseal_core::policy::containment::{ToolChange, classify};
+use toolseal_core::policy::fingerprint::digest_tools;
+use toolseal_core::policy::rules::Visibility;
 
 /// The configuration a report is made with, and the server it reviews.
 pub struct ReportConfig {

@@ -1,7 +1,7 @@
 //! Helpers shared by the SSE test files: feed chunks to the owned parser and end the stream.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use toolseal_core::sse::{SseError, SseEvent, SseParser};
+use toolseal_core::wire::sse::{SseError, SseEvent, SseParser};
 
 /// An event cap no test body reaches.
 pub const BIG: usize = 1 << 20;

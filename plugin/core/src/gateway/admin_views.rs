@@ -1,0 +1,62 @@
+//! The part of a server's admin view that says what it serves: its drift scope and, under a
+//! drift confined to tools, which tools are withheld and how each differs.
+//!
+//! Main design decision: everything here is derived, on request, from what the data path
+//! decides with (the record's drift reach, through [`crate::policy::containment::serving`]), so the
+//! view can never tell a reviewer something the gateway does not do. Who sees which tool
+//! (caller-scoped lists) depends on the policy alone, which the operator's tools read from
+//! the configuration (`toolseal report --config`, the console), not from a listener.
+
+use crate::policy::containment::DriftScope;
+use crate::policy::containment::{self, Serving};
+use crate::policy::drift::DriftDiff;
+use crate::policy::status::{SchemaStatus, ServerRecord};
+use serde_json::{Map, Value, json};
+
+/// Adds `drift_scope`, `serving` (`all`, `unchanged_tools` or `none`), `withheld_tools`
+/// (`[{"tool", "change"}]`, each with its classified `changes` when `diff` is given) and,
+/// when tool scope still closes the whole server, `server_level_drift` (why).
+pub fn drift_scope(
+    view: &mut Map<String, Value>,
+    record: &ServerRecord,
+    scope: DriftScope,
+    diff: Option<&DriftDiff>,
+) {
+    let serving = containment::serving(record, scope);
+    view.insert("drift_scope".into(), json!(scope.as_str()));
+    let serves = match serving {
+        Serving::All => "all",
+        Serving::AllBut => "unchanged_tools",
+        Serving::Nothing => "none",
+    };
+    view.insert("serving".into(), json!(serves));
+    let withheld: Vec<Value> = match serving {
+        Serving::AllBut => record
+            .withheld_tools()
+            .into_iter()
+            .map(|(tool, change)| {
+                let mut entry = Map::new();
+                entry.insert("tool".into(), json!(tool));
+                entry.insert("change".into(), json!(change.as_str()));
+                if let Some(diff) = diff {
+                    let changes = diff.changes.iter().filter(|c| c.tool == tool);
+                    let changes = changes.map(crate::policy::drift::Change::to_json).collect();
+                    entry.insert("changes".into(), Value::Array(changes));
+                }
+                Value::Object(entry)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    view.insert("withheld_tools".into(), Value::Array(withheld));
+    if scope == DriftScope::Tool
+        && record.status == SchemaStatus::Changed
+        && serving == Serving::Nothing
+    {
+        let why = record
+            .drift_whole
+            .as_deref()
+            .unwrap_or("which tools differ is not known until the server's tools are listed again");
+        view.insert("server_level_drift".into(), json!(why));
+    }
+}

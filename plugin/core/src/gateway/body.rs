@@ -1,0 +1,117 @@
+//! A response body as a proxy-wasm host delivers it: one callback per chunk, with the size
+//! buffered so far, and bytes that are only read when asked for.
+//!
+//! Main design decision: the host adapter decides nothing about a body. It reports each
+//! callback (how much is buffered, whether the stream ends) and hands over the bytes when
+//! asked, or the fact that it could not; [`Engine::response_body`] answers what to do with
+//! them. Buffering up to `limits.max_response_bytes`, passing an oversized body on, replacing
+//! a body that failed closed and dropping what follows it are decided here, so a fault of the
+//! host (a chunk it could not hand over) meets the same fail-closed rule as a body that
+//! cannot be parsed.
+
+use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::response::ResponseState;
+use crate::gateway::unread::Unread;
+use crate::state::audit::Outputs;
+use crate::state::store::StateStore;
+
+/// What the host does with the response bytes it holds after one body callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyVerdict {
+    /// Keep buffering: nothing leaves yet (proxy-wasm: pause).
+    Wait,
+    /// Forward what is held, unchanged.
+    Forward,
+    /// Forward these bytes in place of what is held.
+    Replace(Vec<u8>),
+    /// Forward what is held and every later chunk without asking (the body needs no
+    /// reading, or is too large to read and may pass).
+    PassRest,
+}
+
+impl Engine {
+    /// One response body callback: `size` bytes are held (all of the body so far while the
+    /// host buffers), `end` says the stream ends with them, and `read` hands them over (`None`
+    /// when the host could not). A body the engine must read whole is buffered up to
+    /// `limits.max_response_bytes`; past it before the end, it is decided on what is held,
+    /// before the host's own buffer limit would reset the stream and leave the client waiting.
+    #[allow(clippy::too_many_arguments)]
+    pub fn response_body(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        size: usize,
+        end: bool,
+        read: &mut dyn FnMut() -> Option<Vec<u8>>,
+    ) -> BodyVerdict {
+        let whole = match exchange.response {
+            ResponseState::Unknown | ResponseState::Pass => return BodyVerdict::PassRest,
+            // A body that failed closed: nothing more of it reaches the client.
+            ResponseState::Dropped => return BodyVerdict::Replace(Vec::new()),
+            ResponseState::Json | ResponseState::Message | ResponseState::Unreadable(_) => true,
+            ResponseState::Sse(_) => false,
+        };
+        let limit = self.config.limits.max_response_bytes;
+        if whole && !end && size <= limit {
+            return BodyVerdict::Wait;
+        }
+        let Some(bytes) = read() else {
+            if self.may_pass_unread(exchange, Unread::Chunk, None) {
+                return BodyVerdict::PassRest;
+            }
+            return BodyVerdict::Replace(self.unread_chunk(store, out, now_ms, exchange, whole));
+        };
+        if !whole {
+            return match self.response_sse(store, out, now_ms, exchange, &bytes, end) {
+                Some(replacement) => BodyVerdict::Replace(replacement),
+                None => BodyVerdict::Forward,
+            };
+        }
+        let oversized = !end;
+        match self.response_json(store, out, now_ms, exchange, &bytes) {
+            Some(replacement) => {
+                if oversized {
+                    exchange.response = ResponseState::Dropped;
+                }
+                BodyVerdict::Replace(replacement)
+            }
+            None if oversized => {
+                exchange.response = ResponseState::Pass;
+                BodyVerdict::PassRest
+            }
+            None => BodyVerdict::Forward,
+        }
+    }
+
+    /// The host could not deliver what the engine decided for a response (a replacement it
+    /// could not write): the stream is reset. A tool list the stream still owed was never
+    /// checked, so this worker holds calls to the server until a list verifies.
+    pub fn response_stopped(&mut self, exchange: &Exchange) {
+        if !exchange.pending_lists.is_empty() {
+            self.hold(&exchange.server);
+        }
+    }
+
+    /// The host could not hand over a chunk of a body that must be read: what it holds can
+    /// never be checked, so the body fails closed (the error answers every request it was to
+    /// answer) and the rest of it is dropped.
+    fn unread_chunk(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        whole: bool,
+    ) -> Vec<u8> {
+        let why = Unread::Chunk.why();
+        let error = if whole {
+            self.fail_closed_bytes(store, out, now_ms, exchange, why)
+        } else {
+            self.drop_stream(store, out, now_ms, exchange, why)
+        };
+        exchange.response = ResponseState::Dropped;
+        error
+    }
+}

@@ -1,0 +1,203 @@
+//! Structured denials: the tool execution error an agent can repair from (SPEC section 4).
+//!
+//! Main design decision: a denial is a JSON-RPC *result* with `isError: true` (HTTP 200), not
+//! a protocol error, because models see tool errors and can act on them; the machine-readable
+//! part lives in `structuredContent` with a fixed vocabulary of codes and actions.
+
+use crate::policy::status::SchemaStatus;
+use crate::wire::json::put;
+use serde_json::{Value, json};
+
+/// Why a call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// The server's tool set drifted from its baseline.
+    SchemaChanged,
+    /// The server awaits approval.
+    SchemaPending,
+    /// An admin holds the server.
+    ServerQuarantined,
+    /// No live list has verified yet (first use, fingerprint pin, list_changed hold).
+    SchemaUnverified,
+    /// The tool is not in the approved baseline.
+    ToolNotApproved,
+    /// The tool is new, changed or gone since the approved baseline, and withheld until an
+    /// admin reviews the drift (`drift_scope: "tool"`: the server's other tools serve on).
+    ToolChanged,
+    /// The client's view of the tool is older than the approved definition.
+    StaleToolSchema,
+    /// Arguments do not satisfy the approved `inputSchema`.
+    InvalidArguments,
+    /// A policy rule refused the call.
+    PolicyDenied,
+    /// A result broke the approved `outputSchema` (enforce mode).
+    ResultContractChanged,
+}
+
+impl ErrorCode {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::SchemaChanged => "SCHEMA_CHANGED",
+            ErrorCode::SchemaPending => "SCHEMA_PENDING",
+            ErrorCode::ServerQuarantined => "SERVER_QUARANTINED",
+            ErrorCode::SchemaUnverified => "SCHEMA_UNVERIFIED",
+            ErrorCode::ToolNotApproved => "TOOL_NOT_APPROVED",
+            ErrorCode::ToolChanged => "TOOL_CHANGED",
+            ErrorCode::StaleToolSchema => "STALE_TOOL_SCHEMA",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::PolicyDenied => "POLICY_DENIED",
+            ErrorCode::ResultContractChanged => "RESULT_CONTRACT_CHANGED",
+        }
+    }
+
+    /// What the agent should do next.
+    pub fn required_action(self) -> &'static str {
+        match self {
+            ErrorCode::SchemaChanged
+            | ErrorCode::SchemaPending
+            | ErrorCode::ServerQuarantined
+            | ErrorCode::ToolChanged
+            | ErrorCode::ResultContractChanged => "admin_review",
+            ErrorCode::SchemaUnverified
+            | ErrorCode::StaleToolSchema
+            | ErrorCode::ToolNotApproved => "refresh_tools",
+            ErrorCode::InvalidArguments => "fix_arguments",
+            ErrorCode::PolicyDenied => "none",
+        }
+    }
+
+    /// The denial for a closed status, if the status is closed.
+    pub fn for_closed(status: SchemaStatus) -> Option<ErrorCode> {
+        match status {
+            SchemaStatus::Changed => Some(ErrorCode::SchemaChanged),
+            SchemaStatus::Pending => Some(ErrorCode::SchemaPending),
+            SchemaStatus::Quarantined => Some(ErrorCode::ServerQuarantined),
+            SchemaStatus::Unbaselined | SchemaStatus::Verified => None,
+        }
+    }
+}
+
+/// A refused call, with everything the structured error carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denial {
+    /// The code.
+    pub code: ErrorCode,
+    /// Server id.
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// Server status at the time.
+    pub status: SchemaStatus,
+    /// Approved fingerprint, if any.
+    pub fingerprint: Option<String>,
+    /// The sentence the model reads.
+    pub message: String,
+    /// `refresh_tools`, `fix_arguments`, `admin_review` or `none` (usually the code's own).
+    pub required_action: &'static str,
+    /// Extra machine-readable fields (violations, rule index, ...).
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl Denial {
+    /// Whether the upstream ran the call (only result-contract errors happen after it did).
+    pub fn side_effect_started(&self) -> bool {
+        self.code == ErrorCode::ResultContractChanged
+    }
+
+    /// The `result` object of the JSON-RPC response; `stateless`: answering a request made
+    /// under MCP 2026-07-28 or later, where it carries `"resultType": "complete"`.
+    pub fn result(&self, stateless: bool) -> Value {
+        let mut structured = serde_json::Map::new();
+        put(
+            &mut structured,
+            "error_code",
+            Value::from(self.code.as_str()),
+        );
+        put(&mut structured, "server", Value::from(self.server.as_str()));
+        put(&mut structured, "tool", Value::from(self.tool.as_str()));
+        put(
+            &mut structured,
+            "schema_status",
+            Value::from(self.status.as_str()),
+        );
+        put(
+            &mut structured,
+            "required_action",
+            Value::from(self.required_action),
+        );
+        put(
+            &mut structured,
+            "side_effect_started",
+            Value::from(self.side_effect_started()),
+        );
+        put(
+            &mut structured,
+            "current_fingerprint",
+            Value::from(self.fingerprint.clone()),
+        );
+        for (k, v) in &self.extra {
+            structured.insert(k.clone(), v.clone());
+        }
+        let mut text = serde_json::Map::new();
+        put(&mut text, "type", Value::from("text"));
+        put(&mut text, "text", Value::from(self.message.as_str()));
+        let mut result = serde_json::Map::new();
+        put(&mut result, "isError", Value::from(true));
+        put(
+            &mut result,
+            "content",
+            Value::from(vec![Value::Object(text)]),
+        );
+        put(&mut result, "structuredContent", Value::Object(structured));
+        if stateless {
+            // MCP 2026-07-28 requires every result to say what it is; a denial is final.
+            put(&mut result, "resultType", Value::from("complete"));
+        }
+        Value::Object(result)
+    }
+
+    /// The whole JSON-RPC response answering request `id` (`stateless`: see
+    /// [`Denial::result`]).
+    pub fn response(&self, id: &Value, stateless: bool) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "result": self.result(stateless)})
+    }
+}
+
+/// The sentence for a denial: what happened, what to do, and that nothing ran.
+pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
+    let what = match code {
+        ErrorCode::SchemaChanged => "the server's tool definitions changed and await admin review",
+        ErrorCode::SchemaPending => "the server's tools await admin approval",
+        ErrorCode::ServerQuarantined => "the server is quarantined by an administrator",
+        ErrorCode::SchemaUnverified => "the server's tool list has not been verified yet",
+        ErrorCode::ToolNotApproved => "it is not an approved tool of this server",
+        ErrorCode::ToolChanged => {
+            "its definition differs from the approved baseline and awaits admin review"
+        }
+        ErrorCode::StaleToolSchema => "its input contract changed",
+        ErrorCode::InvalidArguments => "its arguments do not match the approved input schema",
+        ErrorCode::PolicyDenied => "a policy rule refuses this call",
+        ErrorCode::ResultContractChanged => "its result does not match the approved output schema",
+    };
+    let next = match code.required_action() {
+        "refresh_tools" => " Refresh tools before retrying.",
+        "fix_arguments" => " Fix the arguments and retry.",
+        "admin_review" if code == ErrorCode::ToolChanged => {
+            " An administrator must review the change before it can be used."
+        }
+        "admin_review" => " An administrator must review the server before it can be used.",
+        _ => "",
+    };
+    let effect = if code == ErrorCode::ResultContractChanged {
+        " The tool did run."
+    } else {
+        " No side effect was started."
+    };
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    };
+    format!("{tool} was refused: {what}{detail}.{next}{effect}")
+}

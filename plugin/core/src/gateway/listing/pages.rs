@@ -1,0 +1,334 @@
+//! The pages of a paginated `tools/list`: each checked against the baseline's definitions
+//! as it passes, the last one completing the set that is then checked whole.
+//!
+//! Main design decision: a page never reaches the client before it is checked against what it
+//! can be checked against. A page that differs from the baseline is withheld (and moves the
+//! lifecycle) at once; a middle page is served by the server's status, or, at first contact,
+//! only when screening flags nothing on it; pages accumulate per caller in the shared store,
+//! so the last page of a listing seen from its first completes the set, which is compared
+//! whole like an unpaginated list.
+
+use super::{Verdict, serve_if_open, unchecked};
+use crate::gateway::engine::{Engine, Exchange, PendingList};
+use crate::policy::approved::Approved;
+use crate::policy::containment::{self, Differing, DriftScope};
+use crate::policy::fingerprint::digest_tools;
+use crate::policy::status::{Event, LiveSet, Posture, SchemaStatus, ServerRecord};
+use crate::state::store::StateStore;
+use crate::state::{self, PageAccumulator};
+use serde_json::Value;
+use std::rc::Rc;
+
+impl Engine {
+    /// Checks one page of a paginated listing: a page that differs from the baseline's
+    /// definitions is withheld as it passes; a middle page is served by the server's status
+    /// (screened on its own at first contact); the last page of a listing seen from its first
+    /// completes the set, which is then checked whole.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn check_page(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::state::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        tools: Option<&Value>,
+        request: &PendingList,
+        next_cursor: bool,
+    ) -> Verdict {
+        let Some(items) = tools.and_then(Value::as_array) else {
+            return self.check_whole(store, out, now_ms, exchange, tools, None);
+        };
+        let page = Page {
+            exchange,
+            now_ms,
+            tools: tools.unwrap_or(&Value::Null),
+            // Pages accumulate per caller: its snapshot key (without one, per server).
+            session: request
+                .key
+                .as_ref()
+                .map(|k| state::key_identity(k).into_owned())
+                .unwrap_or_default(),
+            slots: self.config.limits.session_slots,
+            scope: self.config.drift_scope_of(&exchange.server),
+            next_cursor,
+        };
+        let acc = match self.accumulate(store, &page, request.cursor, items) {
+            Ok(acc) => acc,
+            Err(verdict) => return *verdict,
+        };
+        let (record, baseline_set) = match self.page_baseline(store, &exchange.server) {
+            Ok(read) => read,
+            Err(verdict) => return *verdict,
+        };
+        // A baseline without its definitions (pinned by fingerprint only) cannot check a page.
+        let unknown =
+            record.as_ref().is_some_and(|r| r.baseline.is_some()) && baseline_set.is_none();
+        // The last page of a listing seen from its first completes the set, which is then
+        // compared whole (so a drift on it leaves a candidate to review); any other page is
+        // compared on its own as it passes.
+        let completes = !next_cursor && acc.is_some();
+        if !completes && let Some(live) = self.page_drift(baseline_set.as_deref(), page.tools) {
+            return self.page_drifted(store, out, &page, acc.as_ref(), record, live);
+        }
+        if next_cursor {
+            return self.middle_page(store, &page, acc, record, unknown);
+        }
+        self.last_page(store, out, &page, acc, record, unknown)
+    }
+
+    /// This listing's accumulator with the page added: a fresh one on a first page, the
+    /// stored one after a cursor (`None`: none is stored). Over `limits.max_response_bytes`
+    /// the page is withheld.
+    fn accumulate(
+        &self,
+        store: &mut dyn StateStore,
+        page: &Page<'_>,
+        cursor_sent: bool,
+        items: &[Value],
+    ) -> Result<Option<PageAccumulator>, Box<Verdict>> {
+        let server = &page.exchange.server;
+        let mut acc = if cursor_sent {
+            state::get_pages(store, server, &page.session, page.slots)
+                .map_err(|e| Box::new(unchecked(None, &e)))?
+        } else {
+            Some(PageAccumulator::default())
+        };
+        if let Some(acc) = acc.as_mut() {
+            acc.pages = acc.pages.saturating_add(1);
+            acc.bytes = acc
+                .bytes
+                .saturating_add(items.iter().map(|t| t.to_string().len()).sum::<usize>());
+            acc.tools.extend(items.iter().cloned());
+            if acc.bytes > self.config.limits.max_response_bytes {
+                // Withheld either way; a slot left full is overwritten by the next listing.
+                let _cleared = state::put_pages(store, server, &page.session, page.slots, None);
+                return Err(Box::new(withheld(
+                    None,
+                    "paginated tools/list over limits.max_response_bytes".into(),
+                )));
+            }
+        }
+        Ok(acc)
+    }
+
+    /// The server's record and its baseline's definitions, read once for the page.
+    fn page_baseline(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+    ) -> Result<RecordAndBaseline, Box<Verdict>> {
+        let record = match self.record(store, server) {
+            Ok(r) => r.map(|r| ServerRecord::clone(&r)),
+            Err(e) => return Err(Box::new(unchecked(None, &e))),
+        };
+        let baseline = record.as_ref().and_then(|r| r.baseline.clone());
+        let baseline_set = match &baseline {
+            Some(b) => match self.approved(store, server, b) {
+                Ok(set) => set,
+                Err(e) => return Err(Box::new(unchecked(record, &e))),
+            },
+            None => None,
+        };
+        Ok((record, baseline_set))
+    }
+
+    /// A page that differs from the baseline: the drift is applied to the lifecycle and the
+    /// page withheld, unless a drift confined to tools leaves the server serving the others.
+    fn page_drifted(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::state::audit::Outputs,
+        page: &Page<'_>,
+        acc: Option<&PageAccumulator>,
+        record: Option<ServerRecord>,
+        live: LiveSet,
+    ) -> Verdict {
+        let server = &page.exchange.server;
+        let reason = match &live {
+            LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
+            LiveSet::Valid { .. } => String::new(),
+        };
+        let after = self.transition(
+            store,
+            out,
+            server,
+            page.exchange.session.as_deref(),
+            &Event::Live(live),
+            page.now_ms,
+        );
+        if page.next_cursor
+            && let Some(acc) = acc
+        {
+            // Kept either way; a later page that finds no accumulator is withheld.
+            let _kept = state::put_pages(store, server, &page.session, page.slots, Some(acc));
+        }
+        // Under tool scope the page's other tools may still be served.
+        match after {
+            Ok(after) => match serve_if_open(after, page.scope) {
+                Verdict {
+                    serve: false,
+                    record,
+                    ..
+                } => withheld(record, reason),
+                served => served,
+            },
+            Err(_) => withheld(record, reason),
+        }
+    }
+
+    /// A page with more to come: its accumulator is kept for the last page, and it is served
+    /// by the server's status (a first contact in discovery: by screening it on its own).
+    fn middle_page(
+        &mut self,
+        store: &mut dyn StateStore,
+        page: &Page<'_>,
+        acc: Option<PageAccumulator>,
+        record: Option<ServerRecord>,
+        unknown: bool,
+    ) -> Verdict {
+        let Some(acc) = acc else {
+            return withheld(
+                record,
+                "page seen without its first page; list again from the start".into(),
+            );
+        };
+        let server = &page.exchange.server;
+        if let Err(e) = state::put_pages(store, server, &page.session, page.slots, Some(&acc)) {
+            // The set check at the last page would miss this page's tools.
+            return unchecked(record, &e);
+        }
+        let discovery = self.config.posture_of(server) == Posture::Discovery;
+        // A first-contact page is served before the set is complete: screen it on its own
+        // so that a flagged description never reaches the client on an early page.
+        let first_contact = record
+            .as_ref()
+            .is_none_or(|r| r.status == SchemaStatus::Unbaselined && r.baseline.is_none());
+        if discovery && first_contact {
+            return self.screened_page(page, record);
+        }
+        match record {
+            Some(r) if unknown => withheld(
+                Some(r),
+                "the baseline is pinned by fingerprint only, so a page cannot be checked on its own \
+                until a complete list has verified; list again from the start"
+                    .into(),
+            ),
+            Some(r) => serve_if_open(r, page.scope),
+            None => withheld(None, "strict posture: awaiting admin approval".into()),
+        }
+    }
+
+    /// A first-contact page, served only when screening flags nothing on it.
+    fn screened_page(&self, page: &Page<'_>, record: Option<ServerRecord>) -> Verdict {
+        let findings =
+            crate::policy::screening::screen(page.tools, record.as_ref(), &self.config.screening);
+        let serve = findings.is_empty();
+        let reason = if serve {
+            String::new()
+        } else {
+            format!(
+                "first-contact screening flagged this page: {}",
+                findings.join("; ")
+            )
+        };
+        Verdict {
+            record,
+            serve,
+            reason,
+            unchecked: false,
+        }
+    }
+
+    /// The last page: the accumulated set is checked whole; without an accumulator (the
+    /// listing was not seen from its first page) only a verified server's page is served.
+    fn last_page(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::state::audit::Outputs,
+        page: &Page<'_>,
+        acc: Option<PageAccumulator>,
+        record: Option<ServerRecord>,
+        unknown: bool,
+    ) -> Verdict {
+        let exchange = page.exchange;
+        // This listing's accumulator is in hand; a slot left full is overwritten by the next
+        // listing's first page.
+        let _cleared = state::put_pages(store, &exchange.server, &page.session, page.slots, None);
+        match acc {
+            Some(acc) => {
+                let all = Value::Array(acc.tools);
+                match self.evaluate_set(store, out, page.now_ms, exchange, &all, None) {
+                    Ok(record) => serve_if_open(record, page.scope),
+                    Err(e) => unchecked(record, &e),
+                }
+            }
+            None => match record {
+                Some(r) if r.status == SchemaStatus::Verified && !unknown => {
+                    serve_if_open(r, page.scope)
+                }
+                other => withheld(
+                    other,
+                    "last page seen without the first; list again from the start".into(),
+                ),
+            },
+        }
+    }
+
+    /// How a page differs from the baseline's definitions (checked per tool as pages pass;
+    /// none to check against without them): an invalid page, or the tools that are new or
+    /// changed on it.
+    fn page_drift(&self, baseline: Option<&Approved>, page: &Value) -> Option<LiveSet> {
+        let approved = baseline?;
+        let digests = match digest_tools(page, &self.config.fingerprint) {
+            Ok(d) => d,
+            Err(e) => {
+                return Some(LiveSet::Invalid {
+                    reason: format!("INVALID_TOOL_SET: {e}"),
+                });
+            }
+        };
+        // Tools of the baseline that are not on this page may be on another.
+        let withheld: Differing = containment::classify(approved, &digests, false);
+        (!withheld.is_empty()).then(|| LiveSet::Partial {
+            reason: format!(
+                "a tools/list page differs from the baseline: {}",
+                digests
+                    .entries
+                    .iter()
+                    .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            withheld,
+        })
+    }
+}
+
+/// A verdict that withholds the list for `reason` (the check itself completed).
+fn withheld(record: Option<ServerRecord>, reason: String) -> Verdict {
+    Verdict {
+        record,
+        serve: false,
+        reason,
+        unchecked: false,
+    }
+}
+
+/// A server's record and its baseline's definitions (none: no baseline, or pinned by
+/// fingerprint only).
+type RecordAndBaseline = (Option<ServerRecord>, Option<Rc<Approved>>);
+
+/// One page of a paginated `tools/list` result being checked.
+struct Page<'p> {
+    exchange: &'p Exchange,
+    now_ms: u64,
+    /// The page's `tools`.
+    tools: &'p Value,
+    /// Whose listing the page belongs to: the caller's snapshot key (empty: none).
+    session: String,
+    slots: usize,
+    scope: DriftScope,
+    /// More pages follow.
+    next_cursor: bool,
+}

@@ -1,0 +1,527 @@
+//! Server → client: response bodies as JSON or as Server-Sent Events (SPEC section 3).
+//!
+//! Main design decision: the engine tells the host, from the response headers, how to feed
+//! the body: pass it through untouched (nothing to check), buffer it whole (JSON that answers a
+//! `tools/list`), or stream it event by event (SSE, where progress must not wait). Whether a
+//! body that cannot be read (compressed, malformed, too large, not handed over by the host)
+//! may pass is decided in one place ([`crate::gateway::unread`]); when it may not, it is replaced by a
+//! JSON-RPC error: the client never receives unchecked tools.
+
+mod fail_closed;
+
+use crate::gateway::engine::{Engine, Exchange, PendingList};
+use crate::gateway::unread::{Unread, may_hold_tools};
+use crate::state::audit::Outputs;
+use crate::state::store::StateStore;
+use crate::wire::jsonrpc::{self, Message, Payload};
+use crate::wire::sse::SseParser;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// How the host must feed the response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyPlan {
+    /// Forward as it comes; nothing to inspect.
+    Pass,
+    /// Buffer to the end, then call [`Engine::response_json`].
+    Buffer,
+    /// Call [`Engine::response_sse`] with each chunk and forward what it returns.
+    Stream,
+}
+
+/// Response framing state of one exchange.
+#[derive(Debug, Default)]
+pub enum ResponseState {
+    /// Not decided yet.
+    #[default]
+    Unknown,
+    /// Passing through.
+    Pass,
+    /// Buffered JSON: an HTTP body, replaced whole if it changes.
+    Json,
+    /// One whole message of a transport that delivers messages one by one (stdio): it
+    /// answers one of the requests in flight, not all of them.
+    Message,
+    /// A body that must be inspected but cannot be read (why).
+    Unreadable(String),
+    /// SSE in progress.
+    Sse(Box<SseParser>),
+    /// An SSE stream that failed closed: the rest is dropped.
+    Dropped,
+}
+
+impl Engine {
+    /// Chooses how to read a response from its headers.
+    pub fn response_headers(
+        &self,
+        exchange: &mut Exchange,
+        content_type: Option<&str>,
+        content_encoding: Option<&str>,
+    ) -> BodyPlan {
+        let mime = content_type
+            .and_then(|c| c.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase());
+        let encoded = content_encoding
+            .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"));
+        let unread = match (mime.as_deref(), encoded) {
+            (Some("text/event-stream"), false) => {
+                exchange.response = ResponseState::Sse(Box::new(SseParser::new(
+                    self.config.limits.max_response_bytes,
+                )));
+                return BodyPlan::Stream;
+            }
+            // Every JSON answer is read: a server can answer a tools/list id on another
+            // exchange (clients route responses by id, not by stream).
+            (Some("application/json"), false) => {
+                exchange.response = ResponseState::Json;
+                return BodyPlan::Buffer;
+            }
+            (Some("application/json" | "text/event-stream"), true) => Unread::Compressed,
+            // MCP answers a request with JSON or SSE only: any other body that answers one is
+            // read by no compliant client, so a lenient client must not read it unchecked
+            // either.
+            _ => Unread::Foreign,
+        };
+        if self.may_pass_unread(exchange, unread, None) {
+            exchange.response = ResponseState::Pass;
+            return BodyPlan::Pass;
+        }
+        let why = match unread {
+            Unread::Foreign => format!(
+                "the response has content type {:?}, not JSON or an event stream{}",
+                content_type.unwrap_or(""),
+                if encoded { " (compressed)" } else { "" }
+            ),
+            other => other.why().to_string(),
+        };
+        exchange.response = ResponseState::Unreadable(why);
+        BodyPlan::Buffer
+    }
+
+    /// The host could not hand over the response headers: the body cannot be told JSON,
+    /// stream or other, so it is read whole and withheld unless it is empty and no tool list
+    /// is awaited.
+    pub fn response_headers_unreadable(&self, exchange: &mut Exchange) -> BodyPlan {
+        exchange.response = ResponseState::Unreadable(Unread::Headers.why().into());
+        BodyPlan::Buffer
+    }
+
+    /// A complete buffered body; returns the body to forward instead, if it changes.
+    pub fn response_json(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        if let ResponseState::Unreadable(why) = &exchange.response {
+            if self.may_pass_unread(exchange, Unread::Withheld, Some(body)) {
+                return None;
+            }
+            let why = why.clone();
+            return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
+        }
+        if !matches!(
+            exchange.response,
+            ResponseState::Json | ResponseState::Message
+        ) {
+            return None;
+        }
+        if body.len() > self.config.limits.max_response_bytes {
+            if self.may_pass_unread(exchange, Unread::Oversized, Some(body)) {
+                return None;
+            }
+            let why = format!(
+                "the response is over limits.max_response_bytes ({})",
+                self.config.limits.max_response_bytes
+            );
+            return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
+        }
+        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, body) {
+            return verdict.map(|forward| forward.into_bytes(body));
+        }
+        let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
+            Ok(p) => p,
+            Err(e) => {
+                // No compliant server sends JSON this parser refuses (duplicate keys, bad
+                // UTF-8…), and a lenient client could read it.
+                if self.may_pass_unread(exchange, Unread::MalformedBody, Some(body)) {
+                    return None;
+                }
+                let why = format!("{}: {e}", Unread::MalformedBody.why());
+                return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
+            }
+        };
+        self.read_payload(store, out, now_ms, exchange, body, payload)
+    }
+
+    /// One whole server message (stdio, or any framing that delivers messages whole): always
+    /// inspected, so `notifications/tools/list_changed` and tool lists are never missed.
+    /// Returns the message to forward instead, if it changes.
+    pub fn server_message_bytes(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        exchange.response = ResponseState::Message;
+        self.response_json(store, out, now_ms, exchange, body)
+    }
+
+    /// One chunk of an event stream (`end`: the stream ends with it); returns the bytes to
+    /// forward now in place of the chunk: `None` to forward the chunk unchanged (nothing held
+    /// from earlier chunks, nothing held back, no event replaced), `Some(bytes)` otherwise
+    /// (`Some(vec![])` to forward nothing yet).
+    pub fn response_sse(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        chunk: &[u8],
+        end: bool,
+    ) -> Option<Vec<u8>> {
+        let mut parser = match std::mem::take(&mut exchange.response) {
+            ResponseState::Sse(parser) => parser,
+            ResponseState::Dropped => {
+                exchange.response = ResponseState::Dropped;
+                return Some(Vec::new());
+            }
+            other => {
+                exchange.response = other;
+                return None;
+            }
+        };
+        // Events are read in place; bytes are copied only when something differs.
+        let read = parser.rewrite(chunk, end, |event| match event.data.as_deref() {
+            Some(data) if !data.is_empty() => self
+                .server_data(store, out, now_ms, exchange, data)
+                .map(|forward| match (forward, &event.data) {
+                    // One `data` line, read in place: the number is spliced into the event's
+                    // own bytes (no re-framing of a large list).
+                    (Forward::Splice(at, n), Some(Cow::Borrowed(line))) => {
+                        let offset =
+                            (line.as_ptr() as usize).wrapping_sub(event.raw.as_ptr() as usize);
+                        let within = event
+                            .raw
+                            .get(offset..offset.saturating_add(line.len()))
+                            .is_some_and(|s| s.as_ptr() == line.as_ptr());
+                        match within {
+                            true => splice(event.raw, shift(at, offset), n),
+                            false => event.with_data(&text(splice(data, at, n))),
+                        }
+                    }
+                    (forward, _) => event.with_data(&text(forward.into_bytes(data))),
+                }),
+            _ => None,
+        });
+        let forward = match read {
+            Ok(forward) => forward,
+            Err(e) => {
+                let why = format!("unreadable event stream: {e}");
+                return Some(self.drop_stream(store, out, now_ms, exchange, &why));
+            }
+        };
+        let mut forward = forward;
+        // An unterminated last event is discarded by SSE clients; never forward it unchecked.
+        if end
+            && parser.finish().is_some()
+            && let Some(error) = self.truncated_stream(store, out, now_ms, exchange)
+        {
+            let mut bytes = forward.unwrap_or_else(|| chunk.to_vec());
+            bytes.extend_from_slice(&error);
+            forward = Some(bytes);
+        }
+        exchange.response = ResponseState::Sse(parser);
+        forward
+    }
+
+    /// The data of one SSE event; returns replacement data, if it changes.
+    fn server_data(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        data: &[u8],
+    ) -> Option<Forward> {
+        let relevant = !exchange.pending_lists.is_empty()
+            || !exchange.pending_calls.is_empty()
+            || data.windows(12).any(|w| w == b"list_changed")
+            || may_hold_tools(data);
+        if !relevant {
+            return None;
+        }
+        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data) {
+            return verdict;
+        }
+        match jsonrpc::parse_payload(data, self.config.limits.max_depth) {
+            Ok(payload) => self
+                .read_payload(store, out, now_ms, exchange, data, payload)
+                .map(Forward::Bytes),
+            Err(_) if self.may_pass_unread(exchange, Unread::MalformedEvent, Some(data)) => None,
+            Err(e) => {
+                let why = format!("{}: {e}", Unread::MalformedEvent.why());
+                let error = self.fail_closed(store, out, now_ms, exchange, &why);
+                Some(Forward::Bytes(error.to_string().into_bytes()))
+            }
+        }
+    }
+
+    /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a checked list's
+    /// bytes (see [`crate::gateway::known_list`]); returns the bytes to forward instead, if any.
+    fn read_payload(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+        payload: Payload,
+    ) -> Option<Vec<u8>> {
+        self.checked_list = None;
+        let replaced = self
+            .server_payload(store, out, now_ms, exchange, &payload)
+            .map(|value| crate::wire::json::encode(&value));
+        // The list check leaves the fingerprint it computed for a whole list, served or
+        // filtered: `body` and `payload` are the server's bytes and their parse either way
+        // (a filtered answer is rebuilt from them the next time too).
+        if let Some(fingerprint) = self.checked_list.take() {
+            self.remember_checked_list(&exchange.server, body, payload, fingerprint);
+        }
+        replaced
+    }
+
+    /// The messages of a response payload; returns the payload to forward instead, if any
+    /// message changed.
+    fn server_payload(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        payload: &Payload,
+    ) -> Option<Value> {
+        let mut replaced = Vec::with_capacity(payload.messages().len());
+        for message in payload.messages() {
+            replaced.push(self.server_message(store, out, now_ms, exchange, message));
+        }
+        if replaced.iter().all(Option::is_none) {
+            return None;
+        }
+        // Unchanged messages are copied only when something changed (a list result is large).
+        let values: Vec<Value> = replaced
+            .into_iter()
+            .zip(payload.messages())
+            .map(|(new, message)| new.unwrap_or_else(|| message.to_value()))
+            .collect();
+        match payload {
+            Payload::Single(_) => values.into_iter().next(),
+            Payload::Batch(_) => Some(Value::Array(values)),
+        }
+    }
+
+    /// One server message; returns the message to forward instead, if it changes.
+    fn server_message(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        message: &Message,
+    ) -> Option<Value> {
+        match message {
+            Message::Notification { method, .. }
+                if method == "notifications/tools/list_changed" =>
+            {
+                self.list_changed(store, out, now_ms, exchange);
+                None
+            }
+            Message::Response { id, result } => {
+                let list = exchange
+                    .pending_lists
+                    .iter()
+                    .position(|pending| same_id(&pending.id, id));
+                if let Some(index) = list {
+                    let request = exchange.pending_lists.remove(index);
+                    let list =
+                        self.list_result(store, out, now_ms, exchange, &request, result, None);
+                    return list.into_answer(id, result);
+                }
+                if let Some(index) = exchange
+                    .pending_calls
+                    .iter()
+                    .position(|c| same_id(&c.id, id))
+                {
+                    let call = exchange.pending_calls.remove(index);
+                    let new = self.call_result(store, out, now_ms, exchange, &call, result)?;
+                    return Some(answer(id, new));
+                }
+                if result.get("tools").is_some_and(Value::is_array) {
+                    // A tool list the client did not visibly ask for: check it all the same.
+                    let mut request = PendingList::new(id.clone(), None);
+                    request.stateless = exchange.stateless();
+                    let list =
+                        self.list_result(store, out, now_ms, exchange, &request, result, None);
+                    return list.into_answer(id, result);
+                }
+                let answers = take_other(exchange, id);
+                self.pass_record(
+                    store,
+                    out,
+                    exchange,
+                    "response",
+                    message,
+                    answers.as_deref(),
+                );
+                None
+            }
+            Message::Error { id, .. } => {
+                let answers = settle(exchange, id);
+                self.pass_record(
+                    store,
+                    out,
+                    exchange,
+                    "response",
+                    message,
+                    answers.as_deref(),
+                );
+                None
+            }
+            _ => {
+                self.pass_record(store, out, exchange, "response", message, None);
+                None
+            }
+        }
+    }
+
+    fn list_changed(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+    ) {
+        let mode = self.config.server(&exchange.server).list_changed;
+        let status = match mode {
+            crate::config::ListChanged::Hold => {
+                let server = exchange.server.clone();
+                let event = crate::policy::status::Event::ListChanged;
+                self.transition(
+                    store,
+                    out,
+                    &server,
+                    exchange.session.as_deref(),
+                    &event,
+                    now_ms,
+                )
+                .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
+                    r.status
+                })
+            }
+            crate::config::ListChanged::Observe => self
+                .record(store, &exchange.server)
+                .ok()
+                .flatten()
+                .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
+                    r.status
+                }),
+        };
+        let decision = self.decision(
+            exchange,
+            "response",
+            "notifications/tools/list_changed",
+            None,
+            status,
+        );
+        out.decision(&decision);
+    }
+}
+
+/// A JSON-RPC response carrying `result` for request `id`.
+pub(crate) fn answer(id: &Value, result: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// What replaces a body (or an event's data).
+pub(crate) enum Forward {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// The same bytes with this range replaced by the decimal digits of the number.
+    Splice(std::ops::Range<usize>, u64),
+}
+
+impl Forward {
+    /// The bytes to forward in place of `original`.
+    fn into_bytes(self, original: &[u8]) -> Vec<u8> {
+        match self {
+            Forward::Bytes(bytes) => bytes,
+            Forward::Splice(at, number) => splice(original, at, number),
+        }
+    }
+}
+
+/// Event data as text (it was checked as UTF-8, and a splice writes ASCII digits).
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn shift(at: std::ops::Range<usize>, by: usize) -> std::ops::Range<usize> {
+    at.start.saturating_add(by)..at.end.saturating_add(by)
+}
+
+/// `bytes` with the range `at` replaced by the decimal digits of `number`.
+pub(crate) fn splice(bytes: &[u8], at: std::ops::Range<usize>, number: u64) -> Vec<u8> {
+    let digits = number.to_string();
+    let mut out = Vec::with_capacity(bytes.len() + digits.len());
+    out.extend_from_slice(bytes.get(..at.start).unwrap_or_default());
+    out.extend_from_slice(digits.as_bytes());
+    out.extend_from_slice(bytes.get(at.end..).unwrap_or_default());
+    out
+}
+
+/// Removes the request `id` answers from the exchange's pending requests (an error answers
+/// it as a result would); returns that request's method.
+fn settle(exchange: &mut Exchange, id: &Value) -> Option<String> {
+    if let Some(index) = exchange
+        .pending_lists
+        .iter()
+        .position(|p| same_id(&p.id, id))
+    {
+        exchange.pending_lists.remove(index);
+        return Some("tools/list".into());
+    }
+    if let Some(index) = exchange
+        .pending_calls
+        .iter()
+        .position(|c| same_id(&c.id, id))
+    {
+        exchange.pending_calls.remove(index);
+        return Some("tools/call".into());
+    }
+    take_other(exchange, id)
+}
+
+/// The method of the other request `id` answers (removed from the pending list).
+fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
+    let index = exchange
+        .pending_other
+        .iter()
+        .position(|(pending, _)| same_id(pending, id))?;
+    Some(exchange.pending_other.remove(index).1)
+}
+
+/// Whether a response id answers a request id the way JSON-RPC clients match them: equal
+/// strings, or numbers of equal value (`7` and `7.0` are the same id to a JavaScript or Python
+/// client, so they must be to the gateway). A string never matches a number.
+pub(crate) fn same_id(request: &Value, response: &Value) -> bool {
+    match (request, response) {
+        (Value::Number(a), Value::Number(b)) => {
+            a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y)
+        }
+        (a, b) => a == b,
+    }
+}

@@ -1,0 +1,104 @@
+//! What may reach the client without being read: the one place that decides.
+//!
+//! Main design decision: every path that meets bytes it cannot check (the host could not hand
+//! over the headers or a chunk, a compressed or foreign body, a body too large, JSON the
+//! strict parser refuses) states the fact as an [`Unread`] and asks
+//! [`Engine::may_pass_unread`]; no caller decides on its own. The answer is `false` whenever
+//! the bytes may hold a tool list or a result whose contract is enforced, or answer a request
+//! whose client would otherwise read them unchecked; the caller then replaces them with a
+//! JSON-RPC error for every request they were to answer (fail closed).
+
+use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::response::ResponseState;
+
+/// Something the gateway could not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// The host could not hand over the response headers: the content type is unknown.
+    Headers,
+    /// The host could not hand over a body chunk.
+    Chunk,
+    /// A JSON or event-stream body sent compressed.
+    Compressed,
+    /// A body that is neither JSON nor an event stream.
+    Foreign,
+    /// A body already found unreadable at its headers, now at hand.
+    Withheld,
+    /// A JSON body over `limits.max_response_bytes`.
+    Oversized,
+    /// A JSON body the strict parser refused.
+    MalformedBody,
+    /// The data of one event of a stream, refused by the strict parser.
+    MalformedEvent,
+}
+
+impl Unread {
+    /// The reason given to the client and the audit trail.
+    pub fn why(self) -> &'static str {
+        match self {
+            Unread::Headers => "the host could not hand over the response headers",
+            Unread::Chunk => "the host could not hand over the response body",
+            Unread::Compressed => "the response is compressed",
+            Unread::Foreign => "the response is neither JSON nor an event stream",
+            Unread::Withheld => "the response cannot be read",
+            Unread::Oversized => "the response is over limits.max_response_bytes",
+            Unread::MalformedBody => "unreadable response",
+            Unread::MalformedEvent => "unreadable event data",
+        }
+    }
+}
+
+impl Engine {
+    /// Whether `what` may reach the client as it is. `bytes`: what it holds, when the gateway
+    /// has them (unknown bytes may hold anything).
+    ///
+    /// - What the host did not hand over, and compressed JSON or event streams, never pass:
+    ///   their bytes cannot be looked at.
+    /// - A body found unreadable at its headers passes only empty, with no tool list awaited
+    ///   (an HTTP 202 hides nothing; a list request still gets an error, not a wait).
+    /// - Nothing passes unread while the exchange awaits a tool list or a result whose
+    ///   contract is enforced.
+    /// - A foreign body passes when it answers no request (MCP answers with JSON or SSE only).
+    /// - A JSON body the parser refused does not pass when it answers a request of an HTTP
+    ///   exchange (a lenient client would read it); over the size limit it may (a large tool
+    ///   result is legitimate); neither passes when it may hold a tool list (the word
+    ///   `tools`, or a `\u` escape that can spell it).
+    pub fn may_pass_unread(&self, exchange: &Exchange, what: Unread, bytes: Option<&[u8]>) -> bool {
+        let may_hold_tools = bytes.is_none_or(may_hold_tools);
+        match what {
+            Unread::Headers | Unread::Chunk | Unread::Compressed => false,
+            Unread::Withheld => {
+                bytes.is_some_and(<[u8]>::is_empty) && exchange.pending_lists.is_empty()
+            }
+            _ if self.must_read(exchange) => false,
+            Unread::Foreign => !awaits_answer(exchange),
+            Unread::Oversized | Unread::MalformedEvent => !may_hold_tools,
+            Unread::MalformedBody => {
+                let http_answer =
+                    matches!(exchange.response, ResponseState::Json) && awaits_answer(exchange);
+                !http_answer && !may_hold_tools
+            }
+        }
+    }
+
+    /// Whether the exchange awaits an answer that must be checked: a tool list, or a result
+    /// whose contract is enforced.
+    pub(crate) fn must_read(&self, exchange: &Exchange) -> bool {
+        !exchange.pending_lists.is_empty()
+            || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
+                && exchange.pending_calls.iter().any(|c| c.check_result))
+    }
+}
+
+/// Whether requests of the exchange still wait for their answer.
+pub(crate) fn awaits_answer(exchange: &Exchange) -> bool {
+    !exchange.pending_lists.is_empty()
+        || !exchange.pending_calls.is_empty()
+        || !exchange.pending_other.is_empty()
+}
+
+/// Whether bytes the gateway could not read might hold a tool list (or `list_changed`) that a
+/// lenient client would read: the word `tools`, or a `\u` escape that can spell it.
+pub(crate) fn may_hold_tools(bytes: &[u8]) -> bool {
+    bytes.windows(5).any(|w| w == b"tools") || bytes.windows(2).any(|w| w == b"\\u")
+}

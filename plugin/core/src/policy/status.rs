@@ -1,0 +1,559 @@
+//! The `schema_status` lifecycle of one server (SPEC section 2), as a pure state machine.
+//!
+//! Main design decision: one function, [`apply`], takes a server's record and one event and
+//! returns the next record plus what to audit. No I/O and no clock: the engine reads the
+//! record from the shared store, applies, and writes it back with compare-and-swap, so the
+//! lifecycle can be tested exhaustively (every state × every event) without a host.
+
+use crate::policy::containment::{Differing, DriftReach};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Trust posture for servers that have no baseline yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posture {
+    /// Trust on first use: the first live tool set becomes the baseline.
+    Discovery,
+    /// Nothing is served until an admin approves (or config pins) a baseline.
+    Strict,
+}
+
+impl Posture {
+    /// The config and audit spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Posture::Discovery => "discovery",
+            Posture::Strict => "strict",
+        }
+    }
+}
+
+/// A server's schema status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaStatus {
+    /// First use, no baseline yet.
+    Unbaselined,
+    /// The live set matches the approved baseline.
+    Verified,
+    /// Drift: the live set differs from the baseline (sticky until an admin acts).
+    Changed,
+    /// Awaiting approval (strict posture, or held by first-contact screening).
+    Pending,
+    /// Held by an admin.
+    Quarantined,
+}
+
+impl SchemaStatus {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaStatus::Unbaselined => "unbaselined",
+            SchemaStatus::Verified => "verified",
+            SchemaStatus::Changed => "changed",
+            SchemaStatus::Pending => "pending",
+            SchemaStatus::Quarantined => "quarantined",
+        }
+    }
+
+    /// Closed states serve no tools and refuse every call.
+    pub fn is_closed(self) -> bool {
+        matches!(
+            self,
+            SchemaStatus::Changed | SchemaStatus::Pending | SchemaStatus::Quarantined
+        )
+    }
+
+    /// Every status, for exhaustive tests and docs.
+    pub const ALL: [SchemaStatus; 5] = [
+        SchemaStatus::Unbaselined,
+        SchemaStatus::Verified,
+        SchemaStatus::Changed,
+        SchemaStatus::Pending,
+        SchemaStatus::Quarantined,
+    ];
+}
+
+impl fmt::Display for SchemaStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who put a quarantine in place (a config quarantine is lifted by config only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// The admin API.
+    Admin,
+    /// The plugin configuration (control plane).
+    Config,
+}
+
+/// Everything the lifecycle knows about one server. Stored as JSON in the state store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// Current status.
+    pub status: SchemaStatus,
+    /// Approved fingerprint.
+    pub baseline: Option<String>,
+    /// The baseline before the last approval (to recognise stale sessions and dropped tools).
+    pub previous: Option<String>,
+    /// Fingerprint of the last complete live set seen: the candidate an admin reviews.
+    pub live: Option<String>,
+    /// Why the last live set was invalid (it then has no fingerprint).
+    pub live_invalid: Option<String>,
+    /// Whether the last live set verified against the baseline.
+    pub live_matches: bool,
+    /// When drift was first seen (ms since the epoch).
+    pub drift_at_ms: Option<u64>,
+    /// `list_changed` seen (hold mode): calls wait for a fresh verified list.
+    pub reverify: bool,
+    /// Baseline pinned by fingerprint only: calls wait for a live list to verify.
+    pub awaiting_live: bool,
+    /// Quarantine reason and who set it.
+    pub quarantine: Option<(String, Actor)>,
+    /// First-contact screening findings that hold the server `pending`.
+    pub findings: Vec<String>,
+    /// Tools of the last live set the baseline lacks, when its drift is told tool by tool
+    /// (see [`crate::policy::containment`]; the three lists are empty when that is not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_added: Vec<String>,
+    /// Tools of the last live set that differ from the baseline's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_changed: Vec<String>,
+    /// Baseline tools the last live set lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_removed: Vec<String>,
+    /// Why the last live set's drift reaches the server as a whole (it cannot be told tool by
+    /// tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_whole: Option<String>,
+    /// Last change (ms since the epoch).
+    pub updated_ms: u64,
+}
+
+impl ServerRecord {
+    /// A server seen for the first time.
+    pub fn new(now_ms: u64) -> Self {
+        ServerRecord {
+            status: SchemaStatus::Unbaselined,
+            baseline: None,
+            previous: None,
+            live: None,
+            live_invalid: None,
+            live_matches: false,
+            drift_at_ms: None,
+            reverify: false,
+            awaiting_live: false,
+            quarantine: None,
+            findings: Vec::new(),
+            drift_added: Vec::new(),
+            drift_changed: Vec::new(),
+            drift_removed: Vec::new(),
+            drift_whole: None,
+            updated_ms: now_ms,
+        }
+    }
+
+    /// The fingerprints of the tool sets the record references (baseline, previous baseline,
+    /// live candidate): the stored sets that must not be replaced.
+    pub fn set_refs(&self) -> [Option<&str>; 3] {
+        [
+            self.baseline.as_deref(),
+            self.previous.as_deref(),
+            self.live.as_deref(),
+        ]
+    }
+
+    /// Calls are refused until a live list verifies (pin by fingerprint, or list_changed hold).
+    pub fn awaiting_verification(&self) -> bool {
+        self.reverify || self.awaiting_live || self.status == SchemaStatus::Unbaselined
+    }
+}
+
+/// How a complete live set relates to the baseline (computed by the engine from digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveSet {
+    /// A valid set with its fingerprint; `matches` is true when it equals the baseline (or is
+    /// an allowed subset of it).
+    Valid {
+        /// Server fingerprint of the live set.
+        fingerprint: String,
+        /// Verifies against the baseline.
+        matches: bool,
+        /// First-contact screening findings (only consulted without a baseline).
+        findings: Vec<String>,
+        /// How far its difference from the baseline reaches, when it does not match.
+        reach: DriftReach,
+    },
+    /// An invalid set (duplicate names, a tool without a name, ...): it never verifies.
+    Invalid {
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// A page of a paginated list differs from the baseline in these tools (the complete set
+    /// is not known before its last page).
+    Partial {
+        /// Why, in words.
+        reason: String,
+        /// The page's tools that differ (new or changed).
+        withheld: Differing,
+    },
+}
+
+/// One thing that happens to a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A complete live `tools/list` was seen.
+    Live(LiveSet),
+    /// `notifications/tools/list_changed` was seen (hold mode).
+    ListChanged,
+    /// An admin approves the fingerprint they reviewed.
+    Approve {
+        /// The reviewed fingerprint.
+        fingerprint: String,
+    },
+    /// An admin or the config holds the server.
+    Quarantine {
+        /// Why.
+        reason: String,
+        /// Who.
+        by: Actor,
+    },
+    /// The hold is lifted (re-evaluates the status).
+    Release {
+        /// Who.
+        by: Actor,
+    },
+    /// Config pins a baseline (fingerprint only, or a full lock).
+    Pin {
+        /// The pinned fingerprint.
+        fingerprint: String,
+        /// A full lock (definitions known) rather than a fingerprint only.
+        lock: bool,
+    },
+}
+
+/// Why an event was refused; nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The reviewed fingerprint is not the current candidate.
+    Conflict {
+        /// The current candidate, if any.
+        candidate: Option<String>,
+    },
+    /// Release of a server that is not quarantined.
+    NotQuarantined,
+    /// A config quarantine can only be lifted by config.
+    HeldByConfig,
+    /// An administrator's quarantine is not lifted by a config change (only by a release
+    /// through the admin API).
+    HeldByAdmin,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Conflict { candidate: Some(c) } => write!(
+                f,
+                "the reviewed fingerprint is not the current candidate ({c}); review the current diff and approve that"
+            ),
+            Refusal::Conflict { candidate: None } => {
+                write!(
+                    f,
+                    "there is no live tool set to approve yet; let a client list tools first"
+                )
+            }
+            Refusal::NotQuarantined => write!(f, "the server is not quarantined"),
+            Refusal::HeldByConfig => {
+                write!(
+                    f,
+                    "the quarantine comes from the plugin config; remove it there"
+                )
+            }
+            Refusal::HeldByAdmin => write!(
+                f,
+                "an administrator holds the server; only a release through the admin API lifts it"
+            ),
+        }
+    }
+}
+
+/// An audit entry produced by a transition: event name and reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// Audit event name (`schema.changed`, ...).
+    pub event: &'static str,
+    /// Why, in words.
+    pub reason: String,
+}
+
+fn note(event: &'static str, reason: impl Into<String>) -> Note {
+    Note {
+        event,
+        reason: reason.into(),
+    }
+}
+
+/// Applies one event. On success returns the next record and what to audit (empty when
+/// nothing changed that an operator needs to see).
+pub fn apply(
+    record: &ServerRecord,
+    event: &Event,
+    posture: Posture,
+    now_ms: u64,
+) -> Result<(ServerRecord, Vec<Note>), Refusal> {
+    let mut next = record.clone();
+    let notes = match event {
+        Event::Live(live) => observe_live(&mut next, live, posture, now_ms),
+        Event::ListChanged => {
+            next.reverify = true;
+            vec![note(
+                "schema.reverify",
+                "notifications/tools/list_changed: calls wait for a fresh tools/list",
+            )]
+        }
+        Event::Approve { fingerprint } => approve(&mut next, fingerprint)?,
+        Event::Quarantine { reason, by } => {
+            next.quarantine = Some((reason.clone(), *by));
+            next.status = SchemaStatus::Quarantined;
+            vec![note("server.quarantined", reason.clone())]
+        }
+        Event::Release { by } => release(&mut next, *by, posture, now_ms)?,
+        Event::Pin { fingerprint, lock } => pin(&mut next, fingerprint, *lock, posture, now_ms),
+    };
+    if next != *record {
+        next.updated_ms = now_ms;
+    }
+    Ok((next, notes))
+}
+
+fn observe_live(
+    next: &mut ServerRecord,
+    live: &LiveSet,
+    posture: Posture,
+    now_ms: u64,
+) -> Vec<Note> {
+    let previous_live = next.live.clone();
+    match live {
+        LiveSet::Invalid { reason } => {
+            next.live = None;
+            next.live_invalid = Some(reason.clone());
+            next.live_matches = false;
+            next.set_reach(&DriftReach::Server(reason.clone()));
+        }
+        LiveSet::Partial { reason, withheld } => {
+            next.live = None;
+            next.live_invalid = Some(reason.clone());
+            next.live_matches = false;
+            next.add_page_reach(withheld);
+        }
+        LiveSet::Valid {
+            fingerprint,
+            matches,
+            reach,
+            ..
+        } => {
+            next.live = Some(fingerprint.clone());
+            next.live_invalid = None;
+            next.live_matches = *matches && next.baseline.is_some();
+            next.set_reach(match next.live_matches {
+                true => &DriftReach::Unknown,
+                false => reach,
+            });
+        }
+    }
+    if next.quarantine.is_some() {
+        return Vec::new();
+    }
+    let moved = next.live != previous_live || next.live_invalid.is_some();
+    let incomplete = !matches!(live, LiveSet::Valid { .. });
+    match (next.status, live) {
+        (SchemaStatus::Changed, _) => {
+            // A complete list shows the live set again: what it serves under tool scope no
+            // longer waits for one (list_changed hold).
+            if !incomplete {
+                next.reverify = false;
+            }
+            if moved {
+                vec![note("schema.changed", drift_reason(live))]
+            } else {
+                Vec::new()
+            }
+        }
+        (_, _) if incomplete && next.status != SchemaStatus::Pending => {
+            next.status = SchemaStatus::Changed;
+            next.drift_at_ms.get_or_insert(now_ms);
+            vec![note("schema.changed", drift_reason(live))]
+        }
+        (_, LiveSet::Invalid { .. } | LiveSet::Partial { .. }) => Vec::new(),
+        (
+            SchemaStatus::Unbaselined | SchemaStatus::Pending,
+            LiveSet::Valid {
+                fingerprint,
+                findings,
+                ..
+            },
+        ) if next.baseline.is_none() => first_contact(next, fingerprint, findings, posture, moved),
+        (_, LiveSet::Valid { .. }) if next.live_matches => {
+            let was_waiting = next.awaiting_verification() || next.status != SchemaStatus::Verified;
+            next.status = SchemaStatus::Verified;
+            next.reverify = false;
+            next.awaiting_live = false;
+            if was_waiting {
+                vec![note(
+                    "schema.verified",
+                    "the live tool set matches the approved baseline",
+                )]
+            } else {
+                Vec::new()
+            }
+        }
+        (_, LiveSet::Valid { .. }) => {
+            next.status = SchemaStatus::Changed;
+            next.drift_at_ms = Some(now_ms);
+            vec![note("schema.changed", drift_reason(live))]
+        }
+    }
+}
+
+fn drift_reason(live: &LiveSet) -> String {
+    match live {
+        LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
+        LiveSet::Valid { fingerprint, .. } => {
+            format!("the live tool set ({fingerprint}) differs from the approved baseline")
+        }
+    }
+}
+
+fn first_contact(
+    next: &mut ServerRecord,
+    fingerprint: &str,
+    findings: &[String],
+    posture: Posture,
+    moved: bool,
+) -> Vec<Note> {
+    // Pending is sticky like changed: a held server waits for an admin even if its set moves.
+    if posture == Posture::Discovery
+        && findings.is_empty()
+        && next.status == SchemaStatus::Unbaselined
+    {
+        next.baseline = Some(fingerprint.to_string());
+        next.live_matches = true;
+        next.status = SchemaStatus::Verified;
+        next.reverify = false;
+        next.awaiting_live = false;
+        next.findings.clear();
+        return vec![note(
+            "schema.baselined",
+            "trust on first use (discovery posture)",
+        )];
+    }
+    let was_pending = next.status == SchemaStatus::Pending;
+    next.status = SchemaStatus::Pending;
+    next.findings = findings.to_vec();
+    if was_pending && !moved {
+        return Vec::new();
+    }
+    let reason = if findings.is_empty() {
+        "strict posture: awaiting admin approval".to_string()
+    } else {
+        format!(
+            "first-contact screening flagged the tool set: {}",
+            findings.join("; ")
+        )
+    };
+    vec![note("schema.pending", reason)]
+}
+
+fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refusal> {
+    if next.live.as_deref() != Some(fingerprint) {
+        return Err(Refusal::Conflict {
+            candidate: next.live.clone(),
+        });
+    }
+    if next.baseline.as_deref() != Some(fingerprint) {
+        next.previous = next.baseline.take();
+    }
+    next.baseline = Some(fingerprint.to_string());
+    next.live_matches = true;
+    next.set_reach(&DriftReach::Unknown);
+    next.drift_at_ms = None;
+    next.reverify = false;
+    next.awaiting_live = false;
+    next.findings.clear();
+    if next.quarantine.is_none() {
+        next.status = SchemaStatus::Verified;
+    }
+    Ok(vec![note(
+        "schema.approved",
+        format!("baseline set to the reviewed fingerprint {fingerprint}"),
+    )])
+}
+
+fn release(
+    next: &mut ServerRecord,
+    by: Actor,
+    posture: Posture,
+    now_ms: u64,
+) -> Result<Vec<Note>, Refusal> {
+    match &next.quarantine {
+        None => return Err(Refusal::NotQuarantined),
+        Some((_, Actor::Config)) if by == Actor::Admin => return Err(Refusal::HeldByConfig),
+        Some((_, Actor::Admin)) if by == Actor::Config => return Err(Refusal::HeldByAdmin),
+        Some(_) => {}
+    }
+    next.quarantine = None;
+    reevaluate(next, posture, now_ms);
+    Ok(vec![note(
+        "server.released",
+        format!("re-evaluated to {}", next.status),
+    )])
+}
+
+/// The status a server has on its own merits (after a release or a new pin).
+fn reevaluate(next: &mut ServerRecord, posture: Posture, now_ms: u64) {
+    next.status = match (&next.baseline, &next.live, &next.live_invalid) {
+        (None, _, _) if posture == Posture::Strict => SchemaStatus::Pending,
+        (None, _, _) => SchemaStatus::Unbaselined,
+        (Some(_), None, None) => SchemaStatus::Verified,
+        (Some(_), _, _) if next.live_matches => SchemaStatus::Verified,
+        (Some(_), _, _) => SchemaStatus::Changed,
+    };
+    if next.status == SchemaStatus::Changed {
+        next.drift_at_ms.get_or_insert(now_ms);
+    } else {
+        next.drift_at_ms = None;
+    }
+    if next.quarantine.is_some() {
+        next.status = SchemaStatus::Quarantined;
+    }
+}
+
+fn pin(
+    next: &mut ServerRecord,
+    fingerprint: &str,
+    lock: bool,
+    posture: Posture,
+    now_ms: u64,
+) -> Vec<Note> {
+    if next.baseline.as_deref() == Some(fingerprint) {
+        if lock {
+            next.awaiting_live = false;
+        }
+        return Vec::new();
+    }
+    next.previous = next.baseline.take();
+    next.baseline = Some(fingerprint.to_string());
+    next.live_matches = next.live.as_deref() == Some(fingerprint);
+    // The reach was measured against the old baseline: the next list measures it again.
+    next.set_reach(&DriftReach::Unknown);
+    next.awaiting_live = !lock && !next.live_matches;
+    next.findings.clear();
+    reevaluate(next, posture, now_ms);
+    vec![note(
+        "schema.approved",
+        format!("baseline pinned by config to {fingerprint}"),
+    )]
+}

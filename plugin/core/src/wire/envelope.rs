@@ -1,0 +1,195 @@
+//! The envelope of one JSON-RPC response, read without parsing its `result`.
+//!
+//! Main design decision: the scanner accepts only the plainest response a server sends, an
+//! object with exactly the members `jsonrpc`, `id` and `result`, each once, in any order, and
+//! nothing after it but whitespace; anything else (another member, a repeated one, a batch, a
+//! byte order mark, a syntax error) is `None`, and the caller then takes the strict parser
+//! ([`crate::wire::jsonrpc::parse_payload`]), which decides on it as always. The scalars (`jsonrpc`,
+//! `id`, the keys) go through [`crate::wire::json::parse_strict`], so they read exactly as the
+//! strict parser reads them. The `result` value is not parsed: it is either compared with
+//! bytes known to parse (a complete JSON object or array is self-delimiting, so equal bytes
+//! at that position parse to the same value at the same depth), or, for bytes that already
+//! passed the strict parser, skipped by matching brackets to find where it ends.
+
+use crate::wire::json::parse_strict;
+use serde_json::Value;
+use std::ops::Range;
+
+/// What the scanner found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// The response id (a string or a number), as the strict parser reads it.
+    pub id: Value,
+    /// Where the bytes of the `result` value are in the body.
+    pub result: Range<usize>,
+}
+
+/// How the `result` value is read.
+#[derive(Debug, Clone, Copy)]
+pub enum ResultBytes<'a> {
+    /// It must be exactly these bytes (a value known to pass the strict parser).
+    Known(&'a [u8]),
+    /// Find its end by matching brackets: only for a body that passed the strict parser.
+    Parsed,
+}
+
+/// Splits `body` into the id and the span of `result` when it is a plain JSON-RPC response
+/// (see the module documentation); `None` sends the caller to the strict parser.
+pub fn split_response(body: &[u8], result: ResultBytes<'_>) -> Option<Envelope> {
+    let mut s = Scanner {
+        bytes: body,
+        pos: 0,
+    };
+    s.skip_ws();
+    s.eat(b'{')?;
+    let (mut jsonrpc, mut id, mut span) = (None, None, None);
+    loop {
+        s.skip_ws();
+        let key = s.scalar()?;
+        s.skip_ws();
+        s.eat(b':')?;
+        s.skip_ws();
+        match key.as_str()? {
+            "jsonrpc" if jsonrpc.is_none() => jsonrpc = Some(s.scalar()?),
+            "id" if id.is_none() => id = Some(s.scalar()?),
+            "result" if span.is_none() => span = Some(s.result(result)?),
+            _ => return None,
+        }
+        s.skip_ws();
+        if s.eat(b',').is_none() {
+            s.eat(b'}')?;
+            break;
+        }
+    }
+    s.skip_ws();
+    let id = id?;
+    let plain = s.pos == body.len()
+        && jsonrpc?.as_str() == Some("2.0")
+        && (id.is_string() || id.is_number());
+    plain.then_some(Envelope { id, result: span? })
+}
+
+/// A cursor over the body. Every step is bounded by the body's length.
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    /// JSON's four whitespace bytes, as serde_json skips them.
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek() == Some(byte)).then(|| self.pos += 1)
+    }
+
+    /// A string or a number, parsed strictly; anything else is `None`.
+    fn scalar(&mut self) -> Option<Value> {
+        let start = self.pos;
+        match self.peek()? {
+            b'"' => self.skip_string()?,
+            b'-' | b'0'..=b'9' => {
+                while matches!(
+                    self.peek(),
+                    Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                ) {
+                    self.pos += 1;
+                }
+            }
+            _ => return None,
+        }
+        parse_strict(self.bytes.get(start..self.pos)?, 1).ok()
+    }
+
+    /// Moves past a string (the cursor is on its opening quote). Escapes are only skipped
+    /// here; [`parse_strict`] checks them when the string is read.
+    fn skip_string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                b'\\' => self.pos = self.pos.saturating_add(2),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    /// The span of the `result` value.
+    fn result(&mut self, result: ResultBytes<'_>) -> Option<Range<usize>> {
+        let start = self.pos;
+        match result {
+            ResultBytes::Known(known) => {
+                let end = start.checked_add(known.len())?;
+                if known.is_empty() || !same_bytes(self.bytes.get(start..end)?, known) {
+                    return None;
+                }
+                self.pos = end;
+            }
+            ResultBytes::Parsed => self.skip_container()?,
+        }
+        Some(start..self.pos)
+    }
+
+    /// Moves past an object or array by matching brackets outside strings.
+    fn skip_container(&mut self) -> Option<()> {
+        if !matches!(self.peek()?, b'{' | b'[') {
+            return None;
+        }
+        let mut depth = 0usize;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.skip_string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        self.pos += 1;
+                        return Some(());
+                    }
+                }
+                _ => {}
+            }
+            self.pos += 1;
+        }
+    }
+}
+
+/// Whether two byte strings are equal: natively the C library's vectorized `memcmp`; in the
+/// `.wasm` [`equal_by_words`], because wasi-libc's `memcmp` goes byte by byte (for a 73 KB
+/// list that was most of the cost of recognizing it).
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    #[cfg(target_arch = "wasm32")]
+    let equal = equal_by_words(a, b);
+    #[cfg(not(target_arch = "wasm32"))]
+    let equal = a == b;
+    equal
+}
+
+/// Byte-string equality, 32 bytes at a time as four 64-bit words (then the tail).
+pub fn equal_by_words(a: &[u8], b: &[u8]) -> bool {
+    let word = |chunk: &[u8]| <[u8; 8]>::try_from(chunk).map_or(0, u64::from_ne_bytes);
+    let block = |p: &[u8], q: &[u8]| {
+        p.chunks_exact(8)
+            .zip(q.chunks_exact(8))
+            .fold(0, |diff, (u, v)| diff | (word(u) ^ word(v)))
+            == 0
+    };
+    let (mut x, mut y) = (a.chunks_exact(32), b.chunks_exact(32));
+    a.len() == b.len()
+        && x.by_ref().zip(y.by_ref()).all(|(p, q)| block(p, q))
+        && x.remainder() == y.remainder()
+}
