@@ -7,7 +7,7 @@ all but the native peer come from the same renderer as the shipped ``envoy.yaml`
 - ``router``: router only (the limit);
 - ``buffer``: the buffer filter, then the router;
 - ``mcp_rbac``: Envoy's native ``envoy.filters.http.mcp`` (pass-through) and an RBAC tool
-  allowlist over its dynamic metadata (FIELD-NOTES, "The native peer");
+  allowlist over its dynamic metadata (docs/performance.md);
 - ``toolseal``: toolseal (wasm, V8) -> buffer -> router, as shipped;
 - ``wasm_empty`` and ``wasm_read``: the floor (``envoy/bench/floor``), a Wasm filter that
   decides nothing, in toolseal's place in the same chain (same VM settings, buffer, router):

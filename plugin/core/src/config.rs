@@ -1,4 +1,4 @@
-//! Plugin configuration (SPEC section 7): one JSON document, parsed and validated in one
+//! Plugin configuration (docs/config.md): one JSON document, parsed and validated in one
 //! pass.
 //!
 //! Main design decision: parsing is hand-written over a strictly parsed `Value` rather than

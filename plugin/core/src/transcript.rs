@@ -1,4 +1,4 @@
-//! Recorded MCP traffic (SPEC section 9) and a native driver that replays it through the
+//! Recorded MCP traffic (docs/transcripts.md) and a native driver that replays it through the
 //! engine exactly as a host adapter would.
 //!
 //! Main design decision: the native driver mirrors the proxy-wasm adapter's callback order

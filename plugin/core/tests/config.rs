@@ -1,4 +1,4 @@
-//! Config parse → validate (SPEC section 7): good configs normalize as expected, and every
+//! Config parse → validate: good configs normalize as expected, and every
 //! bad one is refused with a message that names the field to fix.
 #![allow(
     clippy::panic,

@@ -1,4 +1,4 @@
-//! Drift diff and classification (SPEC section 5): the real release drift of
+//! Drift diff and classification: the real release drift of
 //! server-everything as a golden file, the seed's deploy_preview revisions and rug pull,
 //! and one table row per change kind and class.
 //!

@@ -1,4 +1,4 @@
-//! Fingerprint known-answer tests (SPEC section 1).
+//! Fingerprint known-answer tests (docs/fingerprint.md).
 //!
 //! Expected values come from outside this crate: `data/fingerprint.json` (the shared
 //! vectors), `data/extra_vectors.json` and `data/transcripts.expected.json`, both written by

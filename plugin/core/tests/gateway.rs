@@ -1,4 +1,4 @@
-//! The gateway's stories (SPEC sections 2 to 6) told through the engine with synthetic
+//! The gateway's stories told through the engine with synthetic
 //! Streamable HTTP exchanges: rug pull, approve bound to the reviewed fingerprint, stale
 //! calls, strict posture, quarantine, list_changed hold, invalid sets, batches, and the
 //! request-side refusals.

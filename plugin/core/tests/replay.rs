@@ -1,5 +1,5 @@
 //! Golden replay of the real recorded transcripts through the core engine, and the
-//! lifecycle stories of SPEC sections 2 to 4 told with real recorded traffic.
+//! lifecycle stories told with real recorded traffic.
 //!
 //! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them.
 #![allow(

@@ -1,4 +1,4 @@
-//! Result contracts (SPEC section 4, "Results") and the audit of call arguments (section 6),
+//! Result contracts and the audit of call arguments,
 //! told through the engine with synthetic exchanges: a `structuredContent` that breaks the
 //! approved `outputSchema` is audited and passed (observe) or replaced by a tool error
 //! (enforce), for JSON and SSE responses alike; a matching result passes byte for byte;

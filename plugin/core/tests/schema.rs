@@ -1,4 +1,4 @@
-//! The JSON Schema subset (SPEC section 4 check 4): table-driven validation cases with exact
+//! The JSON Schema subset: table-driven validation cases with exact
 //! violations, the refusal of unsupported features, the regex engine, resource bounds, and
 //! every real schema of the recorded transcripts.
 #![allow(

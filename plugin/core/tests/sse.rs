@@ -44,7 +44,7 @@ type Fields = (
     Option<&'static str>,
 );
 
-/// The framing variants of SPEC section 3 and FIELD-NOTES.
+/// The framing variants an event stream may use (line ends, BOM, multi-line data, comments).
 #[test]
 fn framing_variants() {
     let cases: Vec<(&str, &[u8], Vec<Fields>, Option<&[u8]>)> = vec![

@@ -1,4 +1,4 @@
-//! Strict parser tests (SPEC section 3): everything a lenient parser would let through.
+//! Strict parser tests: everything a lenient parser would let through.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -1,4 +1,4 @@
-//! The admin API (SPEC section 6): review drift (with the stored definitions of a server's
+//! The admin API (docs/admin.md): review drift (with the stored definitions of a server's
 //! baseline, previous baseline and candidate), approve the reviewed fingerprint, quarantine
 //! and release, read the audit ring.
 //!

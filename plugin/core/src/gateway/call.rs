@@ -1,6 +1,7 @@
-//! Per-call authorization of `tools/call` (SPEC section 4, checks 1 to 5).
+//! Per-call authorization of `tools/call`: approved tool, fresh snapshot, valid arguments,
+//! policy.
 //!
-//! Main design decision: checks run in the SPEC's order and the first failure decides, so a
+//! Main design decision: checks run in a fixed order and the first failure decides, so a
 //! denial always names the most fundamental problem (a drifted server before a bad argument).
 //! A call is checked first and recorded once its batch is decided, so a record never says
 //! `allow` for a call that was not forwarded. Every audited decision carries the SHA-256 of

@@ -1,4 +1,5 @@
-//! Structured denials: the tool execution error an agent can repair from (SPEC section 4).
+//! Structured denials: the tool execution error an agent can repair from (a code, the rule
+//! that refused, and what to do next).
 //!
 //! Main design decision: a denial is a JSON-RPC *result* with `isError: true` (HTTP 200), not
 //! a protocol error, because models see tool errors and can act on them; the machine-readable

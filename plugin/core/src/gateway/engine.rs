@@ -353,8 +353,8 @@ impl Engine {
         }
     }
 
-    /// A `pass` decision record for a message no check applies to (SPEC section 10: one
-    /// record per MCP message). Responses carry the method of their request when known.
+    /// A `pass` decision record for a message no check applies to (every MCP message
+    /// gets one decision record). Responses carry the method of their request when known.
     pub(crate) fn pass_record(
         &mut self,
         store: &dyn StateStore,

@@ -1,4 +1,4 @@
-//! Verification of `tools/list` results, whole or page by page (SPEC sections 2 and 3).
+//! Verification of `tools/list` results, whole or page by page.
 //!
 //! Main design decision: a list result is fingerprinted and checked against the baseline
 //! before a single tool reaches the client; when the server is closed afterwards, every tool

@@ -1,4 +1,4 @@
-//! Server → client: response bodies as JSON or as Server-Sent Events (SPEC section 3).
+//! Server → client: response bodies as JSON or as Server-Sent Events.
 //!
 //! Main design decision: the engine tells the host, from the response headers, how to feed
 //! the body: pass it through untouched (nothing to check), buffer it whole (JSON that answers a

@@ -1,4 +1,4 @@
-//! Drift diff and classification (SPEC section 5).
+//! Drift diff and classification: additive, breaking, semantic, authority.
 //!
 //! Main design decision: the diff is structural and conservative. Baseline and candidate
 //! tools are matched by name and compared field by field; inside `inputSchema` the walk

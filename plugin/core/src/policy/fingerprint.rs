@@ -1,4 +1,4 @@
-//! Tool digests and the server fingerprint (SPEC section 1).
+//! Tool digests and the server fingerprint (docs/fingerprint.md).
 //!
 //! Main design decision: the normalized tool view is never built. The canonical writer
 //! ([`crate::wire::canonical`]) streams the view straight into SHA-256, told by a [`Layout`] which
@@ -95,7 +95,7 @@ pub struct FingerprintFields {
 }
 
 impl Default for FingerprintFields {
-    /// `name`, `description`, `inputSchema`: the surface SPEC section 1 fixes by default.
+    /// `name`, `description`, `inputSchema`: the surface fingerprinted by default.
     fn default() -> Self {
         Self::from_fields(&[
             FingerprintField::Name,

@@ -1,4 +1,4 @@
-//! Policy rules for `tools/call` (SPEC section 4 check 5, section 7 `policy`).
+//! Policy rules for `tools/call` (the `policy` section of the configuration, docs/config.md).
 //!
 //! Main design decision: rules are an ordered list and the first rule whose every condition
 //! matches decides; nothing is merged or scored, so an operator reads the decision off the

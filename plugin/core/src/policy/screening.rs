@@ -1,5 +1,5 @@
-//! First-contact screening of a tool set before trust on first use (SPEC section 2:
-//! `pending` "held by first-contact screening").
+//! First-contact screening of a tool set before trust on first use: a set
+//! with findings is held `pending` until an admin reviews it (docs/screening.md).
 //!
 //! Main design decision: screening runs only when there is no baseline yet, and a finding
 //! never blocks silently: it holds the server `pending` with the findings in the audit event

@@ -1,4 +1,4 @@
-//! The `schema_status` lifecycle of one server (SPEC section 2), as a pure state machine.
+//! The `schema_status` lifecycle of one server, as a pure state machine.
 //!
 //! Main design decision: one function, [`apply`], takes a server's record and one event and
 //! returns the next record plus what to audit. No I/O and no clock: the engine reads the

@@ -1,4 +1,4 @@
-//! Audit events: one JSON object per decision or transition (SPEC section 6).
+//! Audit events: one JSON object per decision or transition (docs/telemetry.md).
 //!
 //! Main design decision: events are built by the engine and handed to the host through the
 //! [`Outputs`] sink (Envoy: a log line with a stable prefix; wasmtime hosts: an import), and

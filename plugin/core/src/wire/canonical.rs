@@ -5,7 +5,7 @@
 //! [`CanonicalSink`]: a `Vec<u8>` for the canonical text, or a SHA-256 hasher directly so
 //! that fingerprinting never builds an intermediate string. A [`Layout`] tells the writer
 //! which arrays are sets (sorted and deduplicated by their canonical text); plain JCS is
-//! [`Plain`], and the fingerprint supplies the JSON Schema layout (SPEC section 1).
+//! [`Plain`], and the fingerprint supplies the JSON Schema layout (docs/fingerprint.md).
 //!
 //! Numbers follow ECMAScript `Number::toString`: integers held as `u64`/`i64` are printed as
 //! the `f64` they denote (`2^53 + 1` → `9007199254740992`), as a JavaScript JCS

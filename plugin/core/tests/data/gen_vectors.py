@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference for toolseal's fingerprint (SPEC section 1), standard library only.
+"""Independent reference for toolseal's fingerprint (docs/fingerprint.md), standard library only.
 
 It shares no code with the Rust implementation: JCS is written here from RFC 8785 and
 ECMA-262 (Number::toString) on top of Python's shortest round-trip float repr, and is first
@@ -93,7 +93,7 @@ def es_string(s):
     return "".join(out)
 
 
-# Positions of a value in a tool view (SPEC section 1 "schema positions").
+# Positions of a value in a tool view (docs/fingerprint.md, schema positions).
 DATA, TOOL, SCHEMA, SCHEMA_MAP, SCHEMA_LIST, SCHEMA_OR_LIST, SET = range(7)
 
 KEYWORDS = {}
