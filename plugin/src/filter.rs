@@ -1,7 +1,8 @@
 //! The proxy-wasm root and HTTP contexts.
 //!
-//! Envoy specifics this mapping relies on (measured on Envoy 1.40): pausing in a headers callback stops
-//! the body callbacks, so headers always continue and bodies pause until the end of stream;
+//! Envoy specifics this mapping relies on (measured on Envoy 1.40): pausing in a headers
+//! callback stops the body callbacks, so headers always continue and bodies pause until the
+//! end of stream;
 //! `envoy.filters.http.buffer` after this filter keeps the router from opening an upstream
 //! request before the plugin has decided; response headers leave before the body callbacks,
 //! so `content-length` is removed whenever the body may be rewritten.
