@@ -5,7 +5,7 @@
 //! is removed and a namespaced `_meta` entry says why. Pages are checked tool by tool as they
 //! pass, and the last page completes the set check over everything accumulated. The set check
 //! and the fingerprint always use the server's whole live list; only then is the client's
-//! view cut from it ([`answer`]): the tools a contained drift withholds
+//! view cut from it (`answer`): the tools a contained drift withholds
 //! ([`crate::policy::containment`]) and those policy refuses this caller whatever the arguments.
 
 mod answer;

@@ -51,7 +51,7 @@ impl Policy {
     }
 
     /// Whether a list may be shown differently to different callers (see
-    /// [`Policy::can_hide`]).
+    /// `Policy::can_hide`).
     pub fn may_hide(&self) -> bool {
         self.hides
     }
