@@ -33,10 +33,7 @@ impl EventRef<'_> {
     pub fn to_event(&self) -> SseEvent {
         SseEvent {
             raw: self.raw.to_vec(),
-            data: self
-                .data
-                .as_deref()
-                .map(|d| String::from_utf8_lossy(d).into_owned()),
+            data: self.data.as_deref().map(|d| utf8_lossy(d).into_owned()),
             event_type: self.event_type.map(str::to_owned),
             id: self.id.map(str::to_owned),
             stream_bom: self.stream_bom,
@@ -84,7 +81,7 @@ impl SseEvent {
 
 /// [`SseEvent::with_data`] on the bytes of an event.
 fn with_data(raw: &[u8], stream_bom: bool, data: &str) -> Vec<u8> {
-    let text = String::from_utf8_lossy(raw);
+    let text = utf8_lossy(raw);
     let (bom, body) = match text.strip_prefix('\u{FEFF}') {
         Some(body) if stream_bom => ("\u{FEFF}", body),
         _ => ("", &*text),
@@ -123,6 +120,16 @@ fn with_data(raw: &[u8], stream_bom: bool, data: &str) -> Vec<u8> {
             out.extend_from_slice(term.as_bytes());
         }
         rest = next;
+    }
+}
+
+/// `bytes` as text, invalid sequences replaced: borrowed after one validation pass when they
+/// are valid UTF-8, as an event of a JSON server always is (the lossy decoder alone walks a
+/// large event several times slower).
+fn utf8_lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
