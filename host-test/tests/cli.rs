@@ -9,35 +9,11 @@
 
 mod common;
 
+use common::{path_str, scratch, text, toolseal};
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
-
-fn toolseal(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_toolseal"))
-        .args(args)
-        .env_remove("BLESS")
-        .env(
-            "TOOLSEAL_CACHE_DIR",
-            common::workspace().join("target/toolseal-cache"),
-        )
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path_str(path: &Path) -> String {
-    path.to_str().unwrap().to_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolseal-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
 
 /// `replay --server everything` over the two releases, with `extra` arguments.
 fn replay_drift(extra: &[&str]) -> Output {

@@ -10,36 +10,11 @@
 
 mod common;
 
+use common::{path_str, scratch, text, toolseal};
+
 use serde_json::{Value, json};
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
 use std::process::Output;
-
-fn toolseal<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_toolseal"))
-        .args(args)
-        .env_remove("BLESS")
-        .env(
-            "TOOLSEAL_CACHE_DIR",
-            common::workspace().join("target/toolseal-cache"),
-        )
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path_str(path: &Path) -> String {
-    path.to_str().unwrap().to_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolseal-cli-contract-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
 
 fn write_json(name: &str, value: &Value) -> String {
     let path = scratch(name);

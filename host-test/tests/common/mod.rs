@@ -1,7 +1,10 @@
-//! Shared by the replay tests: the plugin `.wasm` (built if needed) and the transcripts.
+//! Shared by the host-test tests: the plugin `.wasm` (built if needed), the transcripts, and
+//! running the `toolseal` command.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::OnceLock;
 
 /// The workspace root.
@@ -59,4 +62,34 @@ pub fn plugin_wasm() -> PathBuf {
         workspace().join("target/wasm32-wasip1/wasm/toolseal_plugin.wasm")
     })
     .clone()
+}
+
+/// Runs the `toolseal` binary under test with `args` (its cache in the workspace's target).
+pub fn toolseal<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolseal"))
+        .args(args)
+        .env_remove("BLESS")
+        .env(
+            "TOOLSEAL_CACHE_DIR",
+            workspace().join("target/toolseal-cache"),
+        )
+        .output()
+        .unwrap()
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A path as a command-line argument.
+pub fn path_str(path: &Path) -> String {
+    path.to_str().unwrap().to_owned()
+}
+
+/// `name` in this test process's scratch directory (created if needed).
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolseal-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
 }
