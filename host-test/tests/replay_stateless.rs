@@ -66,22 +66,7 @@ fn golden_form(reports: &[ExchangeReport], names: &[&str]) -> Vec<Value> {
         .iter()
         .flat_map(|n| transcript(n).into_iter().map(|e| e.seq))
         .collect();
-    reports
-        .iter()
-        .zip(seqs)
-        .flat_map(|(report, seq)| {
-            report.records.iter().filter_map(move |r| match r {
-                PluginRecord::Decision(d) => {
-                    let mut d = d.clone();
-                    d.remove("session");
-                    d.insert("transcript".into(), json!(report.transcript));
-                    d.insert("seq".into(), json!(seq));
-                    Some(Value::Object(d))
-                }
-                PluginRecord::Audit(_) => None,
-            })
-        })
-        .collect()
+    golden_form_of(reports, &seqs)
 }
 
 fn golden(name: &str) -> Vec<Value> {
