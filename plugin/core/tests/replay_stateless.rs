@@ -49,10 +49,22 @@ fn replay(
     names: &[&str],
     chunk: usize,
 ) -> (NativeReplay, Vec<String>, Vec<Replayed>) {
+    let steps = names.iter().map(|name| (*name, transcript(name))).collect();
+    replay_steps(config, server, steps, chunk)
+}
+
+/// Replays each step's exchanges (labelled with the step's transcript name) in order under
+/// one server id; returns one JSON line per decision and what the client received.
+fn replay_steps(
+    config: &str,
+    server: &str,
+    steps: Vec<(&str, Vec<HttpExchange>)>,
+    chunk: usize,
+) -> (NativeReplay, Vec<String>, Vec<Replayed>) {
     let mut gw = NativeReplay::new(Config::parse(config.as_bytes()).unwrap());
     let (mut lines, mut seen) = (Vec::new(), Vec::new());
-    for name in names {
-        for ex in transcript(name) {
+    for (name, exchanges) in steps {
+        for ex in exchanges {
             let before = gw.out.decisions.len();
             seen.push(gw.exchange(server, &ex, chunk));
             for d in &gw.out.decisions[before..] {
@@ -322,30 +334,18 @@ pub fn a_then_b_then_calls(
     config: &str,
     chunk: usize,
 ) -> (NativeReplay, Vec<String>, Vec<Replayed>) {
-    let mut gw = NativeReplay::new(Config::parse(config.as_bytes()).unwrap());
-    let (mut lines, mut seen) = (Vec::new(), Vec::new());
     let a = "python-sdk-2.3.0-rev1-json";
     let b = "python-sdk-2.3.0-rev2-json";
     let calls: Vec<HttpExchange> = transcript(a)
         .into_iter()
         .filter(|ex| String::from_utf8_lossy(&ex.request_body).contains("\"tools/call\""))
         .collect();
-    let steps = [(a, transcript(a)), (b, transcript(b)), (a, calls)];
-    for (name, exchanges) in steps {
-        for ex in exchanges {
-            let before = gw.out.decisions.len();
-            seen.push(gw.exchange("rugpull", &ex, chunk));
-            for d in &gw.out.decisions[before..] {
-                let mut v = d.to_json();
-                let obj = v.as_object_mut().unwrap();
-                obj.insert("transcript".into(), json!(name));
-                obj.insert("seq".into(), json!(ex.seq));
-                obj.remove("session");
-                lines.push(v.to_string());
-            }
-        }
-    }
-    (gw, lines, seen)
+    replay_steps(
+        config,
+        "rugpull",
+        vec![(a, transcript(a)), (b, transcript(b)), (a, calls)],
+        chunk,
+    )
 }
 
 #[test]
