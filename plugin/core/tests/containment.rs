@@ -12,6 +12,8 @@
     missing_docs
 )]
 
+mod admin_support;
+
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::policy::approved::Approved;
@@ -22,7 +24,7 @@ use toolseal_core::policy::status::Posture;
 use toolseal_core::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord, apply};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-const TOKEN: &str = "s3cret";
+use admin_support::TOKEN;
 
 fn gateway(extra: Value) -> NativeReplay {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
@@ -147,31 +149,11 @@ fn code(answer: &Option<Value>) -> &str {
 }
 
 fn admin(gw: &mut NativeReplay, method: &str, path: &str, body: Value) -> (u16, Value) {
-    let ex = HttpExchange {
-        seq: "a".into(),
-        http_method: method.into(),
-        path: format!("/toolseal/{path}"),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-        ],
-        request_body: if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        },
-        status: 200,
-        response_headers: vec![],
-        response_body: vec![],
-    };
-    let reply = gw.exchange("deploy", &ex, 64).local_reply.unwrap();
-    (reply.status, serde_json::from_slice(&reply.body).unwrap())
+    admin_support::admin(gw, "deploy", method, path, body)
 }
 
 fn view(gw: &mut NativeReplay) -> Value {
-    let (status, view) = admin(gw, "GET", "servers/deploy", Value::Null);
-    assert_eq!(status, 200);
-    view
+    admin_support::view(gw, "deploy")
 }
 
 fn approved(tools: &[Value]) -> Approved {

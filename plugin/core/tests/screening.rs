@@ -10,6 +10,10 @@
     missing_docs
 )]
 
+mod admin_support;
+
+use admin_support::TOKEN;
+
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use toolseal_core::config::Config;
@@ -542,8 +546,6 @@ fn bad_screening_values_are_refused_with_the_field_named() {
 
 // ---- through the engine ----
 
-const TOKEN: &str = "s3cret";
-
 fn gateway(extra: Value) -> NativeReplay {
     let mut config = json!({"admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())}});
     for (k, v) in extra.as_object().unwrap() {
@@ -623,31 +625,11 @@ fn call_code(gw: &mut NativeReplay, tool: &str) -> String {
 }
 
 fn admin(gw: &mut NativeReplay, method: &str, path: &str, body: Value) -> (u16, Value) {
-    let ex = HttpExchange {
-        seq: "a".into(),
-        http_method: method.into(),
-        path: format!("/toolseal/{path}"),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-        ],
-        request_body: if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        },
-        status: 200,
-        response_headers: vec![],
-        response_body: vec![],
-    };
-    let reply = gw.exchange("weather", &ex, 64).local_reply.unwrap();
-    (reply.status, serde_json::from_slice(&reply.body).unwrap())
+    admin_support::admin(gw, "weather", method, path, body)
 }
 
 fn view(gw: &mut NativeReplay) -> Value {
-    let (code, view) = admin(gw, "GET", "servers/weather", Value::Null);
-    assert_eq!(code, 200);
-    view
+    admin_support::view(gw, "weather")
 }
 
 fn fp(tools: &[Value]) -> String {
