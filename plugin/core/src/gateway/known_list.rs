@@ -71,11 +71,21 @@ impl KnownList {
     }
 
     /// The answer to request `id` holding `cut` (a result whose `tools` is empty) with this
-    /// list's tools at the `kept` positions: the bytes [`crate::wire::json::encode`] gives for the
-    /// same answer built as a value, written from the remembered encodings of the tools.
-    /// `None` when the encoded answer has no empty `result.tools` to fill (the caller then
-    /// builds the value).
-    fn cut_answer(&self, id: &Value, cut: Value, kept: &[usize]) -> Option<Vec<u8>> {
+    /// list's tools at the `kept` positions: the bytes [`crate::wire::json::encode`] gives for
+    /// the same answer built as a value, written from the remembered encodings of the tools.
+    /// `Err` gives `cut` back when the encoded answer has no empty `result.tools` to fill (the
+    /// caller then builds the value).
+    fn cut_answer(&self, id: &Value, cut: Value, kept: &[usize]) -> Result<Vec<u8>, Value> {
+        let mut shell = crate::gateway::response::answer(id, cut);
+        match self.fill_tools(&crate::wire::json::encode(&shell), kept) {
+            Some(bytes) => Ok(bytes),
+            None => Err(shell.get_mut("result").map(Value::take).unwrap_or_default()),
+        }
+    }
+
+    /// `shell` (an encoded answer whose `result.tools` is `[]`) with the encodings of this
+    /// list's tools at the `kept` positions written into that array.
+    fn fill_tools(&self, shell: &[u8], kept: &[usize]) -> Option<Vec<u8>> {
         let tools = self.encoded_tools.get_or_init(|| {
             self.result
                 .get("tools")
@@ -83,8 +93,7 @@ impl KnownList {
                 .map(|tools| tools.iter().map(crate::wire::json::encode).collect())
                 .unwrap_or_default()
         });
-        let shell = crate::wire::json::encode(&crate::gateway::response::answer(id, cut));
-        let span = crate::wire::json_span::member_value(&shell, &["result", "tools"])?;
+        let span = crate::wire::json_span::member_value(shell, &["result", "tools"])?;
         if shell.get(span.clone())? != b"[]" {
             return None;
         }
@@ -238,10 +247,12 @@ impl Engine {
         // A list served in part writes the kept tools' remembered encodings.
         let verdict = match verdict {
             crate::gateway::listing::ListAnswer::Cut { result, kept } => {
-                if let Some(bytes) = known.cut_answer(&envelope.id, result.clone(), &kept) {
-                    return Some(Some(crate::gateway::response::Forward::Bytes(bytes)));
+                match known.cut_answer(&envelope.id, result, &kept) {
+                    Ok(bytes) => {
+                        return Some(Some(crate::gateway::response::Forward::Bytes(bytes)));
+                    }
+                    Err(result) => crate::gateway::listing::ListAnswer::Cut { result, kept },
                 }
-                crate::gateway::listing::ListAnswer::Cut { result, kept }
             }
             other => other,
         };
