@@ -151,12 +151,46 @@ pub struct Updated {
 }
 
 /// Applies one lifecycle event to a server's record with a bounded CAS loop (the record is
-/// read through the worker's `records` cache).
+/// read through the worker's `records` cache). For an event that does not depend on what the
+/// record holds (a quarantine, a pin, an approval, which the lifecycle itself checks against
+/// the record); an event computed from the record goes through [`update_record_with`].
 pub fn update_record(
     store: &mut dyn StateStore,
     records: &mut ParseCache<ServerRecord>,
     server: &str,
     event: &Event,
+    posture: crate::policy::status::Posture,
+    now_ms: u64,
+    max_servers: usize,
+) -> Result<Updated, StateError> {
+    let mut decide = |_: &dyn StateStore, _: &ServerRecord| Ok(Some(event.clone()));
+    update_record_with(
+        store,
+        records,
+        server,
+        &mut decide,
+        posture,
+        now_ms,
+        max_servers,
+    )
+}
+
+/// What a caller of [`update_record_with`] decides from the record it is about to swap:
+/// the event to apply (`None`: nothing to apply, the record stays as read). It may read
+/// the store (content-addressed tool sets named by the record), never write it.
+pub type Decide<'d> =
+    dyn FnMut(&dyn StateStore, &ServerRecord) -> Result<Option<Event>, StateError> + 'd;
+
+/// Applies the event `decide` makes from each record read, with a bounded CAS loop: read,
+/// decide from that read alone, compare-and-swap, and on a conflict read and decide again.
+/// Nothing decided from an earlier read crosses a retry, so a worker whose write lost to
+/// another's never applies an answer computed for a record that is no longer there (two
+/// workers trusting one list on first use must both end `verified`).
+pub fn update_record_with(
+    store: &mut dyn StateStore,
+    records: &mut ParseCache<ServerRecord>,
+    server: &str,
+    decide: &mut Decide<'_>,
     posture: crate::policy::status::Posture,
     now_ms: u64,
     max_servers: usize,
@@ -170,7 +204,14 @@ pub fn update_record(
                 (ServerRecord::new(now_ms), Expect::Absent)
             }
         };
-        let (after, notes) = crate::policy::status::apply(&before, event, posture, now_ms)
+        let Some(event) = decide(&*store, &before)? else {
+            return Ok(Updated {
+                after: before.clone(),
+                before,
+                notes: Vec::new(),
+            });
+        };
+        let (after, notes) = crate::policy::status::apply(&before, &event, posture, now_ms)
             .map_err(StateError::Refused)?;
         if after == before && expect != Expect::Absent {
             return Ok(Updated {
@@ -247,46 +288,100 @@ fn holds(bytes: &[u8], fingerprint: &str) -> bool {
 }
 
 /// Stores a tool set among `server`'s [`SET_SLOTS`] slots, unless one holds it already. The
-/// slot written is an empty one, else one whose set is none of `referenced` (the baseline,
-/// previous baseline and live candidate the server's record names), written with
-/// compare-and-swap so two workers never fill one slot with two sets.
+/// slot written is an empty one, else one whose set the server's record does not name (its
+/// baseline, previous baseline and live candidate), written with compare-and-swap so two
+/// workers never fill one slot with two sets.
+///
+/// The record is read again on every attempt, so the sets it names are those of now, not of
+/// a read the caller made earlier. One window is left: between that read and the write,
+/// another worker may make its record name the set the chosen slot held (it found the set
+/// stored, so it did not store it again). The write is therefore followed by one more read
+/// of the record, and a set it names that the write replaced is put back in another slot, so
+/// a set a record names is never lost to a race.
 pub fn put_tool_set(
     store: &mut dyn StateStore,
     server: &str,
-    referenced: &[Option<&str>],
     fingerprint: &str,
     tools: &[Value],
 ) -> Result<(), StateError> {
     let bytes = serde_json::to_vec(&json!({"fingerprint": fingerprint, "tools": tools}))
         .map_err(|e| StateError::Corrupt(e.to_string()))?;
+    put_set_document(store, server, fingerprint, &bytes, &[], 2)
+}
+
+/// The fingerprints the server's record names now (none for a server not seen yet).
+fn named_sets(store: &dyn StateStore, server: &str) -> Result<Vec<String>, StateError> {
+    Ok(load_record(store, server)?
+        .map(|(record, _)| {
+            record
+                .set_refs()
+                .iter()
+                .flatten()
+                .map(|f| f.to_string())
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// The fingerprint a stored set document opens with.
+fn document_fingerprint(bytes: &[u8]) -> Option<&str> {
+    let rest = bytes.strip_prefix(&b"{\"fingerprint\":\""[..])?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    std::str::from_utf8(rest.get(..end)?).ok()
+}
+
+/// [`put_tool_set`] of a serialized document; `keep`: sets the caller is about to name that
+/// must not be replaced either; `restores`: how many replaced sets may still be put back.
+fn put_set_document(
+    store: &mut dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+    bytes: &[u8],
+    keep: &[&str],
+    restores: usize,
+) -> Result<(), StateError> {
     for _ in 0..CAS_ATTEMPTS {
+        let named = named_sets(store, server)?;
+        let in_use = |held: &[u8]| {
+            named.iter().any(|f| holds(held, f)) || keep.iter().any(|f| holds(held, f))
+        };
         let mut free = None;
         let mut reusable = None;
         for slot in 0..SET_SLOTS {
             match read(store, &set_key(server, slot))? {
                 Some((held, _)) if holds(&held, fingerprint) => return Ok(()),
-                None => free = free.or(Some((slot, Expect::Absent))),
+                None => free = free.or(Some((slot, Expect::Absent, None))),
                 Some((held, version)) if held.is_empty() => {
-                    free = free.or(Some((slot, Expect::Version(version))));
+                    free = free.or(Some((slot, Expect::Version(version), None)));
                 }
-                Some((held, version)) => {
-                    let in_use = referenced.iter().flatten().any(|f| holds(&held, f));
-                    if !in_use {
-                        reusable = reusable.or(Some((slot, Expect::Version(version))));
-                    }
+                Some((held, version)) if !in_use(&held) && reusable.is_none() => {
+                    reusable = Some((slot, Expect::Version(version), Some(held)));
                 }
+                Some(_) => {}
             }
         }
-        let Some((slot, expect)) = free.or(reusable) else {
+        let Some((slot, expect, replaced)) = free.or(reusable) else {
             return Err(StateError::Corrupt(format!(
                 "server {server}: every tool-set slot holds a referenced set"
             )));
         };
-        match store.set(&set_key(server, slot), &bytes, expect) {
-            Ok(()) => return Ok(()),
+        match store.set(&set_key(server, slot), bytes, expect) {
+            Ok(()) => {}
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(StateError::Store(e)),
         }
+        let Some(replaced) = replaced else {
+            return Ok(());
+        };
+        if let Some(lost) = document_fingerprint(&replaced)
+            && restores > 0
+            && named_sets(store, server)?.iter().any(|f| f == lost)
+        {
+            let mut keep = keep.to_vec();
+            keep.push(fingerprint);
+            put_set_document(store, server, lost, &replaced, &keep, restores - 1)?;
+        }
+        return Ok(());
     }
     Err(StateError::Store(StoreError::Conflict))
 }

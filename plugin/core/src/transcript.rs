@@ -13,7 +13,7 @@ use crate::gateway::response::BodyPlan;
 use crate::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
 use crate::policy::rules::CallerIdentity;
 use crate::state::audit::CollectedOutputs;
-use crate::state::store::MemoryStore;
+use crate::state::store::{MemoryStore, StateStore};
 use crate::wire::revision::RoutingHeaders;
 use serde_json::Value;
 
@@ -192,6 +192,21 @@ impl NativeReplay {
 
     /// Replays one exchange for `server`, feeding the response body in `chunk`-byte pieces.
     pub fn exchange(&mut self, server: &str, ex: &HttpExchange, chunk: usize) -> Replayed {
+        let mut store = std::mem::take(&mut self.store);
+        let replayed = self.exchange_on(&mut store, server, ex, chunk);
+        self.store = store;
+        replayed
+    }
+
+    /// [`NativeReplay::exchange`] over another store than its own: a worker of a gateway whose
+    /// workers share one store (each a `NativeReplay` with its own engine and caches).
+    pub fn exchange_on(
+        &mut self,
+        store: &mut dyn StateStore,
+        server: &str,
+        ex: &HttpExchange,
+        chunk: usize,
+    ) -> Replayed {
         self.now_ms = self.now_ms.saturating_add(1000);
         let now = self.now_ms;
         let caller = Headers(ex, &self.metadata);
@@ -224,7 +239,7 @@ impl NativeReplay {
         };
         let body = &ex.request_body;
         let read = &mut |size: usize| Ok(body.get(..size).unwrap_or(body).to_vec());
-        let (store, out) = (&mut self.store, &mut self.out);
+        let out = &mut self.out;
         let answer = match self
             .engine
             .request_head_arrived(store, out, now, &mut exchange, head)
@@ -270,7 +285,7 @@ impl NativeReplay {
             BodyPlan::Pass => body.clone(),
             BodyPlan::Buffer => self
                 .engine
-                .response_json(&mut self.store, &mut self.out, now, &mut exchange, body)
+                .response_json(store, &mut self.out, now, &mut exchange, body)
                 .unwrap_or_else(|| body.clone()),
             BodyPlan::Stream => {
                 let mut forwarded = Vec::new();
@@ -282,7 +297,7 @@ impl NativeReplay {
                 let last = pieces.len().saturating_sub(1);
                 for (i, piece) in pieces.into_iter().enumerate() {
                     match self.engine.response_sse(
-                        &mut self.store,
+                        store,
                         &mut self.out,
                         now,
                         &mut exchange,
@@ -296,7 +311,7 @@ impl NativeReplay {
                 forwarded
             }
         };
-        self.engine.exchange_end(&mut self.store, &exchange);
+        self.engine.exchange_end(store, &exchange);
         Replayed {
             local_reply: None,
             response_body,

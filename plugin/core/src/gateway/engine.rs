@@ -21,6 +21,17 @@ use crate::wire::revision::RoutingHeaders;
 use serde_json::{Map, Value, json};
 use std::rc::Rc;
 
+/// What a transition decides from the record it is about to swap: the event to apply, made
+/// from that record alone (and the content-addressed tool sets it names, loaded through the
+/// worker's cache), or `None` to leave it as it is.
+pub(crate) type DecideLive<'d> = dyn FnMut(
+        &dyn StateStore,
+        &mut ApprovedCache,
+        &Config,
+        &ServerRecord,
+    ) -> Result<Option<crate::policy::status::Event>, StateError>
+    + 'd;
+
 /// Facts about one client request, gathered by the host adapter.
 pub struct RequestInfo<'a> {
     /// HTTP method.
@@ -265,15 +276,10 @@ impl Engine {
             .collect();
         for (id, server) in servers {
             if let Some(pin) = &server.pin {
-                if let crate::config::Pin::Lock { fingerprint, tools } = pin {
-                    let stored = state::load_record(store, &id).and_then(|record| {
-                        let record = record.map(|(r, _)| r);
-                        let referenced = record.as_ref().map_or([None; 3], |r| r.set_refs());
-                        state::put_tool_set(store, &id, &referenced, fingerprint, tools)
-                    });
-                    if let Err(e) = stored {
-                        problems.push(format!("{id}: lock not stored: {e}"));
-                    }
+                if let crate::config::Pin::Lock { fingerprint, tools } = pin
+                    && let Err(e) = state::put_tool_set(store, &id, fingerprint, tools)
+                {
+                    problems.push(format!("{id}: lock not stored: {e}"));
                 }
                 let lock = matches!(pin, crate::config::Pin::Lock { .. });
                 let event = crate::policy::status::Event::Pin {
@@ -421,15 +427,38 @@ impl Engine {
         now_ms: u64,
         extra: &Map<String, Value>,
     ) -> Result<ServerRecord, StateError> {
+        let decide = &mut |_: &dyn StateStore,
+                           _: &mut ApprovedCache,
+                           _: &Config,
+                           _: &ServerRecord| { Ok(Some(event.clone())) };
+        self.transition_deciding(store, out, server, session, now_ms, extra, decide)
+    }
+
+    /// Applies the event `decide` makes from the very record each compare-and-swap attempt
+    /// read (see [`state::update_record_with`]), and audits what it produced. `decide` may
+    /// load the tool sets that record names through the worker's cache.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn transition_deciding(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        server: &str,
+        session: Option<&str>,
+        now_ms: u64,
+        extra: &Map<String, Value>,
+        decide: &mut DecideLive<'_>,
+    ) -> Result<ServerRecord, StateError> {
         let posture = self.config.posture_of(server);
-        let updated = state::update_record(
+        let max_servers = self.config.limits.max_servers;
+        let (cache, config) = (&mut self.cache, &self.config);
+        let updated = state::update_record_with(
             store,
             &mut self.records,
             server,
-            event,
+            &mut |store, record| decide(store, cache, config, record),
             posture,
             now_ms,
-            self.config.limits.max_servers,
+            max_servers,
         )?;
         for note in &updated.notes {
             let mut detail = extra.clone();

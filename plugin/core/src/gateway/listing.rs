@@ -11,8 +11,9 @@
 mod answer;
 mod pages;
 
+use crate::config::Config;
 use crate::gateway::engine::{Engine, Exchange, PendingList};
-use crate::policy::approved::Approved;
+use crate::policy::approved::{Approved, ApprovedCache};
 use crate::policy::containment::{self, DriftReach, DriftScope, Serving};
 use crate::policy::fingerprint::{ToolDigests, digest_tools};
 use crate::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord};
@@ -332,7 +333,11 @@ impl Engine {
         }
     }
 
-    /// Fingerprints a complete set, compares it with the baseline and applies the lifecycle.
+    /// Fingerprints a complete set and applies it to the lifecycle. Whether it matches the
+    /// baseline, how far its drift reaches and whether screening holds it are decided inside
+    /// the compare-and-swap, from the very record being swapped ([`LiveCheck::decide`]): a
+    /// record another worker wrote in between (a first contact, an approval) is decided
+    /// again, never given an answer computed for the record read before it.
     /// `fingerprint`: the one `tools` is known to have (its digests are then the cached set's).
     #[allow(clippy::too_many_arguments)]
     fn evaluate_set(
@@ -357,113 +362,169 @@ impl Engine {
             Some(set) => Ok(LiveDigests::Cached(set)),
             None => self.live_digests(store, &server, tools),
         };
-        let live = match digests {
-            Err(e) => LiveSet::Invalid {
-                reason: format!("INVALID_TOOL_SET: {e}"),
-            },
+        let mut live = match digests {
+            Err(e) => LiveCheck::Invalid(format!("INVALID_TOOL_SET: {e}")),
             Ok(digests) => {
                 let fingerprint = digests.fingerprint();
-                let record = self.record(store, &server)?;
-                let baseline = record.as_ref().and_then(|r| r.baseline.clone());
-                let matches = match baseline.as_deref() {
-                    Some(b) if b == fingerprint => true,
-                    Some(b) if self.config.server(&server).allow_subset => self
-                        .approved(store, &server, b)?
-                        .is_some_and(|base| digests.is_strict_subset_of(&base)),
-                    _ => false,
-                };
-                // Every set checked is stored (a drifted candidate for review, a matching set
-                // whose definitions were not known: a baseline pinned by fingerprint only).
-                // A set this worker has cached and the record references is stored (nothing
-                // replaces a referenced set); another cached set may have lost its slot since.
-                let referenced = record
-                    .as_ref()
-                    .is_some_and(|r| r.set_refs().contains(&Some(fingerprint.as_str())));
-                let stored = if !self.cache.contains(&fingerprint) {
-                    self.approved(store, &server, &fingerprint)
-                        .map(|s| s.is_some())
-                } else if referenced {
-                    Ok(true)
-                } else {
-                    state::holds_tool_set(store, &server, &fingerprint)
-                }?;
-                if !stored {
-                    let definitions = tools.as_array().cloned().unwrap_or_default();
-                    let referenced = record.as_ref().map_or([None; 3], |r| r.set_refs());
-                    state::put_tool_set(store, &server, &referenced, &fingerprint, &definitions)?;
-                    if let Some(approved) = Approved::from_definitions(
-                        &fingerprint,
-                        definitions,
-                        &self.config.fingerprint,
-                    ) {
-                        self.cache.insert(approved);
-                    }
-                }
-                if !matches && baseline.is_some() {
-                    out.count(Counter::ListsChanged, None);
-                }
-                let findings = crate::policy::screening::screen(
-                    tools,
-                    record.as_deref(),
-                    &self.config.screening,
-                );
-                let reach = match baseline.as_deref() {
-                    Some(b) if !matches => self.drift_reach(store, &server, b, &digests)?,
-                    _ => DriftReach::Unknown,
-                };
-                LiveSet::Valid {
+                self.store_live_set(store, &server, &fingerprint, tools)?;
+                LiveCheck::Valid {
                     fingerprint,
-                    matches,
-                    findings,
-                    reach,
+                    digests,
+                    tools,
+                    findings: None,
                 }
             }
         };
         let checked = match &live {
-            LiveSet::Valid { fingerprint, .. } => Some(fingerprint.clone()),
-            LiveSet::Invalid { .. } | LiveSet::Partial { .. } => None,
+            LiveCheck::Valid { fingerprint, .. } => Some(fingerprint.clone()),
+            LiveCheck::Invalid(_) => None,
         };
-        let record = self.transition(
+        let mut drifted = false;
+        let record = self.transition_deciding(
             store,
             out,
             &server,
             session.as_deref(),
-            &Event::Live(live),
             now_ms,
+            &serde_json::Map::new(),
+            &mut |store, cache, config, record| {
+                let (event, differs) = live.decide(store, cache, config, &server, record)?;
+                drifted = differs;
+                Ok(Some(Event::Live(event)))
+            },
         )?;
+        if drifted {
+            out.count(Counter::ListsChanged, None);
+        }
         // Computed here from the tools themselves (or the cached set of the known
         // fingerprint), never read back from the record.
         self.checked_list = checked;
         Ok(record)
     }
 
-    /// How far a complete valid set that differs from `baseline` reaches: the tools that
-    /// differ, or the whole server when the baseline's definitions are not known.
-    fn drift_reach(
+    /// Stores a checked set unless it is stored already (a drifted candidate for review, a
+    /// matching set whose definitions were not known: a baseline pinned by fingerprint only).
+    /// A set this worker has cached and the record names is stored (nothing replaces a set a
+    /// record names); another cached set may have lost its slot since.
+    fn store_live_set(
+        &mut self,
+        store: &mut dyn StateStore,
+        server: &str,
+        fingerprint: &str,
+        tools: &Value,
+    ) -> Result<(), StateError> {
+        let stored = if !self.cache.contains(fingerprint) {
+            self.approved(store, server, fingerprint)?.is_some()
+        } else {
+            let named = self
+                .record(store, server)?
+                .is_some_and(|r| r.set_refs().contains(&Some(fingerprint)));
+            named || state::holds_tool_set(store, server, fingerprint)?
+        };
+        if stored {
+            return Ok(());
+        }
+        let definitions = tools.as_array().cloned().unwrap_or_default();
+        state::put_tool_set(store, server, fingerprint, &definitions)?;
+        if let Some(approved) =
+            Approved::from_definitions(fingerprint, definitions, &self.config.fingerprint)
+        {
+            self.cache.insert(approved);
+        }
+        Ok(())
+    }
+}
+
+/// A complete live set's own facts, computed once from the list; [`LiveCheck::decide`] makes
+/// the lifecycle event from them and the record being swapped.
+enum LiveCheck<'t> {
+    /// Not a valid tool set (repeated or missing names, ...): the reason.
+    Invalid(String),
+    /// A valid set.
+    Valid {
+        fingerprint: String,
+        digests: LiveDigests,
+        tools: &'t Value,
+        /// First-contact screening findings, computed the first time a record without a
+        /// baseline asks for them (they depend on the tools alone).
+        findings: Option<Vec<String>>,
+    },
+}
+
+impl LiveCheck<'_> {
+    /// The event for `record`, and whether it is a drift from a baseline: matched against
+    /// the baseline `record` names (and, with `allow_subset` or to tell the drift's reach,
+    /// against that baseline's definitions, a content-addressed set), screened when `record`
+    /// has no baseline yet.
+    fn decide(
         &mut self,
         store: &dyn StateStore,
+        cache: &mut ApprovedCache,
+        config: &Config,
         server: &str,
-        baseline: &str,
-        live: &LiveDigests,
-    ) -> Result<DriftReach, StateError> {
-        let Some(approved) = self.approved(store, server, baseline)? else {
-            return Ok(DriftReach::Server(
-                "the baseline is known by its fingerprint only, so the drift cannot be told tool by tool"
-                    .into(),
-            ));
-        };
-        let cached;
-        let digests = match live {
-            LiveDigests::Computed(digests, _) => digests,
-            LiveDigests::Cached(set) => {
-                cached = set.digests().unwrap_or_default();
-                &cached
+        record: &ServerRecord,
+    ) -> Result<(LiveSet, bool), StateError> {
+        let (fingerprint, digests, tools, findings) = match self {
+            LiveCheck::Invalid(reason) => {
+                let reason = reason.clone();
+                return Ok((LiveSet::Invalid { reason }, false));
             }
+            LiveCheck::Valid {
+                fingerprint,
+                digests,
+                tools,
+                findings,
+            } => (fingerprint, digests, *tools, findings),
         };
-        Ok(DriftReach::Tools(containment::classify(
-            &approved, digests, true,
-        )))
+        let baseline = record.baseline.as_deref();
+        let mut baseline_set = |b: &str| cache.get_or_load(store, server, b, &config.fingerprint);
+        let matches = match baseline {
+            Some(b) if b == fingerprint.as_str() => true,
+            Some(b) if config.server(server).allow_subset => {
+                baseline_set(b)?.is_some_and(|base| digests.is_strict_subset_of(&base))
+            }
+            _ => false,
+        };
+        let reach = match baseline {
+            Some(b) if !matches => drift_reach(baseline_set(b)?.as_deref(), digests),
+            _ => DriftReach::Unknown,
+        };
+        let findings = match baseline {
+            Some(_) => Vec::new(),
+            None => findings
+                .get_or_insert_with(|| {
+                    crate::policy::screening::screen(tools, Some(record), &config.screening)
+                })
+                .clone(),
+        };
+        let live = LiveSet::Valid {
+            fingerprint: fingerprint.clone(),
+            matches,
+            findings,
+            reach,
+        };
+        Ok((live, !matches && baseline.is_some()))
     }
+}
+
+/// How far a complete valid set that differs from a baseline reaches: the tools that
+/// differ, or the whole server when the baseline's definitions are not known (`None`).
+fn drift_reach(baseline: Option<&Approved>, live: &LiveDigests) -> DriftReach {
+    let Some(approved) = baseline else {
+        return DriftReach::Server(
+            "the baseline is known by its fingerprint only, so the drift cannot be told tool by tool"
+                .into(),
+        );
+    };
+    let cached;
+    let digests = match live {
+        LiveDigests::Computed(digests, _) => digests,
+        LiveDigests::Cached(set) => {
+            cached = set.digests().unwrap_or_default();
+            &cached
+        }
+    };
+    DriftReach::Tools(containment::classify(approved, digests, true))
 }
 
 fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {

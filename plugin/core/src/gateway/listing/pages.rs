@@ -12,7 +12,7 @@ use super::{Verdict, serve_if_open, unchecked};
 use crate::gateway::engine::{Engine, Exchange, PendingList};
 use crate::policy::approved::Approved;
 use crate::policy::containment::{self, Differing, DriftScope};
-use crate::policy::fingerprint::digest_tools;
+use crate::policy::fingerprint::{FingerprintFields, digest_tools};
 use crate::policy::status::{Event, LiveSet, Posture, SchemaStatus, ServerRecord};
 use crate::state::store::StateStore;
 use crate::state::{self, PageAccumulator};
@@ -67,7 +67,13 @@ impl Engine {
         // compared whole (so a drift on it leaves a candidate to review); any other page is
         // compared on its own as it passes.
         let completes = !next_cursor && acc.is_some();
-        if !completes && let Some(live) = self.page_drift(baseline_set.as_deref(), page.tools) {
+        if !completes
+            && let Some(live) = page_drift(
+                baseline_set.as_deref(),
+                page.tools,
+                &self.config.fingerprint,
+            )
+        {
             return self.page_drifted(store, out, &page, acc.as_ref(), record, live);
         }
         if next_cursor {
@@ -144,17 +150,28 @@ impl Engine {
         live: LiveSet,
     ) -> Verdict {
         let server = &page.exchange.server;
-        let reason = match &live {
-            LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
-            LiveSet::Valid { .. } => String::new(),
-        };
-        let after = self.transition(
+        let mut reason = drift_reason(&live);
+        // The page is compared again with the baseline of the record being swapped: another
+        // worker may have approved or baselined the set in between.
+        let tools = page.tools;
+        let after = self.transition_deciding(
             store,
             out,
             server,
             page.exchange.session.as_deref(),
-            &Event::Live(live),
             page.now_ms,
+            &serde_json::Map::new(),
+            &mut |store, cache, config, record| {
+                let baseline = match record.baseline.as_deref() {
+                    Some(b) => cache.get_or_load(store, server, b, &config.fingerprint)?,
+                    None => None,
+                };
+                let live = page_drift(baseline.as_deref(), tools, &config.fingerprint);
+                if let Some(live) = &live {
+                    reason = drift_reason(live);
+                }
+                Ok(live.map(Event::Live))
+            },
         );
         if page.next_cursor
             && let Some(acc) = acc
@@ -273,35 +290,47 @@ impl Engine {
             },
         }
     }
+}
 
-    /// How a page differs from the baseline's definitions (checked per tool as pages pass;
-    /// none to check against without them): an invalid page, or the tools that are new or
-    /// changed on it.
-    fn page_drift(&self, baseline: Option<&Approved>, page: &Value) -> Option<LiveSet> {
-        let approved = baseline?;
-        let digests = match digest_tools(page, &self.config.fingerprint) {
-            Ok(d) => d,
-            Err(e) => {
-                return Some(LiveSet::Invalid {
-                    reason: format!("INVALID_TOOL_SET: {e}"),
-                });
-            }
-        };
-        // Tools of the baseline that are not on this page may be on another.
-        let withheld: Differing = containment::classify(approved, &digests, false);
-        (!withheld.is_empty()).then(|| LiveSet::Partial {
-            reason: format!(
-                "a tools/list page differs from the baseline: {}",
-                digests
-                    .entries
-                    .iter()
-                    .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
-                    .map(|(name, _)| name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            withheld,
-        })
+/// How a page differs from the baseline's definitions (checked per tool as pages pass;
+/// none to check against without them): an invalid page, or the tools that are new or
+/// changed on it.
+fn page_drift(
+    baseline: Option<&Approved>,
+    page: &Value,
+    fields: &FingerprintFields,
+) -> Option<LiveSet> {
+    let approved = baseline?;
+    let digests = match digest_tools(page, fields) {
+        Ok(d) => d,
+        Err(e) => {
+            return Some(LiveSet::Invalid {
+                reason: format!("INVALID_TOOL_SET: {e}"),
+            });
+        }
+    };
+    // Tools of the baseline that are not on this page may be on another.
+    let withheld: Differing = containment::classify(approved, &digests, false);
+    (!withheld.is_empty()).then(|| LiveSet::Partial {
+        reason: format!(
+            "a tools/list page differs from the baseline: {}",
+            digests
+                .entries
+                .iter()
+                .filter(|(name, digest)| approved.digest(name) != Some(digest.as_str()))
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        withheld,
+    })
+}
+
+/// The reason a page's drift gives, in words.
+fn drift_reason(live: &LiveSet) -> String {
+    match live {
+        LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
+        LiveSet::Valid { .. } => String::new(),
     }
 }
 
