@@ -120,8 +120,9 @@ pub struct PendingCall {
 pub struct PendingList {
     /// JSON-RPC id.
     pub id: Value,
-    /// The request sent a cursor (a later page).
-    pub cursor: bool,
+    /// The cursor the request sent (a later page), as its text: pages accumulate along the
+    /// chain of cursors, so listings that run at once never mix their pages.
+    pub cursor: Option<String>,
     /// Asked under a stateless revision (MCP 2026-07-28): a rewritten result must carry that
     /// revision's members (`resultType`, cache hints).
     pub stateless: bool,
@@ -137,7 +138,7 @@ impl PendingList {
     pub fn new(id: Value, session: Option<&str>) -> Self {
         PendingList {
             id,
-            cursor: false,
+            cursor: None,
             stateless: false,
             key: session.map(|s| ClientKey::session(s).into_owned()),
             caller: None,

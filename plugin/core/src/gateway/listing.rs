@@ -77,6 +77,16 @@ impl ListAnswer {
     }
 }
 
+/// A cursor (`params.cursor`, `nextCursor`) as text: a string as it is, another JSON value as
+/// its JSON text (`None`: absent or null, no more pages).
+pub(crate) fn cursor_text(cursor: &Value) -> Option<String> {
+    match cursor {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
 /// The verdict on one list result.
 struct Verdict {
     record: Option<ServerRecord>,
@@ -103,14 +113,23 @@ impl Engine {
         result: &Value,
         known: Option<&str>,
     ) -> ListAnswer {
-        let (id, cursor_sent) = (&request.id, request.cursor);
+        let id = &request.id;
         let tools = result.get("tools");
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
-        let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
-        let whole = !cursor_sent && !next_cursor;
+        let next = result.get("nextCursor").and_then(cursor_text);
+        let next_cursor = next.is_some();
+        let whole = request.cursor.is_none() && !next_cursor;
         self.checked_list = None;
         let verdict = if !whole {
-            self.check_page(store, out, now_ms, exchange, tools, request, next_cursor)
+            self.check_page(
+                store,
+                out,
+                now_ms,
+                exchange,
+                tools,
+                request,
+                next.as_deref(),
+            )
         } else {
             self.check_whole(store, out, now_ms, exchange, tools, known)
         };

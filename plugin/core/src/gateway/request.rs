@@ -336,7 +336,7 @@ impl Engine {
             let cursor = params
                 .as_ref()
                 .and_then(|p| p.get("cursor"))
-                .is_some_and(|c| !c.is_null());
+                .and_then(crate::gateway::listing::cursor_text);
             // A list whose caller's key cannot be read is served as any other, but recorded as
             // seen by nobody: a later call compares with an older snapshot, never a newer one.
             let key = key.as_ref().ok().and_then(Option::as_ref);

@@ -33,26 +33,31 @@ impl Engine {
         exchange: &Exchange,
         tools: Option<&Value>,
         request: &PendingList,
-        next_cursor: bool,
+        next: Option<&str>,
     ) -> Verdict {
         let Some(items) = tools.and_then(Value::as_array) else {
             return self.check_whole(store, out, now_ms, exchange, tools, None);
         };
+        // Pages accumulate per caller (its snapshot key; without one, per server) along the
+        // chain of cursors: a page is added to what was kept for the cursor that asked for it
+        // and kept for the cursor it hands out, so two listings of one caller (or of callers
+        // without a key) that run at once never mix their pages into a set no server listed.
+        let caller = request
+            .key
+            .as_ref()
+            .map(|k| state::key_identity(k).into_owned())
+            .unwrap_or_default();
         let page = Page {
             exchange,
             now_ms,
             tools: tools.unwrap_or(&Value::Null),
-            // Pages accumulate per caller: its snapshot key (without one, per server).
-            session: request
-                .key
-                .as_ref()
-                .map(|k| state::key_identity(k).into_owned())
-                .unwrap_or_default(),
+            read_from: request.cursor.as_deref().map(|c| chain_link(&caller, c)),
+            keep_for: next.map(|c| chain_link(&caller, c)).unwrap_or_default(),
             slots: self.config.limits.session_slots,
             scope: self.config.drift_scope_of(&exchange.server),
-            next_cursor,
+            next_cursor: next.is_some(),
         };
-        let acc = match self.accumulate(store, &page, request.cursor, items) {
+        let acc = match self.accumulate(store, &page, items) {
             Ok(acc) => acc,
             Err(verdict) => return *verdict,
         };
@@ -66,7 +71,7 @@ impl Engine {
         // The last page of a listing seen from its first completes the set, which is then
         // compared whole (so a drift on it leaves a candidate to review); any other page is
         // compared on its own as it passes.
-        let completes = !next_cursor && acc.is_some();
+        let completes = !page.next_cursor && acc.is_some();
         if !completes
             && let Some(live) = page_drift(
                 baseline_set.as_deref(),
@@ -76,7 +81,7 @@ impl Engine {
         {
             return self.page_drifted(store, out, &page, acc.as_ref(), record, live);
         }
-        if next_cursor {
+        if page.next_cursor {
             return self.middle_page(store, &page, acc, record, unknown);
         }
         self.last_page(store, out, &page, acc, record, unknown)
@@ -89,15 +94,13 @@ impl Engine {
         &self,
         store: &mut dyn StateStore,
         page: &Page<'_>,
-        cursor_sent: bool,
         items: &[Value],
     ) -> Result<Option<PageAccumulator>, Box<Verdict>> {
         let server = &page.exchange.server;
-        let mut acc = if cursor_sent {
-            state::get_pages(store, server, &page.session, page.slots)
-                .map_err(|e| Box::new(unchecked(None, &e)))?
-        } else {
-            Some(PageAccumulator::default())
+        let mut acc = match &page.read_from {
+            Some(link) => state::get_pages(store, server, link, page.slots)
+                .map_err(|e| Box::new(unchecked(None, &e)))?,
+            None => Some(PageAccumulator::default()),
         };
         if let Some(acc) = acc.as_mut() {
             acc.pages = acc.pages.saturating_add(1);
@@ -107,7 +110,9 @@ impl Engine {
             acc.tools.extend(items.iter().cloned());
             if acc.bytes > self.config.limits.max_response_bytes {
                 // Withheld either way; a slot left full is overwritten by the next listing.
-                let _cleared = state::put_pages(store, server, &page.session, page.slots, None);
+                if let Some(link) = &page.read_from {
+                    let _cleared = state::put_pages(store, server, link, page.slots, None);
+                }
                 return Err(Box::new(withheld(
                     None,
                     "paginated tools/list over limits.max_response_bytes".into(),
@@ -177,7 +182,7 @@ impl Engine {
             && let Some(acc) = acc
         {
             // Kept either way; a later page that finds no accumulator is withheld.
-            let _kept = state::put_pages(store, server, &page.session, page.slots, Some(acc));
+            let _kept = state::put_pages(store, server, &page.keep_for, page.slots, Some(acc));
         }
         // Under tool scope the page's other tools may still be served.
         match after {
@@ -210,7 +215,7 @@ impl Engine {
             );
         };
         let server = &page.exchange.server;
-        if let Err(e) = state::put_pages(store, server, &page.session, page.slots, Some(&acc)) {
+        if let Err(e) = state::put_pages(store, server, &page.keep_for, page.slots, Some(&acc)) {
             // The set check at the last page would miss this page's tools.
             return unchecked(record, &e);
         }
@@ -270,7 +275,9 @@ impl Engine {
         let exchange = page.exchange;
         // This listing's accumulator is in hand; a slot left full is overwritten by the next
         // listing's first page.
-        let _cleared = state::put_pages(store, &exchange.server, &page.session, page.slots, None);
+        if let Some(link) = &page.read_from {
+            let _cleared = state::put_pages(store, &exchange.server, link, page.slots, None);
+        }
         match acc {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
@@ -334,6 +341,13 @@ fn drift_reason(live: &LiveSet) -> String {
     }
 }
 
+/// The identity pages are kept under: the caller's and the cursor's (hashed, so a cursor of
+/// any length keeps a slot identity of one size).
+fn chain_link(caller: &str, cursor: &str) -> String {
+    let cursor = crate::policy::fingerprint::sha256_hex(cursor.as_bytes());
+    format!("{caller}\0{cursor}")
+}
+
 /// A verdict that withholds the list for `reason` (the check itself completed).
 fn withheld(record: Option<ServerRecord>, reason: String) -> Verdict {
     Verdict {
@@ -354,8 +368,12 @@ struct Page<'p> {
     now_ms: u64,
     /// The page's `tools`.
     tools: &'p Value,
-    /// Whose listing the page belongs to: the caller's snapshot key (empty: none).
-    session: String,
+    /// Where this listing's pages so far are kept: the caller and the cursor this page was
+    /// asked for with (`None`: a first page).
+    read_from: Option<String>,
+    /// Where they are kept for the next page: the caller and the cursor this page hands out
+    /// (empty on a last page).
+    keep_for: String,
     slots: usize,
     scope: DriftScope,
     /// More pages follow.
