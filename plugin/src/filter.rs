@@ -258,6 +258,17 @@ impl Http {
             (Ok(content_type), Ok(encoding)) => Some((content_type, encoding)),
             _ => None,
         };
+        // An initialize answer names the session its declared capabilities belong to (the
+        // `capabilities` view source); a header that cannot be read leaves that session's
+        // view one that cannot be told.
+        if self.exchange.awaits_session()
+            && let Ok(Some(session)) = host::response_header("mcp-session-id")
+        {
+            let shared = self.shared.borrow();
+            shared
+                .engine
+                .session_assigned(&mut SharedData, &mut self.exchange, &session);
+        }
         let head = self.shared.borrow().engine.response_head_arrived(
             &mut self.exchange,
             headers

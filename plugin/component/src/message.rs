@@ -114,6 +114,12 @@ fn http_response(
     body: &[u8],
     now_ms: u64,
 ) -> Option<Vec<u8>> {
+    // An initialize answer names the session its declared capabilities belong to.
+    if exchange.awaits_session()
+        && let Some(session) = headers.get("mcp-session-id")
+    {
+        engine.session_assigned(&mut HostStore, exchange, session);
+    }
     let plan = engine.response_headers(
         exchange,
         headers.get("content-type"),

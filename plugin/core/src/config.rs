@@ -9,6 +9,7 @@ use crate::policy::containment::DriftScope;
 use crate::policy::fingerprint::{FingerprintFields, digest_tools};
 use crate::policy::rules::Policy;
 use crate::policy::status::Posture;
+use crate::policy::views::{MAX_VIEW_SOURCES, ViewSource};
 use crate::state::snapshot_key::SnapshotSource;
 use crate::wire::json::parse_strict;
 use serde_json::{Map, Value};
@@ -85,6 +86,8 @@ pub struct ServerConfig {
     pub results: ResultsMode,
     /// What a drift closes: the whole server, or only the tools that differ.
     pub drift_scope: DriftScope,
+    /// Where a `tools/list` request's view comes from (`None`: the top-level `views`).
+    pub views: Option<Vec<ViewSource>>,
 }
 
 impl Default for ServerConfig {
@@ -97,6 +100,7 @@ impl Default for ServerConfig {
             quarantine: None,
             results: ResultsMode::Observe,
             drift_scope: DriftScope::Server,
+            views: None,
         }
     }
 }
@@ -117,6 +121,9 @@ pub struct Limits {
     /// Longest cache lifetime (`ttlMs`, MCP 2026-07-28) a verified `tools/list` result may
     /// carry to the client; a longer one is lowered to it.
     pub max_list_ttl_ms: u64,
+    /// Most views recorded per server; a list of a new view past it is checked against the
+    /// catalogue alone.
+    pub max_views: usize,
 }
 
 impl Default for Limits {
@@ -128,6 +135,7 @@ impl Default for Limits {
             max_servers: 1024,
             session_slots: 4096,
             max_list_ttl_ms: 60_000,
+            max_views: 16,
         }
     }
 }
@@ -220,6 +228,10 @@ pub struct Config {
     pub snapshot_key: Vec<SnapshotSource>,
     /// Host telemetry options.
     pub telemetry: TelemetryConfig,
+    /// Where a request's view comes from, for servers that do not set their own.
+    pub views: Vec<ViewSource>,
+    /// Whether any server's views read the request path (it is kept with the exchange then).
+    pub views_read_path: bool,
 }
 
 impl Default for Config {
@@ -239,6 +251,8 @@ impl Default for Config {
             screening: crate::policy::screening::ScreeningConfig::default(),
             snapshot_key: vec![SnapshotSource::Session],
             telemetry: TelemetryConfig::default(),
+            views: crate::policy::views::default_sources(),
+            views_read_path: false,
         }
     }
 }
@@ -316,6 +330,7 @@ impl Config {
                 "screening",
                 "snapshots",
                 "telemetry",
+                "views",
             ],
         )?;
         let mut config = Config::default();
@@ -386,6 +401,15 @@ impl Config {
         if let Some(v) = root.get("telemetry") {
             config.telemetry = telemetry(v)?;
         }
+        if let Some(v) = root.get("views") {
+            config.views = views(v, "views")?;
+        }
+        let reads_path = |sources: &[ViewSource]| sources.contains(&ViewSource::Path);
+        config.views_read_path = reads_path(&config.views)
+            || config
+                .servers
+                .values()
+                .any(|s| s.views.as_deref().is_some_and(reads_path));
         Ok(config)
     }
 
@@ -399,6 +423,14 @@ impl Config {
         self.servers
             .get(id)
             .map_or(DriftScope::Server, |s| s.drift_scope)
+    }
+
+    /// The view sources of one server.
+    pub fn views_of(&self, id: &str) -> &[ViewSource] {
+        self.servers
+            .get(id)
+            .and_then(|s| s.views.as_deref())
+            .unwrap_or(&self.views)
     }
 
     /// The effective posture of one server.
@@ -537,6 +569,7 @@ fn server_config(
             "quarantine",
             "results",
             "drift_scope",
+            "views",
         ],
     )?;
     let mut server = ServerConfig::default();
@@ -585,6 +618,9 @@ fn server_config(
                 ));
             }
         };
+    }
+    if let Some(v) = obj.get("views") {
+        server.views = Some(views(v, &at("views"))?);
     }
     if let Some(d) = obj.get("drift_scope") {
         server.drift_scope = match string(d, &at("drift_scope"))? {
@@ -653,13 +689,14 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
 
 fn limits(v: &Value) -> Result<Limits, ConfigError> {
     // (key, largest value): every limit is a whole number from 1 to its largest value.
-    const KEYS: [(&str, u64); 6] = [
+    const KEYS: [(&str, u64); 7] = [
         ("max_request_bytes", 64 << 20),
         ("max_response_bytes", 256 << 20),
         ("max_depth", 128),
         ("max_servers", 1 << 16),
         ("session_slots", 1 << 20),
         ("max_list_ttl_ms", MAX_LIST_TTL_MS),
+        ("max_views", 256),
     ];
     let obj = object(v, "limits")?;
     known_keys(obj, "limits", &KEYS.map(|(key, _)| key))?;
@@ -671,6 +708,7 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
         d.max_servers,
         d.session_slots,
         usize::try_from(d.max_list_ttl_ms).unwrap_or(usize::MAX),
+        d.max_views,
     ];
     for ((key, max), value) in KEYS.iter().zip(values.iter_mut()) {
         if let Some(v) = obj.get(*key) {
@@ -684,6 +722,7 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
         max_servers,
         session_slots,
         ttl,
+        max_views,
     ] = values;
     Ok(Limits {
         max_request_bytes,
@@ -692,7 +731,43 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
         max_servers,
         session_slots,
         max_list_ttl_ms: u64::try_from(ttl).unwrap_or(MAX_LIST_TTL_MS),
+        max_views,
     })
+}
+
+/// `views` (top level or per server): 1 to 8 distinct sources.
+fn views(v: &Value, field: &str) -> Result<Vec<ViewSource>, ConfigError> {
+    let items = v.as_array().map_or(&[][..], Vec::as_slice);
+    if items.is_empty() || items.len() > MAX_VIEW_SOURCES {
+        return Err(err(
+            field,
+            "expected a list of 1 to 8 sources, e.g. [\"revision\", \"capabilities\", {\"header\": \"x-mcp-toolsets\"}]",
+        ));
+    }
+    let mut sources: Vec<ViewSource> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let source = match (item.as_str(), identity_source(item)) {
+            (Some("revision"), _) => ViewSource::Revision,
+            (Some("capabilities"), _) => ViewSource::Capabilities,
+            (Some("path"), _) => ViewSource::Path,
+            (_, Some(IdentitySource::Header(name))) => ViewSource::Header(name),
+            (_, Some(IdentitySource::Metadata(path))) => ViewSource::Metadata(path),
+            _ => {
+                return Err(err(
+                    &format!("{field}[{i}]"),
+                    "expected \"revision\", \"capabilities\", \"path\", {\"header\": NAME} or {\"metadata\": \"NAMESPACE/key/…\"}",
+                ));
+            }
+        };
+        if sources.contains(&source) {
+            return Err(err(
+                &format!("{field}[{i}]"),
+                format!("{} is listed twice", source.label()),
+            ));
+        }
+        sources.push(source);
+    }
+    Ok(sources)
 }
 
 fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {

@@ -17,4 +17,5 @@ pub mod request;
 pub mod response;
 pub mod resume;
 pub mod stream;
+pub mod surface;
 pub mod unread;

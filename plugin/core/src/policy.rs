@@ -13,3 +13,4 @@ pub mod rules;
 pub mod schema;
 pub mod screening;
 pub mod status;
+pub mod views;

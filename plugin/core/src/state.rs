@@ -163,7 +163,7 @@ pub fn update_record(
     now_ms: u64,
     max_servers: usize,
 ) -> Result<Updated, StateError> {
-    let mut decide = |_: &dyn StateStore, _: &ServerRecord| Ok(Some(event.clone()));
+    let mut decide = |_: &mut dyn StateStore, _: &ServerRecord| Ok(Some(event.clone()));
     update_record_with(
         store,
         records,
@@ -176,10 +176,11 @@ pub fn update_record(
 }
 
 /// What a caller of [`update_record_with`] decides from the record it is about to swap:
-/// the event to apply (`None`: nothing to apply, the record stays as read). It may read
-/// the store (content-addressed tool sets named by the record), never write it.
+/// the event to apply (`None`: nothing to apply, the record stays as read). It may read the
+/// store (the content-addressed tool sets the record names) and store a tool set (content
+/// addressed too, so a retry writes nothing twice); it never writes the record.
 pub type Decide<'d> =
-    dyn FnMut(&dyn StateStore, &ServerRecord) -> Result<Option<Event>, StateError> + 'd;
+    dyn FnMut(&mut dyn StateStore, &ServerRecord) -> Result<Option<Event>, StateError> + 'd;
 
 /// Applies the event `decide` makes from each record read, with a bounded CAS loop: read,
 /// decide from that read alone, compare-and-swap, and on a conflict read and decide again.
@@ -204,7 +205,7 @@ pub fn update_record_with(
                 (ServerRecord::new(now_ms), Expect::Absent)
             }
         };
-        let Some(event) = decide(&*store, &before)? else {
+        let Some(event) = decide(&mut *store, &before)? else {
             return Ok(Updated {
                 after: before.clone(),
                 before,
@@ -659,4 +660,53 @@ pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
         })
         .filter_map(|(b, _)| serde_json::from_slice(&b).ok())
         .collect()
+}
+
+fn caps_key(server: &str, session: &str, slots: usize) -> String {
+    format!("ts/v1/caps/{}", slot(server, session, slots))
+}
+
+/// Records the client capability names a 2025 session declared in its `initialize` (the
+/// `capabilities` view source reads them back for the session's lists and calls).
+pub fn put_capabilities(
+    store: &mut dyn StateStore,
+    server: &str,
+    session: &str,
+    names: &[String],
+    slots: usize,
+) -> Result<(), StateError> {
+    let value = json!({"server": server, "session": session, "capabilities": names});
+    let bytes = serde_json::to_vec(&value).map_err(|e| StateError::Corrupt(e.to_string()))?;
+    store
+        .set(&caps_key(server, session, slots), &bytes, Expect::Any)
+        .map_err(StateError::Store)
+}
+
+/// The capability names a 2025 session declared (`Ok(None)`: not remembered: never seen, or
+/// its slot taken by another session since).
+pub fn get_capabilities(
+    store: &dyn StateStore,
+    server: &str,
+    session: &str,
+    slots: usize,
+) -> Result<Option<Vec<String>>, StateError> {
+    let Some((bytes, _)) = read(store, &caps_key(server, session, slots))? else {
+        return Ok(None);
+    };
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return Ok(None);
+    };
+    let owned = value.get("server").and_then(Value::as_str) == Some(server)
+        && value.get("session").and_then(Value::as_str) == Some(session);
+    let names = value
+        .get("capabilities")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        });
+    Ok(names.filter(|_| owned))
 }

@@ -275,6 +275,11 @@ impl NativeReplay {
                 response_body: Vec::new(),
             };
         }
+        if exchange.awaits_session()
+            && let Some(session) = ex.response_header("mcp-session-id")
+        {
+            self.engine.session_assigned(store, &mut exchange, session);
+        }
         let plan = self.engine.response_headers(
             &mut exchange,
             ex.response_header("content-type"),

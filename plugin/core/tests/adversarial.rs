@@ -22,7 +22,9 @@ const TOKEN: &str = "adversary-token";
 const SERVER: &str = "deploy";
 
 fn gateway(extra: Value) -> NativeReplay {
-    let mut config = json!({"admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())}});
+    // The sessions here skip the handshake, so their capabilities are never known: views are
+    // told by revision alone (views.rs tests the capabilities source).
+    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }

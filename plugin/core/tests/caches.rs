@@ -22,7 +22,7 @@ const TOKEN: &str = "s3cret";
 fn config() -> Config {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     Config::parse(
-        json!({"admin": {"token_sha256": hash}})
+        json!({"views": ["revision"], "admin": {"token_sha256": hash}})
             .to_string()
             .as_bytes(),
     )

@@ -28,7 +28,9 @@ use admin_support::TOKEN;
 
 fn gateway(extra: Value) -> NativeReplay {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    let mut config = json!({"admin": {"token_sha256": hash}});
+    // The sessions here skip the handshake, so their capabilities are never known: views are
+    // told by revision alone (views.rs tests the capabilities source).
+    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": hash}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }

@@ -22,7 +22,7 @@ const TOKEN: &str = "s3cret";
 fn config() -> Config {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     Config::parse(
-        json!({"admin": {"token_sha256": hash}})
+        json!({"views": ["revision"], "admin": {"token_sha256": hash}})
             .to_string()
             .as_bytes(),
     )
@@ -459,7 +459,7 @@ fn a_drifted_list_checked_again_is_remembered_and_decides_as_a_cold_worker() {
 fn scoped_config() -> Config {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     Config::parse(
-        json!({"admin": {"token_sha256": hash},
+        json!({"views": ["revision"], "admin": {"token_sha256": hash},
             "servers": {"srv": {"drift_scope": "tool"}},
             "policy": {"rules": [
                 {"action": "allow", "tool": "get_time", "principal": {"header": "x-user-group", "in": ["ops"]}},

@@ -25,7 +25,7 @@ fn weather() -> Value {
 }
 
 fn gateway(results: &str) -> NativeReplay {
-    let config = json!({"servers": {"weather": {"results": results}},
+    let config = json!({"views": ["revision"], "servers": {"weather": {"results": results}},
         "policy": {"rules": [{"action": "deny", "tool": "get_weather", "arguments": {"/city": {"in": ["Atlantis"]}}}]}});
     let mut gw = NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap());
     let list = exchange(

@@ -43,7 +43,7 @@ struct Gateway {
 impl Gateway {
     fn new() -> Self {
         // Audit events to the host only matter here through the ring they fill.
-        let mut engine = Engine::new(Config::parse(b"{}").unwrap());
+        let mut engine = Engine::new(Config::parse(br#"{"views": ["revision"]}"#).unwrap());
         let mut store = MemoryStore::new();
         let mut out = CollectedOutputs::default();
         engine.configure(&mut store, &mut out, 1).unwrap();

@@ -57,6 +57,8 @@ fn live(fp: &str, matches: bool) -> Event {
         matches,
         findings: vec![],
         reach: toolseal_core::policy::containment::DriftReach::Unknown,
+        view: None,
+        grows: false,
     })
 }
 

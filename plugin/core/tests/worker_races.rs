@@ -453,3 +453,54 @@ fn a_set_a_record_comes_to_name_while_another_worker_stores_a_set_is_not_lost() 
     }
     assert!(points > 3, "only {points} pre-emption points explored");
 }
+
+/// Two kinds of client of one server (the real server-everything recordings: 13 tools to a
+/// client declaring no capabilities, 17 to one declaring roots, sampling and elicitation)
+/// make first contact on two workers at once: both views end in the catalogue, wherever one
+/// worker is pre-empted by the other.
+#[test]
+fn two_views_trusted_at_once_on_two_workers_both_end_in_the_catalogue() {
+    let config = config(json!({}));
+    let plain = up_to_first_list("everything-2026.8.31-no-capabilities");
+    let capable = up_to_first_list("everything-2026.8.31-capabilities");
+    for (a_turn, b_turn) in [(&plain, &capable), (&capable, &plain)] {
+        every_point(
+            |at| race(&config, &[], a_turn.clone(), b_turn, at),
+            |at, raced| {
+                let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
+                assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
+                let record = state::load_record(&*raced.shared.borrow(), SERVER)
+                    .unwrap()
+                    .unwrap()
+                    .0;
+                assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
+                let mut sizes: Vec<usize> = record.views.iter().map(|v| v.names.len()).collect();
+                sizes.sort();
+                assert_eq!(sizes, [13, 17], "pre-empted at {at}");
+                let catalogue = state::get_tool_set(
+                    &*raced.shared.borrow(),
+                    SERVER,
+                    record.baseline.as_deref().unwrap(),
+                )
+                .unwrap()
+                .unwrap();
+                assert_eq!(catalogue.len(), 17, "pre-empted at {at}");
+                // Each agent was served its whole list.
+                let a_list = tools_of(raced.a_answers.borrow().last().unwrap());
+                let b_list = tools_of(raced.b_answers.last().unwrap());
+                assert_eq!(
+                    (a_list, b_list),
+                    (Some(size_of(a_turn)), Some(size_of(b_turn))),
+                    "pre-empted at {at}"
+                );
+            },
+        );
+    }
+}
+
+fn size_of(turn: &[HttpExchange]) -> usize {
+    let capable = turn
+        .first()
+        .is_some_and(|e| e.request_body.windows(8).any(|w| w == b"sampling"));
+    if capable { 17 } else { 13 }
+}

@@ -354,6 +354,7 @@ impl Engine {
             let scope = self.config.drift_scope_of(id);
             let changes = diff.as_ref().filter(|_| full);
             crate::gateway::admin_views::drift_scope(obj, &record, scope, changes);
+            crate::gateway::admin_views::views(obj, &record);
             if full {
                 obj.insert(
                     "diff".into(),

@@ -60,3 +60,19 @@ pub fn drift_scope(
         view.insert("server_level_drift".into(), json!(why));
     }
 }
+
+/// Adds `views`: each view of the server (its sources and their values, header and
+/// metadata values as SHA-256 prefixes; the names listed to it; when it was first and last
+/// seen), and `drifted_view`: the view whose list made the candidate under review, with the
+/// names it listed (approving the candidate records them).
+pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
+    let shown = |v: &crate::policy::views::ViewRecord| {
+        let sources: Map<String, Value> = v.sources.iter().cloned().collect();
+        json!({"key": v.key, "sources": sources, "names": v.names,
+            "first_seen_ms": v.first_ms, "last_seen_ms": v.last_ms})
+    };
+    let views: Vec<Value> = record.views.iter().map(shown).collect();
+    view.insert("views".into(), Value::Array(views));
+    let drifted = record.live_view.as_ref().map_or(Value::Null, shown);
+    view.insert("drifted_view".into(), drifted);
+}

@@ -245,7 +245,23 @@ impl Engine {
         baseline: &'b Approved,
     ) -> Result<&'b ApprovedTool, Box<Denial>> {
         if let Some(approved) = baseline.tools.get(at.tool) {
-            return Ok(approved);
+            // Once the caller's view is recorded, only the tools listed to it may be called.
+            let view = at.exchange.surface.as_ref().and_then(|v| v.as_ref().ok());
+            let outside = view
+                .and_then(|v| record.view(&v.key))
+                .is_some_and(|v| !v.names.iter().any(|n| n == at.tool));
+            if !outside {
+                return Ok(approved);
+            }
+            let detail = "it is not listed to this caller's view";
+            let denial = self.denial(
+                ErrorCode::ToolNotApproved,
+                at.exchange,
+                at.tool,
+                Some(record),
+                detail,
+            );
+            return Err(denial.into());
         }
         let dropped = record
             .previous

@@ -25,7 +25,7 @@ use std::rc::Rc;
 /// from that record alone (and the content-addressed tool sets it names, loaded through the
 /// worker's cache), or `None` to leave it as it is.
 pub(crate) type DecideLive<'d> = dyn FnMut(
-        &dyn StateStore,
+        &mut dyn StateStore,
         &mut ApprovedCache,
         &Config,
         &ServerRecord,
@@ -128,6 +128,9 @@ pub struct PendingList {
     pub stateless: bool,
     /// The caller's snapshot key: a verified list is recorded as what this caller saw.
     pub key: Option<ClientKey<'static>>,
+    /// The view the list belongs to (`None`: the request was not seen, so its view cannot be
+    /// told).
+    pub view: Option<crate::policy::views::ViewRead>,
     /// The caller's principal outcomes, read with the request when policy can hide tools
     /// from a list (`None`: it cannot, or the request was not seen: every principal unread).
     pub caller: Option<crate::policy::rules::CallerView>,
@@ -141,6 +144,7 @@ impl PendingList {
             cursor: None,
             stateless: false,
             key: session.map(|s| ClientKey::session(s).into_owned()),
+            view: None,
             caller: None,
         }
     }
@@ -164,6 +168,13 @@ pub struct Exchange {
     pub pending_other: Vec<(Value, String)>,
     /// Response framing state.
     pub response: crate::gateway::response::ResponseState,
+    /// The request path without its query, kept when a view reads it.
+    pub path: String,
+    /// The view of the request's lists and calls, once its body was read.
+    pub surface: Option<crate::policy::views::ViewRead>,
+    /// The capability names an `initialize` request declared, until the server names the
+    /// session they belong to ([`Engine::session_assigned`]).
+    pub declared: Option<Vec<String>>,
 }
 
 impl Exchange {
@@ -174,6 +185,12 @@ impl Exchange {
             session: session.map(str::to_string),
             ..Default::default()
         }
+    }
+
+    /// Whether the answer's `Mcp-Session-Id` header is wanted: the request was an
+    /// `initialize` whose declared capabilities wait for the session they belong to.
+    pub fn awaits_session(&self) -> bool {
+        self.declared.is_some()
     }
 
     /// Whether the request was made under a stateless revision (MCP 2026-07-28 or later).
@@ -219,6 +236,10 @@ pub struct Engine {
     /// being read, served or filtered (left by the check, taken by the body reader to
     /// remember the result's bytes).
     pub(crate) checked_list: Option<String>,
+    /// The digests of whole lists this worker checked, by their own fingerprint: a list of
+    /// one view of many is not a stored set, and a list answered again byte for byte (see
+    /// `known_list`) is recognized without digesting it again. Bounded; cleared when full.
+    pub(crate) listed: std::collections::BTreeMap<String, crate::policy::fingerprint::ToolDigests>,
     /// Servers whose last `tools/list` this worker could not check (unreadable, or the check
     /// could not read or write the state): their live set is unknown, so calls to them are
     /// refused until a list verifies here. At most `limits.max_servers` entries.
@@ -235,6 +256,7 @@ impl Engine {
             snapshots: ParseCache::new(crate::state::parse_cache::SNAPSHOT_ENTRIES),
             known_lists: crate::gateway::known_list::KnownLists::default(),
             checked_list: None,
+            listed: std::collections::BTreeMap::new(),
             held: std::collections::BTreeSet::new(),
         }
     }
@@ -428,7 +450,7 @@ impl Engine {
         now_ms: u64,
         extra: &Map<String, Value>,
     ) -> Result<ServerRecord, StateError> {
-        let decide = &mut |_: &dyn StateStore,
+        let decide = &mut |_: &mut dyn StateStore,
                            _: &mut ApprovedCache,
                            _: &Config,
                            _: &ServerRecord| { Ok(Some(event.clone())) };

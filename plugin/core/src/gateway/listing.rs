@@ -9,20 +9,20 @@
 //! ([`crate::policy::containment`]) and those policy refuses this caller whatever the arguments.
 
 mod answer;
+mod live;
 mod pages;
 
-use crate::config::Config;
 use crate::gateway::engine::{Engine, Exchange, PendingList};
-use crate::policy::approved::{Approved, ApprovedCache};
-use crate::policy::containment::{self, DriftReach, DriftScope, Serving};
-use crate::policy::fingerprint::{ToolDigests, digest_tools};
-use crate::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord};
+use crate::policy::containment::{self, DriftScope, Serving};
+use crate::policy::fingerprint::digest_tools;
+use crate::policy::status::{Event, SchemaStatus, ServerRecord};
+use crate::policy::views::ViewRead;
 use crate::state::audit::Counter;
 use crate::state::store::StateStore;
 use crate::state::{self, StateError};
 use answer::{Hints, ListNote, Shown};
-use serde_json::{Value, json};
-use std::rc::Rc;
+use live::{Decided, LiveCheck, LiveDigests};
+use serde_json::{Map, Value, json};
 
 pub use answer::META_KEY;
 
@@ -87,6 +87,9 @@ pub(crate) fn cursor_text(cursor: &Value) -> Option<String> {
     }
 }
 
+/// Whole lists whose digests a worker remembers by their fingerprint.
+const LISTED_ENTRIES: usize = 16;
+
 /// The verdict on one list result.
 struct Verdict {
     record: Option<ServerRecord>,
@@ -95,6 +98,17 @@ struct Verdict {
     /// The check could not complete (state unreadable or unwritable): the live set is
     /// unknown, so this worker holds calls to the server until a list verifies.
     unchecked: bool,
+    /// Listed tools withheld from this answer: the list was checked against the catalogue
+    /// alone (its view cannot be told, or is new past the bound), and they are not in it.
+    unreviewed: Vec<String>,
+}
+
+impl Verdict {
+    /// The same verdict, withholding `unreviewed` from what it serves.
+    fn withholding(mut self, unreviewed: Vec<String>) -> Self {
+        self.unreviewed = unreviewed;
+        self
+    }
 }
 
 impl Engine {
@@ -131,7 +145,15 @@ impl Engine {
                 next.as_deref(),
             )
         } else {
-            self.check_whole(store, out, now_ms, exchange, tools, known)
+            self.check_whole(
+                store,
+                out,
+                now_ms,
+                exchange,
+                tools,
+                known,
+                request.view.as_ref(),
+            )
         };
         if !whole {
             // The last page completes a set over every page: no single result's bytes.
@@ -167,7 +189,7 @@ impl Engine {
                     self.config.limits.session_slots,
                 );
             }
-            let shown = self.shown(store, exchange, request, verdict.record.as_ref(), tools);
+            let shown = self.shown(store, exchange, request, &verdict, tools);
             if shown.is_whole() {
                 out.count(Counter::ListsVerified, None);
                 decision.tools_out = Some(tools_in);
@@ -240,15 +262,19 @@ impl Engine {
         decision.tools_out = Some(tools_out);
         decision.decision = "rewrite";
         let record = verdict.record.as_ref();
-        let reason = match shown.contained {
-            true => {
+        let filtered = shown.contained || shown.unreviewed > 0;
+        let reason = match (shown.contained, shown.unreviewed > 0) {
+            (true, _) => {
                 "the tool set drifted from the approved baseline; its new and changed tools are withheld until an admin reviews them, the others are served"
             }
-            false => {
+            (false, true) => {
+                "some tools are withheld: this caller's view cannot be told (or is one view too many), so its list was checked against the approved catalogue alone, and they are not in it"
+            }
+            (false, false) => {
                 "some tools are not listed: policy refuses them to this caller whatever the arguments"
             }
         };
-        match shown.contained {
+        match filtered {
             true => out.count(Counter::ListsFiltered, None),
             false => out.count(Counter::ListsVerified, None),
         }
@@ -256,7 +282,7 @@ impl Engine {
             out.count(Counter::ListsScoped, None);
         }
         out.decision(&decision);
-        if shown.contained {
+        if filtered {
             let mut detail = serde_json::Map::new();
             detail.insert("tools_in".into(), json!(tools_in));
             detail.insert("tools_out".into(), json!(tools_out));
@@ -265,6 +291,12 @@ impl Engine {
                 .unwrap_or_default()
                 .into_iter()
                 .map(|(name, _)| Value::from(name))
+                .chain(
+                    verdict
+                        .unreviewed
+                        .iter()
+                        .map(|name| Value::from(name.as_str())),
+                )
                 .collect();
             detail.insert("withheld".into(), json!(withheld));
             let event = self.event("list.filtered", exchange, now_ms, record, reason, detail);
@@ -274,10 +306,10 @@ impl Engine {
             server: &exchange.server,
             record,
             reason,
-            withheld: shown.contained.then_some(shown.withheld),
+            withheld: filtered.then_some(shown.withheld),
             hidden: shown.hidden,
         };
-        let hints = match shown.contained {
+        let hints = match filtered {
             true => Hints::Closed,
             false => Hints::Private(self.config.limits.max_list_ttl_ms),
         };
@@ -293,14 +325,15 @@ impl Engine {
         store: &dyn StateStore,
         exchange: &Exchange,
         request: &PendingList,
-        record: Option<&ServerRecord>,
+        verdict: &Verdict,
         tools: Option<&Value>,
     ) -> Shown {
+        let record = verdict.record.as_ref();
         let scope = self.config.drift_scope_of(&exchange.server);
         let withheld = record.filter(|r| containment::serving(r, scope) == Serving::AllBut);
         let contained = record.is_some_and(|r| r.status == SchemaStatus::Changed);
         let hiding = self.config.policy.may_hide();
-        if withheld.is_none() && !hiding {
+        if withheld.is_none() && !hiding && verdict.unreviewed.is_empty() {
             return Shown::whole(contained);
         }
         // Policy looks at the approved tool's annotations, as the call check does.
@@ -321,6 +354,7 @@ impl Engine {
         answer::cut(
             tools,
             withheld,
+            &verdict.unreviewed,
             view.map(|view| {
                 move |name: &str, tool: &Value| {
                     let annotations = match baseline.as_ref().and_then(|b| b.tools.get(name)) {
@@ -343,21 +377,25 @@ impl Engine {
         exchange: &Exchange,
         tools: Option<&Value>,
         known: Option<&str>,
+        view: Option<&ViewRead>,
     ) -> Verdict {
         let tools = tools.unwrap_or(&Value::Null);
         let scope = self.config.drift_scope_of(&exchange.server);
-        match self.evaluate_set(store, out, now_ms, exchange, tools, known) {
-            Ok(record) => serve_if_open(record, scope),
+        match self.evaluate_set(store, out, now_ms, exchange, tools, known, view) {
+            Ok((record, unreviewed)) => serve_if_open(record, scope).withholding(unreviewed),
             Err(e) => unchecked(None, &e),
         }
     }
 
-    /// Fingerprints a complete set and applies it to the lifecycle. Whether it matches the
-    /// baseline, how far its drift reaches and whether screening holds it are decided inside
-    /// the compare-and-swap, from the very record being swapped ([`LiveCheck::decide`]): a
-    /// record another worker wrote in between (a first contact, an approval) is decided
-    /// again, never given an answer computed for the record read before it.
-    /// `fingerprint`: the one `tools` is known to have (its digests are then the cached set's).
+    /// Fingerprints a complete set and applies it to the lifecycle. Whether it verifies
+    /// (against the catalogue and the names of its view), the candidate it makes, how far a
+    /// drift reaches and whether a new view is trusted are decided inside the
+    /// compare-and-swap, from the very record being swapped ([`LiveCheck::decide`]): a record
+    /// another worker wrote in between (a first contact, an approval, another view) is
+    /// decided again, never given an answer computed for the record read before it.
+    /// `fingerprint`: the one `tools` is known to have (its digests are then the cached
+    /// set's). Returns the record, and the listed tools withheld because the list was
+    /// checked against the catalogue alone.
     #[allow(clippy::too_many_arguments)]
     fn evaluate_set(
         &mut self,
@@ -367,7 +405,8 @@ impl Engine {
         exchange: &Exchange,
         tools: &Value,
         fingerprint: Option<&str>,
-    ) -> Result<ServerRecord, StateError> {
+        view: Option<&ViewRead>,
+    ) -> Result<(ServerRecord, Vec<String>), StateError> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
         // A result served before byte for byte is the cached set of its fingerprint. Whatever
@@ -377,28 +416,23 @@ impl Engine {
             Some(f) => self.approved(store, &server, f)?,
             None => None,
         };
-        let digests = match cached {
-            Some(set) => Ok(LiveDigests::Cached(set)),
-            None => self.live_digests(store, &server, tools),
+        let remembered = fingerprint.and_then(|f| Some((f, self.listed.get(f)?.clone())));
+        let digests = match (cached, remembered) {
+            (Some(set), _) => Ok(LiveDigests::Cached(set)),
+            (None, Some((f, digests))) => Ok(LiveDigests::Computed(digests, Some(f.to_string()))),
+            (None, None) => self
+                .live_digests(store, &server, tools)
+                .map_err(|e| format!("INVALID_TOOL_SET: {e}")),
         };
-        let mut live = match digests {
-            Err(e) => LiveCheck::Invalid(format!("INVALID_TOOL_SET: {e}")),
-            Ok(digests) => {
-                let fingerprint = digests.fingerprint();
-                self.store_live_set(store, &server, &fingerprint, tools)?;
-                LiveCheck::Valid {
-                    fingerprint,
-                    digests,
-                    tools,
-                    findings: None,
-                }
+        if let Ok(LiveDigests::Computed(digests, None)) = &digests {
+            if self.listed.len() >= LISTED_ENTRIES {
+                self.listed.clear();
             }
-        };
-        let checked = match &live {
-            LiveCheck::Valid { fingerprint, .. } => Some(fingerprint.clone()),
-            LiveCheck::Invalid(_) => None,
-        };
-        let mut drifted = false;
+            self.listed.insert(digests.fingerprint(), digests.clone());
+        }
+        let live = LiveCheck::new(digests, tools, view);
+        let checked = live.fingerprint().map(str::to_string);
+        let (mut drifted, mut alone) = (false, None);
         let record = self.transition_deciding(
             store,
             out,
@@ -407,9 +441,24 @@ impl Engine {
             now_ms,
             &serde_json::Map::new(),
             &mut |store, cache, config, record| {
-                let (event, differs) = live.decide(store, cache, config, &server, record)?;
-                drifted = differs;
-                Ok(Some(Event::Live(event)))
+                let at = live::Context {
+                    config,
+                    server: &server,
+                    now_ms,
+                };
+                match live.decide(store, cache, &at, record)? {
+                    Decided::Apply(event, differs) => {
+                        (drifted, alone) = (differs, None);
+                        Ok(Some(Event::Live(event)))
+                    }
+                    Decided::CatalogueAlone {
+                        withheld,
+                        past_bound,
+                    } => {
+                        (drifted, alone) = (false, Some((withheld, past_bound)));
+                        Ok(None)
+                    }
+                }
             },
         )?;
         if drifted {
@@ -418,132 +467,27 @@ impl Engine {
         // Computed here from the tools themselves (or the cached set of the known
         // fingerprint), never read back from the record.
         self.checked_list = checked;
-        Ok(record)
-    }
-
-    /// Stores a checked set unless it is stored already (a drifted candidate for review, a
-    /// matching set whose definitions were not known: a baseline pinned by fingerprint only).
-    /// A set this worker has cached and the record names is stored (nothing replaces a set a
-    /// record names); another cached set may have lost its slot since.
-    fn store_live_set(
-        &mut self,
-        store: &mut dyn StateStore,
-        server: &str,
-        fingerprint: &str,
-        tools: &Value,
-    ) -> Result<(), StateError> {
-        let stored = if !self.cache.contains(fingerprint) {
-            self.approved(store, server, fingerprint)?.is_some()
-        } else {
-            let named = self
-                .record(store, server)?
-                .is_some_and(|r| r.set_refs().contains(&Some(fingerprint)));
-            named || state::holds_tool_set(store, server, fingerprint)?
+        let Some((withheld, past_bound)) = alone else {
+            return Ok((record, Vec::new()));
         };
-        if stored {
-            return Ok(());
+        if past_bound {
+            let reason = format!(
+                "a list of a new view past limits.max_views ({}) was checked against the approved catalogue alone; {} tools it lists are not in the catalogue and were withheld",
+                self.config.limits.max_views,
+                withheld.len()
+            );
+            let event = self.event(
+                "view.limit",
+                exchange,
+                now_ms,
+                Some(&record),
+                &reason,
+                Map::new(),
+            );
+            self.emit(store, out, &event);
         }
-        let definitions = tools.as_array().cloned().unwrap_or_default();
-        state::put_tool_set(store, server, fingerprint, &definitions)?;
-        if let Some(approved) =
-            Approved::from_definitions(fingerprint, definitions, &self.config.fingerprint)
-        {
-            self.cache.insert(approved);
-        }
-        Ok(())
+        Ok((record, withheld))
     }
-}
-
-/// A complete live set's own facts, computed once from the list; [`LiveCheck::decide`] makes
-/// the lifecycle event from them and the record being swapped.
-enum LiveCheck<'t> {
-    /// Not a valid tool set (repeated or missing names, ...): the reason.
-    Invalid(String),
-    /// A valid set.
-    Valid {
-        fingerprint: String,
-        digests: LiveDigests,
-        tools: &'t Value,
-        /// First-contact screening findings, computed the first time a record without a
-        /// baseline asks for them (they depend on the tools alone).
-        findings: Option<Vec<String>>,
-    },
-}
-
-impl LiveCheck<'_> {
-    /// The event for `record`, and whether it is a drift from a baseline: matched against
-    /// the baseline `record` names (and, with `allow_subset` or to tell the drift's reach,
-    /// against that baseline's definitions, a content-addressed set), screened when `record`
-    /// has no baseline yet.
-    fn decide(
-        &mut self,
-        store: &dyn StateStore,
-        cache: &mut ApprovedCache,
-        config: &Config,
-        server: &str,
-        record: &ServerRecord,
-    ) -> Result<(LiveSet, bool), StateError> {
-        let (fingerprint, digests, tools, findings) = match self {
-            LiveCheck::Invalid(reason) => {
-                let reason = reason.clone();
-                return Ok((LiveSet::Invalid { reason }, false));
-            }
-            LiveCheck::Valid {
-                fingerprint,
-                digests,
-                tools,
-                findings,
-            } => (fingerprint, digests, *tools, findings),
-        };
-        let baseline = record.baseline.as_deref();
-        let mut baseline_set = |b: &str| cache.get_or_load(store, server, b, &config.fingerprint);
-        let matches = match baseline {
-            Some(b) if b == fingerprint.as_str() => true,
-            Some(b) if config.server(server).allow_subset => {
-                baseline_set(b)?.is_some_and(|base| digests.is_strict_subset_of(&base))
-            }
-            _ => false,
-        };
-        let reach = match baseline {
-            Some(b) if !matches => drift_reach(baseline_set(b)?.as_deref(), digests),
-            _ => DriftReach::Unknown,
-        };
-        let findings = match baseline {
-            Some(_) => Vec::new(),
-            None => findings
-                .get_or_insert_with(|| {
-                    crate::policy::screening::screen(tools, Some(record), &config.screening)
-                })
-                .clone(),
-        };
-        let live = LiveSet::Valid {
-            fingerprint: fingerprint.clone(),
-            matches,
-            findings,
-            reach,
-        };
-        Ok((live, !matches && baseline.is_some()))
-    }
-}
-
-/// How far a complete valid set that differs from a baseline reaches: the tools that
-/// differ, or the whole server when the baseline's definitions are not known (`None`).
-fn drift_reach(baseline: Option<&Approved>, live: &LiveDigests) -> DriftReach {
-    let Some(approved) = baseline else {
-        return DriftReach::Server(
-            "the baseline is known by its fingerprint only, so the drift cannot be told tool by tool"
-                .into(),
-        );
-    };
-    let cached;
-    let digests = match live {
-        LiveDigests::Computed(digests, _) => digests,
-        LiveDigests::Cached(set) => {
-            cached = set.digests().unwrap_or_default();
-            &cached
-        }
-    };
-    DriftReach::Tools(containment::classify(approved, digests, true))
 }
 
 fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
@@ -576,6 +520,7 @@ fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
         serve,
         reason,
         unchecked: false,
+        unreviewed: Vec::new(),
     }
 }
 
@@ -588,40 +533,7 @@ fn unchecked(record: Option<ServerRecord>, error: &StateError) -> Verdict {
         serve: false,
         reason: error.to_string(),
         unchecked: !matches!(error, StateError::TooManyServers(_)),
-    }
-}
-
-/// The digests of a live tool set: computed from its definitions, or those of the cached set
-/// it equals.
-enum LiveDigests {
-    /// Digested from the list (or taken from a cached set the list was compared with).
-    Computed(ToolDigests, Option<String>),
-    /// The list is known to be exactly this cached set.
-    Cached(Rc<Approved>),
-}
-
-impl LiveDigests {
-    fn fingerprint(&self) -> String {
-        match self {
-            LiveDigests::Computed(_, Some(known)) => known.clone(),
-            LiveDigests::Computed(digests, None) => digests.fingerprint(),
-            LiveDigests::Cached(set) => set.fingerprint.clone(),
-        }
-    }
-
-    /// Whether every tool is in `baseline` with the same digest, and `baseline` has more.
-    fn is_strict_subset_of(&self, baseline: &Approved) -> bool {
-        let in_baseline = |name: &str, digest: &str| baseline.digest(name) == Some(digest);
-        match self {
-            LiveDigests::Computed(digests, _) => {
-                digests.entries.len() < baseline.tools.len()
-                    && digests.entries.iter().all(|(n, d)| in_baseline(n, d))
-            }
-            LiveDigests::Cached(set) => {
-                set.tools.len() < baseline.tools.len()
-                    && set.tools.iter().all(|(n, t)| in_baseline(n, &t.digest))
-            }
-        }
+        unreviewed: Vec::new(),
     }
 }
 

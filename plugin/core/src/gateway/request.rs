@@ -189,6 +189,22 @@ impl Engine {
             true => self.config.policy.caller_view(info.caller),
             false => None,
         };
+        // The view of the request (a stateless request is one message, and a batch of the
+        // handshake era tells its view from its session, so the first list or call decides).
+        exchange.surface = match lists || calls {
+            true => {
+                let params = payload.messages().iter().find_map(|m| match m {
+                    Message::Request { method, params, .. }
+                        if method == "tools/list" || method == "tools/call" =>
+                    {
+                        Some(params.as_ref())
+                    }
+                    _ => None,
+                });
+                Some(self.view_of(store, exchange, info, params.flatten()))
+            }
+            false => None,
+        };
         // Every call is checked before any message is recorded: a batch with a refused call
         // is answered locally as a whole, and no element of it may be recorded as passing.
         let batch = matches!(payload, Payload::Batch(_));
@@ -345,8 +361,14 @@ impl Engine {
                 cursor,
                 stateless: exchange.stateless(),
                 key: key.cloned().map(ClientKey::into_owned),
+                view: exchange.surface.clone(),
                 caller: view.cloned(),
             });
+        } else if method == "initialize" {
+            self.initialize_seen(exchange, params.as_ref());
+            if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
+                exchange.pending_other.push((id.clone(), method.clone()));
+            }
         } else if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
             exchange.pending_other.push((id.clone(), method.clone()));
         }

@@ -103,6 +103,9 @@ impl Engine {
             return HeadVerdict::Reply(self.request_without_server(store, out, now_ms, exchange));
         };
         *exchange = Exchange::new(server, info.session);
+        if self.config.views_read_path {
+            exchange.path = path.split('?').next().unwrap_or_default().to_string();
+        }
         match self.request_headers(store, out, now_ms, exchange, info) {
             RequestVerdict::Forward => HeadVerdict::Mcp,
             RequestVerdict::Reply(reply) => HeadVerdict::Reply(reply),

@@ -6,6 +6,7 @@
 //! lifecycle can be tested exhaustively (every state × every event) without a host.
 
 use crate::policy::containment::{Differing, DriftReach};
+use crate::policy::views::{LAST_SEEN_STEP_MS, ViewRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -129,6 +130,14 @@ pub struct ServerRecord {
     /// tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_whole: Option<String>,
+    /// The server's views: each kind of caller seen, with the names it is listed (see
+    /// [`crate::policy::views`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub views: Vec<ViewRecord>,
+    /// The view whose list made the live candidate, when that differs from the baseline or
+    /// awaits approval, with the names it listed: approving the candidate records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_view: Option<ViewRecord>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
 }
@@ -152,6 +161,8 @@ impl ServerRecord {
             drift_changed: Vec::new(),
             drift_removed: Vec::new(),
             drift_whole: None,
+            views: Vec::new(),
+            live_view: None,
             updated_ms: now_ms,
         }
     }
@@ -164,6 +175,27 @@ impl ServerRecord {
             self.previous.as_deref(),
             self.live.as_deref(),
         ]
+    }
+
+    /// The recorded view of `key`.
+    pub fn view(&self, key: &str) -> Option<&ViewRecord> {
+        self.views.iter().find(|v| v.key == key)
+    }
+
+    /// Records `seen` (a view and the names it was listed), or the names of the view of its
+    /// key; keeps when the view was first seen. Returns whether the view is new.
+    fn record_view(&mut self, seen: &ViewRecord) -> bool {
+        match self.views.iter_mut().find(|v| v.key == seen.key) {
+            Some(known) => {
+                known.names.clone_from(&seen.names);
+                known.last_ms = seen.last_ms;
+                false
+            }
+            None => {
+                self.views.push(seen.clone());
+                true
+            }
+        }
     }
 
     /// Calls are refused until a live list verifies (pin by fingerprint, or list_changed hold).
@@ -186,6 +218,12 @@ pub enum LiveSet {
         findings: Vec<String>,
         /// How far its difference from the baseline reaches, when it does not match.
         reach: DriftReach,
+        /// The view the list was seen through, with the names it listed (`None`: a view
+        /// that cannot be told).
+        view: Option<ViewRecord>,
+        /// Under discovery, a new view lists tools the catalogue lacks: `fingerprint` is the
+        /// grown catalogue, trusted on first use as the new baseline (unless screening holds it).
+        grows: bool,
     },
     /// An invalid set (duplicate names, a tool without a name, ...): it never verifies.
     Invalid {
@@ -353,11 +391,26 @@ fn observe_live(
             fingerprint,
             matches,
             reach,
+            view,
             ..
         } => {
+            // A drift under review is not moved by another view's list that verifies: its
+            // candidate stays the one to approve.
+            let under_review = next.status == SchemaStatus::Changed
+                && next.live_view.as_ref().is_some_and(|drifted| {
+                    view.as_ref().map(|v| v.key.as_str()) != Some(drifted.key.as_str())
+                });
+            if *matches && under_review {
+                next.reverify = false;
+                return Vec::new();
+            }
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
+            next.live_view = match next.live_matches {
+                true => None,
+                false => view.clone(),
+            };
             next.set_reach(match next.live_matches {
                 true => &DriftReach::Unknown,
                 false => reach,
@@ -395,21 +448,43 @@ fn observe_live(
                 findings,
                 ..
             },
-        ) if next.baseline.is_none() => first_contact(next, fingerprint, findings, posture, moved),
-        (_, LiveSet::Valid { .. }) if next.live_matches => {
+        ) if next.baseline.is_none() => {
+            let notes = first_contact(next, fingerprint, findings, posture, moved);
+            if let (SchemaStatus::Verified, LiveSet::Valid { view: Some(v), .. }) =
+                (next.status, live)
+            {
+                next.live_view = None;
+                next.record_view(v);
+            }
+            notes
+        }
+        (_, LiveSet::Valid { view, .. }) if next.live_matches => {
             let was_waiting = next.awaiting_verification() || next.status != SchemaStatus::Verified;
             next.status = SchemaStatus::Verified;
             next.reverify = false;
             next.awaiting_live = false;
+            let mut notes = Vec::new();
             if was_waiting {
-                vec![note(
+                notes.push(note(
                     "schema.verified",
                     "the live tool set matches the approved baseline",
-                )]
-            } else {
-                Vec::new()
+                ));
             }
+            if let Some(view) = view {
+                notes.extend(seen_view(next, view));
+            }
+            notes
         }
+        (
+            SchemaStatus::Verified,
+            LiveSet::Valid {
+                fingerprint,
+                findings,
+                view: Some(view),
+                grows: true,
+                ..
+            },
+        ) => grow(next, fingerprint, findings, view),
         (_, LiveSet::Valid { .. }) => {
             next.status = SchemaStatus::Changed;
             next.drift_at_ms = Some(now_ms);
@@ -421,10 +496,79 @@ fn observe_live(
 fn drift_reason(live: &LiveSet) -> String {
     match live {
         LiveSet::Invalid { reason } | LiveSet::Partial { reason, .. } => reason.clone(),
+        LiveSet::Valid {
+            fingerprint,
+            view: Some(view),
+            ..
+        } => format!(
+            "the live tool set ({fingerprint}) differs from the approved baseline (shown to the view {})",
+            view.describe()
+        ),
         LiveSet::Valid { fingerprint, .. } => {
             format!("the live tool set ({fingerprint}) differs from the approved baseline")
         }
     }
+}
+
+/// A list of `view` verified: a new view is recorded (`view.baselined`); a known one's last
+/// sighting is kept to [`LAST_SEEN_STEP_MS`].
+fn seen_view(next: &mut ServerRecord, view: &ViewRecord) -> Vec<Note> {
+    match next.view(&view.key) {
+        Some(known) if view.last_ms.saturating_sub(known.last_ms) < LAST_SEEN_STEP_MS => Vec::new(),
+        Some(_) => {
+            next.record_view(view);
+            Vec::new()
+        }
+        None => {
+            next.record_view(view);
+            vec![note(
+                "view.baselined",
+                format!(
+                    "a new view ({}) lists only tools of the approved catalogue; its names are recorded",
+                    view.describe()
+                ),
+            )]
+        }
+    }
+}
+
+/// Under discovery, a new view's list adds tools to the catalogue: trusted on first use like
+/// a first contact (first-contact screening holds it `pending` when it flags them).
+fn grow(
+    next: &mut ServerRecord,
+    fingerprint: &str,
+    findings: &[String],
+    view: &ViewRecord,
+) -> Vec<Note> {
+    if !findings.is_empty() {
+        next.status = SchemaStatus::Pending;
+        next.findings = findings.to_vec();
+        next.live_matches = false;
+        return vec![note(
+            "schema.pending",
+            format!(
+                "first-contact screening flagged the tools a new view ({}) adds: {}",
+                view.describe(),
+                findings.join("; ")
+            ),
+        )];
+    }
+    if next.baseline.as_deref() != Some(fingerprint) {
+        next.previous = next.baseline.take();
+    }
+    next.baseline = Some(fingerprint.to_string());
+    next.live_matches = true;
+    next.live_view = None;
+    next.set_reach(&DriftReach::Unknown);
+    next.record_view(view);
+    vec![note(
+        "view.baselined",
+        format!(
+            "a new view ({}) was trusted on first use (discovery posture); the catalogue grew to {} with its tools",
+            view.describe(),
+            fingerprint
+        ),
+    )]
 }
 
 fn first_contact(
@@ -479,6 +623,10 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
     next.set_reach(&DriftReach::Unknown);
+    // The drifted view's names are part of what was reviewed.
+    if let Some(view) = next.live_view.take() {
+        next.record_view(&view);
+    }
     next.drift_at_ms = None;
     next.reverify = false;
     next.awaiting_live = false;

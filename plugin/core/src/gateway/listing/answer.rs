@@ -25,6 +25,9 @@ pub(super) struct Shown {
     pub withheld: usize,
     /// How many of them policy hides from this caller.
     pub hidden: usize,
+    /// How many of them are withheld as not in the catalogue (the list was checked against
+    /// the catalogue alone: its view cannot be told, or is new past the bound).
+    pub unreviewed: usize,
     /// The server is `changed`, served in part under tool scope: the list is filtered even
     /// when this result holds none of the withheld tools.
     pub contained: bool,
@@ -37,6 +40,7 @@ impl Shown {
             dropped: Vec::new(),
             withheld: 0,
             hidden: 0,
+            unreviewed: 0,
             contained,
         }
     }
@@ -54,6 +58,7 @@ impl Shown {
 pub(super) fn cut(
     tools: Option<&Value>,
     withheld: Option<&ServerRecord>,
+    unreviewed: &[String],
     hides: Option<impl Fn(&str, &Value) -> bool>,
     contained: bool,
 ) -> Shown {
@@ -65,7 +70,10 @@ pub(super) fn cut(
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
-        if withheld.is_some_and(|record| record.withheld(name).is_some()) {
+        if unreviewed.iter().any(|u| u == name) {
+            shown.withheld += 1;
+            shown.unreviewed += 1;
+        } else if withheld.is_some_and(|record| record.withheld(name).is_some()) {
             shown.withheld += 1;
         } else if hides.as_ref().is_some_and(|hides| hides(name, tool)) {
             shown.hidden += 1;

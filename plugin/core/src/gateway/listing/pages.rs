@@ -14,6 +14,7 @@ use crate::policy::approved::Approved;
 use crate::policy::containment::{self, Differing, DriftScope};
 use crate::policy::fingerprint::{FingerprintFields, digest_tools};
 use crate::policy::status::{Event, LiveSet, Posture, SchemaStatus, ServerRecord};
+use crate::policy::views::ViewRead;
 use crate::state::store::StateStore;
 use crate::state::{self, PageAccumulator};
 use serde_json::Value;
@@ -36,7 +37,15 @@ impl Engine {
         next: Option<&str>,
     ) -> Verdict {
         let Some(items) = tools.and_then(Value::as_array) else {
-            return self.check_whole(store, out, now_ms, exchange, tools, None);
+            return self.check_whole(
+                store,
+                out,
+                now_ms,
+                exchange,
+                tools,
+                None,
+                request.view.as_ref(),
+            );
         };
         // Pages accumulate per caller (its snapshot key; without one, per server) along the
         // chain of cursors: a page is added to what was kept for the cursor that asked for it
@@ -56,6 +65,7 @@ impl Engine {
             slots: self.config.limits.session_slots,
             scope: self.config.drift_scope_of(&exchange.server),
             next_cursor: next.is_some(),
+            view: request.view.as_ref(),
         };
         let acc = match self.accumulate(store, &page, items) {
             Ok(acc) => acc,
@@ -168,7 +178,7 @@ impl Engine {
             &serde_json::Map::new(),
             &mut |store, cache, config, record| {
                 let baseline = match record.baseline.as_deref() {
-                    Some(b) => cache.get_or_load(store, server, b, &config.fingerprint)?,
+                    Some(b) => cache.get_or_load(&*store, server, b, &config.fingerprint)?,
                     None => None,
                 };
                 let live = page_drift(baseline.as_deref(), tools, &config.fingerprint);
@@ -258,6 +268,7 @@ impl Engine {
             serve,
             reason,
             unchecked: false,
+            unreviewed: Vec::new(),
         }
     }
 
@@ -281,8 +292,10 @@ impl Engine {
         match acc {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
-                match self.evaluate_set(store, out, page.now_ms, exchange, &all, None) {
-                    Ok(record) => serve_if_open(record, page.scope),
+                match self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view) {
+                    Ok((record, unreviewed)) => {
+                        serve_if_open(record, page.scope).withholding(unreviewed)
+                    }
                     Err(e) => unchecked(record, &e),
                 }
             }
@@ -355,6 +368,7 @@ fn withheld(record: Option<ServerRecord>, reason: String) -> Verdict {
         serve: false,
         reason,
         unchecked: false,
+        unreviewed: Vec::new(),
     }
 }
 
@@ -378,4 +392,6 @@ struct Page<'p> {
     scope: DriftScope,
     /// More pages follow.
     next_cursor: bool,
+    /// The view the listing belongs to.
+    view: Option<&'p ViewRead>,
 }

@@ -1,0 +1,360 @@
+//! What a complete live list makes of a server's record: decided inside the
+//! compare-and-swap, from the very record being swapped.
+//!
+//! Main design decision: the list's own facts (its digests, its view, its screening findings)
+//! are computed once; everything that depends on the record (whether it verifies against the
+//! catalogue and its view's names, the candidate catalogue, how far a drift reaches, whether
+//! a new view is trusted or past the bound) is decided by [`LiveCheck::decide`] on each
+//! attempt, so a record another worker wrote in between is decided again, never handed an
+//! answer computed for the record before it.
+
+use crate::config::Config;
+use crate::policy::approved::{Approved, ApprovedCache};
+use crate::policy::containment::{self, DriftReach};
+use crate::policy::fingerprint::ToolDigests;
+use crate::policy::status::{LiveSet, Posture, SchemaStatus, ServerRecord};
+use crate::policy::views::{self, ViewId, ViewRead, ViewRecord};
+use crate::state::store::StateStore;
+use crate::state::{self, StateError};
+use serde_json::Value;
+use std::rc::Rc;
+
+/// The digests of a live tool set: computed from its definitions, or those of the cached set
+/// it equals.
+pub(super) enum LiveDigests {
+    /// Digested from the list (or taken from a cached set the list was compared with).
+    Computed(ToolDigests, Option<String>),
+    /// The list is known to be exactly this cached set.
+    Cached(Rc<Approved>),
+}
+
+impl LiveDigests {
+    pub(super) fn fingerprint(&self) -> String {
+        match self {
+            LiveDigests::Computed(_, Some(known)) => known.clone(),
+            LiveDigests::Computed(digests, None) => digests.fingerprint(),
+            LiveDigests::Cached(set) => set.fingerprint.clone(),
+        }
+    }
+
+    /// The `(name, digest)` pairs.
+    fn digests(&self) -> ToolDigests {
+        match self {
+            LiveDigests::Computed(digests, _) => digests.clone(),
+            LiveDigests::Cached(set) => set.digests().unwrap_or_default(),
+        }
+    }
+}
+
+/// A complete live list's own facts, computed once from the list.
+pub(super) enum LiveCheck<'t> {
+    /// Not a valid tool set (repeated or missing names, ...): the reason.
+    Invalid(String),
+    /// A valid set.
+    Valid {
+        /// Its own server fingerprint.
+        fingerprint: String,
+        /// Its digests.
+        digests: ToolDigests,
+        /// Its definitions.
+        tools: &'t Value,
+        /// The view it was listed to.
+        view: Option<&'t ViewRead>,
+    },
+}
+
+/// What [`LiveCheck::decide`] made of one record.
+pub(super) enum Decided {
+    /// Apply this to the lifecycle (and whether it is a drift from a baseline).
+    Apply(LiveSet, bool),
+    /// The list was checked against the catalogue alone (its view cannot be told, or is
+    /// new past `limits.max_views`): nothing changes; these listed tools are not in the
+    /// catalogue and are withheld from the answer.
+    CatalogueAlone {
+        /// Listed tools the catalogue lacks.
+        withheld: Vec<String>,
+        /// The view was new past the bound (audited `view.limit`).
+        past_bound: bool,
+    },
+}
+
+/// What `decide` needs besides the record.
+pub(super) struct Context<'a> {
+    pub(super) config: &'a Config,
+    pub(super) server: &'a str,
+    pub(super) now_ms: u64,
+}
+
+impl LiveCheck<'_> {
+    pub(super) fn new<'t>(
+        digests: Result<LiveDigests, String>,
+        tools: &'t Value,
+        view: Option<&'t ViewRead>,
+    ) -> LiveCheck<'t> {
+        match digests {
+            Err(reason) => LiveCheck::Invalid(reason),
+            Ok(digests) => LiveCheck::Valid {
+                fingerprint: digests.fingerprint(),
+                digests: digests.digests(),
+                tools,
+                view,
+            },
+        }
+    }
+
+    /// The list's own fingerprint (none for an invalid set).
+    pub(super) fn fingerprint(&self) -> Option<&str> {
+        match self {
+            LiveCheck::Valid { fingerprint, .. } => Some(fingerprint),
+            LiveCheck::Invalid(_) => None,
+        }
+    }
+
+    /// What the list makes of `record`. It may store the set it hands the lifecycle (the
+    /// candidate an admin reviews; content-addressed, so a retry stores nothing twice).
+    pub(super) fn decide(
+        &self,
+        store: &mut dyn StateStore,
+        cache: &mut ApprovedCache,
+        at: &Context<'_>,
+        record: &ServerRecord,
+    ) -> Result<Decided, StateError> {
+        let (fingerprint, listed, tools, view) = match self {
+            LiveCheck::Invalid(reason) => {
+                let reason = reason.clone();
+                return Ok(Decided::Apply(LiveSet::Invalid { reason }, false));
+            }
+            LiveCheck::Valid {
+                fingerprint,
+                digests,
+                tools,
+                view,
+            } => (
+                fingerprint,
+                digests,
+                *tools,
+                view.and_then(|v| v.as_ref().ok()),
+            ),
+        };
+        let config = at.config;
+        let listed_defs = tools.as_array().map_or(&[][..], Vec::as_slice);
+        let Some(baseline) = record.baseline.as_deref() else {
+            // First contact: the list is the candidate (screened as a first contact).
+            let Some(view) = view else {
+                return Ok(Decided::CatalogueAlone {
+                    withheld: views::names_of(listed),
+                    past_bound: false,
+                });
+            };
+            store_set(
+                store,
+                cache,
+                (config, at.server, record),
+                fingerprint,
+                listed_defs.to_vec(),
+            )?;
+            let findings = crate::policy::screening::screen(tools, Some(record), &config.screening);
+            let live = LiveSet::Valid {
+                fingerprint: fingerprint.clone(),
+                matches: false,
+                findings,
+                reach: DriftReach::Unknown,
+                view: Some(seen(view, listed, None, at.now_ms)),
+                grows: false,
+            };
+            return Ok(Decided::Apply(live, false));
+        };
+        let catalogue = cache.get_or_load(&*store, at.server, baseline, &config.fingerprint)?;
+        let Some(catalogue) = catalogue else {
+            // Known by its fingerprint only: the list must be the whole of it.
+            let matches = fingerprint == baseline;
+            store_set(
+                store,
+                cache,
+                (config, at.server, record),
+                fingerprint,
+                listed_defs.to_vec(),
+            )?;
+            let reach = match matches {
+                true => DriftReach::Unknown,
+                false => DriftReach::Server(
+                    "the baseline is known by its fingerprint only, so the drift cannot be told tool by tool"
+                        .into(),
+                ),
+            };
+            let live = LiveSet::Valid {
+                fingerprint: fingerprint.clone(),
+                matches,
+                findings: Vec::new(),
+                reach,
+                view: view.map(|v| seen(v, listed, record.view(&v.key), at.now_ms)),
+                grows: false,
+            };
+            return Ok(Decided::Apply(live, !matches));
+        };
+        let known = view.and_then(|v| record.view(&v.key));
+        let past_bound =
+            view.is_some() && known.is_none() && record.views.len() >= config.limits.max_views;
+        let told = view.filter(|_| !past_bound);
+        let allow_subset = config.server(at.server).allow_subset;
+        let others = record
+            .views
+            .iter()
+            .filter(|o| told.is_none_or(|v| o.key != v.key));
+        let candidate = views::candidate(&catalogue, listed, known, others, allow_subset);
+        let Some(view) = told else {
+            if candidate.redefined.is_empty() {
+                return Ok(Decided::CatalogueAlone {
+                    withheld: candidate.added,
+                    past_bound,
+                });
+            }
+            // A tool shown differently is drift, whatever the view.
+            return drift(
+                store,
+                cache,
+                (at, record),
+                &catalogue,
+                candidate,
+                listed_defs,
+                None,
+            );
+        };
+        if candidate.verifies(&catalogue) {
+            // An allowed subset keeps the names recorded for the view.
+            let mut seen = seen(view, listed, known, at.now_ms);
+            if let Some(known) = known {
+                seen.names.clone_from(&known.names);
+            }
+            let live = LiveSet::Valid {
+                fingerprint: candidate.fingerprint,
+                matches: true,
+                findings: Vec::new(),
+                reach: DriftReach::Unknown,
+                view: Some(seen),
+                grows: false,
+            };
+            return Ok(Decided::Apply(live, false));
+        }
+        let seen = seen(view, listed, known, at.now_ms);
+        let grows = known.is_none()
+            && candidate.redefined.is_empty()
+            && config.posture_of(at.server) == Posture::Discovery
+            && record.status == SchemaStatus::Verified;
+        if !grows {
+            return drift(
+                store,
+                cache,
+                (at, record),
+                &catalogue,
+                candidate,
+                listed_defs,
+                Some(seen),
+            );
+        }
+        // A new view trusted on first use: the tools it adds are screened like a first
+        // contact, and the grown catalogue is the new baseline.
+        let added: Vec<Value> = listed_defs
+            .iter()
+            .filter(|t| {
+                let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
+                candidate.added.iter().any(|a| a == name)
+            })
+            .cloned()
+            .collect();
+        let fresh = ServerRecord::new(at.now_ms);
+        let findings =
+            crate::policy::screening::screen(&Value::Array(added), Some(&fresh), &config.screening);
+        let definitions = views::candidate_definitions(&catalogue, &candidate, listed_defs);
+        store_set(
+            store,
+            cache,
+            (config, at.server, record),
+            &candidate.fingerprint,
+            definitions,
+        )?;
+        let live = LiveSet::Valid {
+            fingerprint: candidate.fingerprint,
+            matches: false,
+            findings,
+            reach: DriftReach::Unknown,
+            view: Some(seen),
+            grows: true,
+        };
+        Ok(Decided::Apply(live, false))
+    }
+}
+
+/// A drift: the candidate is stored for review and handed to the lifecycle with how far it
+/// reaches, tool by tool.
+fn drift(
+    store: &mut dyn StateStore,
+    cache: &mut ApprovedCache,
+    (at, record): (&Context<'_>, &ServerRecord),
+    catalogue: &Approved,
+    candidate: views::Candidate,
+    listed: &[Value],
+    view: Option<ViewRecord>,
+) -> Result<Decided, StateError> {
+    let definitions = views::candidate_definitions(catalogue, &candidate, listed);
+    store_set(
+        store,
+        cache,
+        (at.config, at.server, record),
+        &candidate.fingerprint,
+        definitions,
+    )?;
+    let reach = DriftReach::Tools(containment::classify(catalogue, &candidate.digests, true));
+    let live = LiveSet::Valid {
+        fingerprint: candidate.fingerprint,
+        matches: false,
+        findings: Vec::new(),
+        reach,
+        view,
+        grows: false,
+    };
+    Ok(Decided::Apply(live, true))
+}
+
+/// The view record a list of `view` makes: the names it listed.
+fn seen(
+    view: &ViewId,
+    listed: &ToolDigests,
+    known: Option<&ViewRecord>,
+    now_ms: u64,
+) -> ViewRecord {
+    let names = views::names_of(listed);
+    ViewRecord {
+        key: view.key.clone(),
+        sources: view.sources.clone(),
+        names,
+        first_ms: known.map_or(now_ms, |k| k.first_ms),
+        last_ms: now_ms,
+    }
+}
+
+/// Stores a set the lifecycle is handed (a candidate for review, a first contact, a set
+/// whose definitions were known by fingerprint only) unless it is stored already.
+fn store_set(
+    store: &mut dyn StateStore,
+    cache: &mut ApprovedCache,
+    at: (&Config, &str, &ServerRecord),
+    fingerprint: &str,
+    definitions: Vec<Value>,
+) -> Result<(), StateError> {
+    let (config, server, record) = at;
+    // A set the record names is stored (nothing replaces a named set).
+    let named = record.set_refs().contains(&Some(fingerprint));
+    if (named && cache.contains(fingerprint))
+        || state::holds_tool_set(&*store, server, fingerprint)?
+    {
+        return Ok(());
+    }
+    state::put_tool_set(store, server, fingerprint, &definitions)?;
+    if let Some(approved) =
+        Approved::from_definitions(fingerprint, definitions, &config.fingerprint)
+    {
+        cache.insert(approved);
+    }
+    Ok(())
+}

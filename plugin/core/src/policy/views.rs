@@ -1,0 +1,288 @@
+//! Surface views: one server, a tool set per kind of caller.
+//!
+//! Main design decision: the approved surface of a server is split in two. The *catalogue*
+//! is the approved definition of every tool name (the baseline set: the server fingerprint
+//! is computed over it, so a server seen through one view keeps the fingerprint, pins and
+//! locks it always had). A *view* is one kind of caller, keyed by the values of the
+//! configured sources for a request (its protocol revision, the client capabilities it
+//! declared, a path, a header, a metadata value), and records the names it was listed. A
+//! list verifies when every tool it shows has exactly the catalogue's digest (a tool shown
+//! differently to one kind of caller is drift: it is how a targeted poisoning looks) and
+//! its view lists the names recorded for it. What a list would make of the catalogue (the
+//! *candidate*: the catalogue with the list's definitions applied) is one pure function of
+//! the catalogue, the views and the list, so the lifecycle decides it from the very record
+//! it swaps.
+
+use crate::policy::approved::Approved;
+use crate::policy::fingerprint::{ToolDigests, server_fingerprint, sha256_hex};
+use crate::wire::canonical::to_canonical_string;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Where a request's view comes from (`views`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewSource {
+    /// The request's protocol revision.
+    Revision,
+    /// The sorted names of the client capabilities it declared (only those its revision
+    /// defines).
+    Capabilities,
+    /// The request path without its query.
+    Path,
+    /// A request header (lower-cased name).
+    Header(String),
+    /// Envoy dynamic metadata at `NAMESPACE/key/…`.
+    Metadata(String),
+}
+
+impl ViewSource {
+    /// How reviews name the source: `revision`, `capabilities`, `path`, `header:NAME`,
+    /// `metadata:PATH`.
+    pub fn label(&self) -> String {
+        match self {
+            ViewSource::Revision => "revision".into(),
+            ViewSource::Capabilities => "capabilities".into(),
+            ViewSource::Path => "path".into(),
+            ViewSource::Header(name) => format!("header:{name}"),
+            ViewSource::Metadata(path) => format!("metadata:{path}"),
+        }
+    }
+
+    /// Header and metadata values can carry identity: reviews show them hashed.
+    fn shown_hashed(&self) -> bool {
+        matches!(self, ViewSource::Header(_) | ViewSource::Metadata(_))
+    }
+}
+
+/// The sources used when `views` is not configured.
+pub fn default_sources() -> Vec<ViewSource> {
+    vec![ViewSource::Revision, ViewSource::Capabilities]
+}
+
+/// Most sources `views` may list.
+pub const MAX_VIEW_SOURCES: usize = 8;
+
+/// The revision a request without any (no header, no `_meta`) speaks, as the transport
+/// specifies.
+pub const DEFAULT_REVISION: &str = "2025-03-26";
+
+/// The client capability names a revision defines. Any other name a client declares is
+/// ignored, so a caller cannot invent views by declaring made-up capabilities.
+pub fn defined_capabilities(revision: &str) -> &'static [&'static str] {
+    match revision {
+        "2024-11-05" | "2025-03-26" => &["roots", "sampling"],
+        "2025-06-18" => &["elicitation", "roots", "sampling"],
+        _ => &["elicitation", "roots", "sampling", "tasks"],
+    }
+}
+
+/// The sorted names of the capabilities in `declared` (a client `capabilities` object) that
+/// `revision` defines.
+pub fn capability_names(declared: &Value, revision: &str) -> Vec<String> {
+    let defined = defined_capabilities(revision);
+    let mut names: Vec<String> = declared
+        .as_object()
+        .map(|caps| {
+            caps.keys()
+                .filter(|name| defined.contains(&name.as_str()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A request's view, told from its source values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewId {
+    /// SHA-256 (hex) of the canonical JSON array of the source values.
+    pub key: String,
+    /// The sources and their values as reviews show them (`[label, value]`; header and
+    /// metadata values as `sha256:` and the first 16 hex digits of their digest).
+    pub sources: Vec<(String, Value)>,
+}
+
+impl ViewId {
+    /// The view of `values`, one per source of `sources` (`Value::Null`: absent).
+    pub fn new(sources: &[ViewSource], values: Vec<Value>) -> ViewId {
+        let key = sha256_hex(to_canonical_string(&Value::Array(values.clone())).as_bytes());
+        let sources = sources
+            .iter()
+            .zip(values)
+            .map(|(source, value)| {
+                let shown = match (&value, source.shown_hashed()) {
+                    (Value::Null, _) | (_, false) => value,
+                    (other, true) => {
+                        let text = match other {
+                            Value::String(s) => s.clone(),
+                            other => to_canonical_string(other),
+                        };
+                        let digest = sha256_hex(text.as_bytes());
+                        Value::String(format!("sha256:{}", digest.get(..16).unwrap_or("")))
+                    }
+                };
+                (source.label(), shown)
+            })
+            .collect();
+        ViewId { key, sources }
+    }
+
+    /// The view in words, for audit reasons: `revision=2025-11-25, capabilities=["roots"]`.
+    pub fn describe(&self) -> String {
+        describe(&self.sources)
+    }
+}
+
+fn describe(sources: &[(String, Value)]) -> String {
+    sources
+        .iter()
+        .map(|(label, value)| format!("{label}={value}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A request's view as read: told, or not (why: a source could not be read, such as the
+/// capabilities of a 2025 session whose `initialize` is no longer remembered).
+pub type ViewRead = Result<ViewId, String>;
+
+/// One view of a server, kept in its record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewRecord {
+    /// [`ViewId::key`].
+    pub key: String,
+    /// [`ViewId::sources`].
+    pub sources: Vec<(String, Value)>,
+    /// The tool names listed to this view, sorted.
+    pub names: Vec<String>,
+    /// When it was first seen (ms since the epoch).
+    pub first_ms: u64,
+    /// When a list of it last verified (ms since the epoch, kept to [`LAST_SEEN_STEP_MS`]).
+    pub last_ms: u64,
+}
+
+impl ViewRecord {
+    /// The view in words.
+    pub fn describe(&self) -> String {
+        describe(&self.sources)
+    }
+}
+
+/// How finely `last_ms` follows a view's lists: a record is rewritten for it at most once
+/// per step, so a busy view does not rewrite its server's record on every list.
+pub const LAST_SEEN_STEP_MS: u64 = 60_000;
+
+/// What a complete list, seen through one view, makes of the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The candidate catalogue's digests: the catalogue with the list's definitions applied,
+    /// less the tools the view stopped listing that no other view lists.
+    pub digests: ToolDigests,
+    /// Its server fingerprint.
+    pub fingerprint: String,
+    /// Listed tools the catalogue does not have.
+    pub added: Vec<String>,
+    /// Listed tools the catalogue has with another digest (a tool shown differently).
+    pub redefined: Vec<String>,
+    /// Whether the view's names hold: a new view, or a known one listing its recorded names
+    /// (a subset of them with `allow_subset`).
+    pub names_hold: bool,
+}
+
+impl Candidate {
+    /// Whether the list verifies: the catalogue unchanged, and the view's names hold.
+    pub fn verifies(&self, catalogue: &Approved) -> bool {
+        self.names_hold && self.fingerprint == catalogue.fingerprint
+    }
+}
+
+/// The candidate a list (`listed`, its digests) of view `view` makes of `catalogue`, given
+/// the names the server's other views list. `view`: the view's record when it is known.
+pub fn candidate<'v>(
+    catalogue: &Approved,
+    listed: &ToolDigests,
+    view: Option<&ViewRecord>,
+    others: impl Iterator<Item = &'v ViewRecord>,
+    allow_subset: bool,
+) -> Candidate {
+    let listed_names: BTreeSet<&str> = listed.entries.iter().map(|(n, _)| n.as_str()).collect();
+    let mut added = Vec::new();
+    let mut redefined = Vec::new();
+    for (name, digest) in &listed.entries {
+        match catalogue.digest(name) {
+            None => added.push(name.clone()),
+            Some(approved) if approved != digest => redefined.push(name.clone()),
+            Some(_) => {}
+        }
+    }
+    let (names_hold, dropped) = match view {
+        None => (true, BTreeSet::new()),
+        Some(view) => {
+            let recorded: BTreeSet<&str> = view.names.iter().map(String::as_str).collect();
+            let dropped: BTreeSet<&str> = recorded.difference(&listed_names).copied().collect();
+            let equal = recorded == listed_names;
+            let subset = allow_subset && listed_names.is_subset(&recorded);
+            // An allowed subset drops nothing from the catalogue.
+            match (equal, subset) {
+                (true, _) => (true, BTreeSet::new()),
+                (false, true) => (true, BTreeSet::new()),
+                (false, false) => (false, dropped),
+            }
+        }
+    };
+    // A tool the view stopped listing leaves the catalogue only when no other view lists it.
+    let others: Vec<&ViewRecord> = others.collect();
+    let orphaned = |name: &str| {
+        dropped.contains(name) && !others.iter().any(|o| o.names.iter().any(|n| n == name))
+    };
+    let mut entries: Vec<(String, String)> = catalogue
+        .tools
+        .iter()
+        .filter(|(name, _)| !listed_names.contains(name.as_str()) && !orphaned(name))
+        .map(|(name, tool)| (name.clone(), tool.digest.clone()))
+        .collect();
+    entries.extend(listed.entries.iter().cloned());
+    // Names are unique: the catalogue's, less those listed, plus the listed ones.
+    let digests = ToolDigests::from_entries(entries).unwrap_or_default();
+    let fingerprint = server_fingerprint(
+        digests
+            .entries
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_str())),
+    );
+    Candidate {
+        digests,
+        fingerprint,
+        added,
+        redefined,
+        names_hold,
+    }
+}
+
+/// The definitions of a candidate: each listed tool as listed, every other as the
+/// catalogue has it.
+pub fn candidate_definitions(
+    catalogue: &Approved,
+    candidate: &Candidate,
+    listed: &[Value],
+) -> Vec<Value> {
+    let name_of = |tool: &Value| tool.get("name").and_then(Value::as_str).map(str::to_string);
+    let listed_names: BTreeSet<String> = listed.iter().filter_map(name_of).collect();
+    let mut definitions: Vec<Value> = candidate
+        .digests
+        .entries
+        .iter()
+        .filter(|(name, _)| !listed_names.contains(name))
+        .filter_map(|(name, _)| catalogue.tools.get(name).map(|t| t.definition.clone()))
+        .collect();
+    definitions.extend(listed.iter().cloned());
+    definitions
+}
+
+/// The sorted names of a list's digests.
+pub fn names_of(listed: &ToolDigests) -> Vec<String> {
+    let mut names: Vec<String> = listed.entries.iter().map(|(n, _)| n.clone()).collect();
+    names.sort();
+    names
+}
