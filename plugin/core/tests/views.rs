@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use toolseal_core::config::Config;
 use toolseal_core::policy::status::{SchemaStatus, ServerRecord};
 use toolseal_core::state;
+use toolseal_core::state::store::StateStore;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed, parse_transcript};
 
 const SERVER: &str = "everything";
@@ -428,4 +429,59 @@ fn a_2025_and_a_2026_caller_of_one_server_with_different_sets_both_verify() {
         assert_eq!(record.views.len(), 2);
         assert!(events(&gw, "schema.changed").is_empty());
     }
+}
+
+#[test]
+fn under_tool_scope_a_drift_through_one_view_withholds_only_the_tool_it_changed() {
+    let mut gw = gateway(json!({"servers": {SERVER: {"drift_scope": "tool"}}}));
+    let mut lines = Vec::new();
+    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let b = replay(&mut gw, CAPABLE, &capable_with_poisoned_echo(), &mut lines);
+    // echo is withheld from the view that was shown another echo; its 16 other tools serve.
+    assert_eq!(listed(&b), [16]);
+    let record = record(&gw);
+    assert_eq!(record.status, SchemaStatus::Changed);
+    assert_eq!(record.drift_changed, ["echo"]);
+    assert!(record.drift_added.is_empty() && record.drift_removed.is_empty());
+    // The other view keeps its 12 unchanged tools; echo, the drifted tool, is withheld there
+    // too until an admin reviews it.
+    let a = replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    assert_eq!(listed(&a), [12]);
+    let view = gw.engine.admin_view(&gw.store, Some(SERVER)).unwrap();
+    assert_eq!(view["drifted_view"]["names"].as_array().unwrap().len(), 17);
+    assert_eq!(view["views"].as_array().unwrap().len(), 2);
+}
+
+/// The shared-data cost of views: the record of a server seen through 16 views (each listed
+/// the 17 tools of the capable recording under another toolset header), against one view.
+#[test]
+fn sixteen_views_cost_a_bounded_record() {
+    let size_with = |views: usize| {
+        let mut gw = gateway(json!({"views": ["revision", {"header": "x-toolset"}]}));
+        let mut lines = Vec::new();
+        for n in 0..views {
+            let exchanges: Vec<HttpExchange> = transcript(CAPABLE)
+                .into_iter()
+                .map(|mut e| {
+                    e.request_headers
+                        .push(("x-toolset".into(), format!("toolset-{n}")));
+                    e
+                })
+                .collect();
+            replay(&mut gw, CAPABLE, &exchanges, &mut lines);
+        }
+        let (bytes, _) = gw
+            .store
+            .get(&format!("ts/v1/srv/{SERVER}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(record(&gw).views.len(), views);
+        bytes.len()
+    };
+    let (one, sixteen) = (size_with(1), size_with(16));
+    let per_view = (sixteen - one) / 15;
+    println!("record: 1 view {one} bytes, 16 views {sixteen} bytes, {per_view} bytes per view");
+    // 17 names and two sources a view: well under a kilobyte each.
+    assert!(per_view < 1024, "{per_view} bytes per view");
 }
