@@ -144,6 +144,114 @@ fn everything_renamed_pairs_match_golden() {
     );
 }
 
+/// The release's likely renames: the removed and added tools whose `inputSchema` is the
+/// same once normalized. `printEnv` and `getTinyImage` became `get-env` and `get-tiny-image`
+/// too, but those lost `additionalProperties: false` on the way (an authority change), so
+/// their schemas differ and they are not paired; the two share an empty schema, and no
+/// added tool has it.
+#[test]
+fn everything_release_renames_match_golden() {
+    let old = tools("everything-2025.11.25.tools_list.json");
+    let new = tools("everything-2026.1.26.tools_list.json");
+    let diff = diff_tools(&old, &new);
+    let renames = diff.renames();
+    golden(
+        "everything-2025.11.25_to_2026.1.26.renames.expected.txt",
+        &renames.render_text(),
+    );
+    let pairs: Vec<(&str, &str)> = renames
+        .likely
+        .iter()
+        .map(|r| (r.from.as_str(), r.to.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("add", "get-sum"),
+            ("annotatedMessage", "get-annotated-message"),
+            ("getResourceLinks", "get-resource-links"),
+            ("longRunningOperation", "trigger-long-running-operation"),
+        ]
+    );
+    assert_eq!(renames.possible, vec![]);
+    // What else changed in add -> get-sum, compared under one name.
+    let sum = &renames.likely[0];
+    assert_eq!(
+        sum.changes
+            .iter()
+            .map(|c| (
+                c.path.as_str(),
+                c.kind,
+                c.class,
+                c.before.clone(),
+                c.after.clone()
+            ))
+            .collect::<Vec<_>>(),
+        vec![
+            (
+                "/description",
+                DescriptionChanged,
+                Semantic,
+                Some(json!("Adds two numbers")),
+                Some(json!("Returns the sum of two numbers"))
+            ),
+            (
+                "/execution/taskSupport",
+                ExecutionChanged,
+                Additive,
+                None,
+                Some(json!("forbidden"))
+            ),
+            (
+                "/title",
+                TitleChanged,
+                Semantic,
+                None,
+                Some(json!("Get Sum Tool"))
+            ),
+        ]
+    );
+    // Still drift, classified as before: the rename is a hint, not a verdict.
+    assert_eq!(diff.exit_code(), 2);
+    assert_eq!(
+        summary(&diff)
+            .into_iter()
+            .filter(|c| c.0 == "add" || c.0 == "get-sum")
+            .collect::<Vec<_>>(),
+        vec![
+            ("add".into(), "".into(), ToolRemoved, Breaking),
+            ("get-sum".into(), "".into(), ToolAdded, Additive),
+        ]
+    );
+}
+
+/// Two removed and two added tools on one schema: no pick, every candidate named.
+#[test]
+fn renames_on_a_shared_schema_are_only_possible() {
+    let empty = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+    let diff = diff_tools(
+        &[empty("list_a"), empty("list_b"), deploy_v1()],
+        &[empty("a_list"), empty("b_list"), {
+            let mut renamed = deploy_v1();
+            renamed["name"] = json!("deploy-preview");
+            renamed
+        }],
+    );
+    let renames = diff.renames();
+    assert_eq!(
+        renames.render_text(),
+        "likely renames (same inputSchema; still drift: calls to the old name fail):\n  \
+         deploy_preview -> deploy-preview\n    (nothing else changed)\n\
+         possible renames (one inputSchema shared by several removed or added tools; not paired):\n  \
+         list_a, list_b -> a_list, b_list\n"
+    );
+    assert_eq!(
+        renames.to_json(),
+        json!({"likely": [{"from": "deploy_preview", "to": "deploy-preview", "changes": []}],
+               "possible": [{"removed": ["list_a", "list_b"], "added": ["a_list", "b_list"]}]})
+    );
+}
+
 #[test]
 fn same_release_has_no_drift() {
     let old = tools("everything-2025.11.25.tools_list.json");

@@ -15,10 +15,19 @@
 //! (old calls now fail: loud), `semantic` (meaning or model-facing text changed: silent),
 //! `authority` (the tool accepts or may do more: silent and widening). The order is how
 //! quietly a change can cause harm; [`DriftDiff::worst`] uses it.
+//!
+//! A renamed tool is a removal and an addition, and stays so. For review only (feature
+//! `review`), `DriftDiff::renames` pairs a removed and an added tool that take the same
+//! arguments as a likely rename and says what else changed.
 
+#[cfg(feature = "review")]
+mod renames;
 mod report;
 mod schema_diff;
 mod tool_fields;
+
+#[cfg(feature = "review")]
+pub use renames::{PossibleRenames, Rename, Renames, find_renames};
 
 use serde_json::Value;
 
@@ -64,7 +73,8 @@ impl ChangeClass {
 pub enum ChangeKind {
     /// A tool appeared (additive).
     ToolAdded,
-    /// A tool disappeared (breaking). A renamed tool is removed + added.
+    /// A tool disappeared (breaking). A renamed tool is removed + added (for review, a
+    /// likely rename is also named as such, without changing any class).
     ToolRemoved,
     /// A tool of the set is not an object with a string `name`, or repeats a name.
     InvalidTool,
