@@ -192,6 +192,64 @@ fn diff_exit_status_is_a_release_gate() {
     assert!(text(&drift.stdout).contains("tool_removed"));
 }
 
+/// server-everything's release renamed `add` to `get-sum` (same arguments, new description):
+/// `toolseal diff` prints the drift as before, then the likely renames with what else
+/// changed; the exit status is still 2 (calls to `add` fail).
+#[test]
+fn diff_names_the_likely_renames_of_the_real_release() {
+    let old = path_str(&common::transcript("everything-2025.11.25"));
+    let new = path_str(&common::transcript("everything-2026.1.26"));
+    let out = toolseal(&["diff", &old, &new]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let expected =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/everything-diff.expected.txt");
+    assert_eq!(
+        text(&out.stdout),
+        std::fs::read_to_string(expected).unwrap()
+    );
+
+    let json = toolseal(&["diff", "--json", &old, &new]);
+    assert_eq!(json.status.code(), Some(2));
+    let report: Value = serde_json::from_str(&text(&json.stdout)).unwrap();
+    let pairs: Vec<(&str, &str)> = report["renames"]["likely"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["from"].as_str().unwrap(), r["to"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("add", "get-sum"),
+            ("annotatedMessage", "get-annotated-message"),
+            ("getResourceLinks", "get-resource-links"),
+            ("longRunningOperation", "trigger-long-running-operation"),
+        ]
+    );
+    assert_eq!(report["renames"]["possible"], serde_json::json!([]));
+    assert_eq!(
+        report["summary"]["tools_removed"].as_array().unwrap().len(),
+        10
+    );
+
+    // Under a configuration, only what its fingerprint covers (default fields: name,
+    // description, inputSchema): the pair's description change, not its title.
+    let config = scratch("renames-config.json");
+    std::fs::write(&config, "{}").unwrap();
+    let covered = toolseal(&["diff", "--config", &path_str(&config), &old, &new]);
+    assert_eq!(covered.status.code(), Some(2));
+    let stdout = text(&covered.stdout);
+    let block = stdout.split("\n\n").nth(1).unwrap();
+    assert_eq!(
+        block,
+        "likely renames (same inputSchema; still drift: calls to the old name fail):\n  \
+         add -> get-sum\n    /description  description_changed  semantic\n  \
+         annotatedMessage -> get-annotated-message\n    /description  description_changed  semantic\n  \
+         getResourceLinks -> get-resource-links\n    /description  description_changed  semantic\n  \
+         longRunningOperation -> trigger-long-running-operation\n    /description  description_changed  semantic\n"
+    );
+}
+
 #[test]
 fn http_lines_tell_what_the_client_got() {
     let out = replay_drift(&["--http"]);

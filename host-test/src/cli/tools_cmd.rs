@@ -34,9 +34,13 @@ exit status: 0 printed, 2 unusable input.";
 pub const DIFF_USAGE: &str = "\
 usage: toolseal diff [--json] [--config CONFIG.json] OLD NEW
   Compares two tool sets tool by tool and field by field and prints one line per change:
-  `tool  path  kind  class` (class: additive, breaking, semantic or authority).
+  `tool  path  kind  class` (class: additive, breaking, semantic or authority). Then, after
+  a blank line, the likely renames: a removed and an added tool with the same inputSchema,
+  as `old -> new` and what else changed (still a removal and an addition: the classes and
+  the exit status stay); several on one schema are listed as possible renames, unpaired.
   OLD, NEW       a tools/list result, a bare array of tools, or a recorded transcript
-  --json         one JSON object: {\"summary\": ..., \"changes\": [...]}
+  --json         one JSON object: {\"summary\": ..., \"changes\": [...], \"renames\":
+                 {\"likely\": [{\"from\", \"to\", \"changes\"}], \"possible\": [...]}}
   --config FILE  only the changes that configuration's fingerprint covers (its
                  `fingerprint.fields`, and tools added or removed): the drift its plugin
                  would see. Without it every field is compared.
@@ -156,13 +160,30 @@ pub fn diff(args: &[OsString]) -> Result<i32> {
     let old_tools = load_tools(old)?;
     let new_tools = load_tools(new)?;
     let mut drift = diff_tools(&old_tools, &new_tools);
+    let mut renames = drift.renames();
     if let Some(fields) = fields {
         drift = covered_by(drift, &old_tools, &new_tools, &fields);
+        for rename in &mut renames.likely {
+            let pair = DriftDiff {
+                changes: std::mem::take(&mut rename.changes),
+            };
+            let (before, after) = (rename.before_under_new_name(), rename.after.clone());
+            rename.changes = covered_by(pair, &[before], &[after], &fields).changes;
+        }
     }
     if parsed.json {
-        print_lines(&[drift.to_json().to_string()])?;
+        let mut report = drift.to_json();
+        if let Some(object) = report.as_object_mut() {
+            object.insert("renames".to_owned(), renames.to_json());
+        }
+        print_lines(&[report.to_string()])?;
     } else {
-        print(&drift.render_text())?;
+        let mut text = drift.render_text();
+        if !renames.is_empty() {
+            text.push('\n');
+            text.push_str(&renames.render_text());
+        }
+        print(&text)?;
     }
     Ok(drift.exit_code())
 }
