@@ -130,11 +130,78 @@ fn release_drift_page_shows_every_changed_tool_with_class_badges() {
         .map(|s| s.split("<span").next().unwrap())
         .collect();
     assert_eq!(sections, names);
-    assert!(page.contains("<h2>add<span class=\"state\">removed</span></h2>"));
-    assert!(page.contains("<h2>get-sum<span class=\"state\">added</span></h2>"));
+    assert!(page.contains(
+        "<h2>add<span class=\"state\">removed \u{b7} likely renamed to get-sum</span></h2>"
+    ));
+    assert!(page.contains(
+        "<h2>get-sum<span class=\"state\">added \u{b7} likely rename of add</span></h2>"
+    ));
+    assert!(page.contains("<h2>zip<span class=\"state\">removed</span></h2>"));
     assert!(
         page.contains("worst: <span class=\"badge semantic\">semantic</span>; release gate exit 2")
     );
+}
+
+/// The release turned `add` into `get-sum` (same arguments): the page pairs them as a likely
+/// rename, side by side with the new name and description highlighted, and the drift keeps
+/// its classes (the header's counts and exit status are those of the removal and addition).
+#[test]
+fn release_page_shows_the_likely_renames_side_by_side() {
+    let page = release_page();
+    let section = page
+        .split("<section class=\"renames\">")
+        .nth(1)
+        .unwrap()
+        .split("<table class=\"overview\"><tr><th>class</th>")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = section
+        .split("<tr class=\"rename\">")
+        .skip(1)
+        .map(|r| r.split("</tr>").next().unwrap())
+        .collect();
+    let sum = "<td><code>add</code></td><td><code>get-sum</code></td><td class=\"detail\">\
+        <span class=\"badge semantic\">semantic</span> description_changed <code>/description</code><br>\
+        <span class=\"badge additive\">additive</span> execution_changed <code>/execution/taskSupport</code><br>\
+        <span class=\"badge semantic\">semantic</span> title_changed <code>/title</code></td>";
+    assert_eq!(rows.len(), 4, "{section}");
+    assert_eq!(rows[0], sum);
+    let pairs: Vec<&str> = rows
+        .iter()
+        .map(|r| r.split("</code></td><td class").next().unwrap())
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            "<td><code>add</code></td><td><code>get-sum",
+            "<td><code>annotatedMessage</code></td><td><code>get-annotated-message",
+            "<td><code>getResourceLinks</code></td><td><code>get-resource-links",
+            "<td><code>longRunningOperation</code></td><td><code>trigger-long-running-operation",
+        ]
+    );
+    assert!(!section.contains("class=\"possible\""));
+    let pair = section
+        .split("<section class=\"tool rename\"><h2>add \u{2192} get-sum<span class=\"state\">likely rename</span></h2>")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    let (old, new) = pair.split_once("<div class=\"side candidate\">").unwrap();
+    assert!(
+        old.contains("<span class=\"chg-old\">&quot;add&quot;</span>"),
+        "{old}"
+    );
+    assert!(
+        new.contains("<span class=\"chg-new\">&quot;get-sum&quot;</span>"),
+        "{new}"
+    );
+    assert!(
+        old.contains("&quot;description&quot;: &quot;<del>Adds</del> two numbers&quot;"),
+        "{old}"
+    );
+    assert!(new.contains("&quot;description&quot;: &quot;<ins>Returns</ins> <ins>the sum of </ins>two numbers&quot;"), "{new}");
+    assert!(page.contains("release gate exit 2"));
 }
 
 #[test]

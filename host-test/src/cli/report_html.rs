@@ -9,8 +9,10 @@
 //! node at each change's JSON pointer is highlighted; a changed description is diffed word
 //! by word. The changes themselves carry their class as a colored badge. Exit codes are
 //! those of `toolseal diff` (0 same, 1 additive, 2 otherwise), so one command can gate a
-//! release and attach the page.
+//! release and attach the page. A removed and an added tool with the same input schema are
+//! also shown as a likely rename, side by side, without changing any class.
 
+mod renames;
 mod serving;
 mod word_diff;
 
@@ -65,7 +67,8 @@ pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
 .chg-new{background:#dafbe1;outline:1px solid #4ac26b}
 del{background:#ff8182;color:#1f2328;text-decoration:line-through}
 ins{background:#4ac26b;color:#1f2328;text-decoration:none}
-section.serving,section.visibility{margin-top:22px}
+section.serving,section.visibility,section.renames{margin-top:22px}
+section.renames>h2{font-family:system-ui,sans-serif}
 .badge.served{background:#1a7f37}.badge.withheld{background:#cf222e}
 ";
 
@@ -326,17 +329,18 @@ fn tool_section(
     out: &mut String,
     name: &str,
     changes: &[&Change],
-    old: Option<&Value>,
-    new: Option<&Value>,
+    (old, new): (Option<&Value>, Option<&Value>),
+    rename: Option<String>,
 ) {
     let state = match (old, new) {
         (None, _) => "added",
         (_, None) => "removed",
         _ => "changed",
     };
+    let rename = rename.map_or_else(String::new, |note| format!(" \u{b7} {}", escape(&note)));
     let _ = write!(
         out,
-        "<section class=\"tool\"><h2>{}<span class=\"state\">{state}</span></h2>\n<table class=\"changes\">",
+        "<section class=\"tool\"><h2>{}<span class=\"state\">{state}{rename}</span></h2>\n<table class=\"changes\">",
         escape(name)
     );
     for change in changes {
@@ -404,6 +408,8 @@ pub fn render_with(
         serving::serving_section(&mut out, context, old, new);
         serving::visibility_section(&mut out, context, new);
     }
+    let likely = drift.renames();
+    renames::section(&mut out, &likely);
     overview(&mut out, &drift);
     if drift.is_empty() {
         out.push_str("<p>The two tool sets are the same (same fingerprint).</p>\n");
@@ -421,8 +427,8 @@ pub fn render_with(
             &mut out,
             name,
             changes,
-            old_tools.get(name).copied(),
-            new_tools.get(name).copied(),
+            (old_tools.get(name).copied(), new_tools.get(name).copied()),
+            renames::note(&likely, name),
         );
     }
     out.push_str("</main>\n</body></html>\n");
@@ -434,7 +440,8 @@ pub const USAGE: &str = "\
 usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html
   Writes the classified drift between two tool sets as one self-contained HTML page for
   reviewers (no script, no external resource): every change with its class, and both
-  definitions of every changed tool.
+  definitions of every changed tool; a removed and an added tool with the same inputSchema
+  side by side as a likely rename (still a removal and an addition).
   OLD, NEW            a tools/list result, a bare array of tools, or a recorded transcript
   --config FILE       the plugin configuration: the page also says what the gateway serves
                       of the server until NEW is approved (its drift_scope: which tools are
