@@ -211,3 +211,163 @@ fn a_running_console_serves_its_page_and_guards_its_api() {
     drop(running);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The tools of a `tools/list` result in the core's test data.
+fn release_tools(name: &str) -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugin/core/tests/data")
+        .join(name);
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    value["tools"].as_array().unwrap().clone()
+}
+
+/// An admin API that knows one server, `everything`, drifted from server-everything
+/// 2025.11.25 to 2026.1.26, and stores both sets; every other path is 404. Serves `limit`
+/// connections, one request each.
+fn fake_admin_api(limit: usize) -> String {
+    use std::io::{Read, Write};
+    let old = release_tools("everything-2025.11.25.tools.json");
+    let new = release_tools("everything-2026.1.26.tools.json");
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    let fp = |tools: &[serde_json::Value]| {
+        toolseal_core::policy::fingerprint::digest_tools(&serde_json::json!(tools), &fields)
+            .unwrap()
+            .fingerprint()
+    };
+    let (fp1, fp2) = (fp(&old), fp(&new));
+    let view = serde_json::json!({"server": "everything", "schema_status": "changed",
+        "posture": "strict", "baseline_fingerprint": fp1, "live_fingerprint": fp2,
+        "candidate_fingerprint": fp2,
+        "diff": toolseal_core::policy::drift::diff_tools(&old, &new).to_json()});
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/toolseal/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(limit) {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head);
+            let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+            let body = match path.strip_prefix("/toolseal/servers/everything") {
+                Some("") => Some(view.clone()),
+                Some(rest) if rest == format!("/tools/{}", fp1.replace(':', "%3A")) => {
+                    Some(serde_json::json!({"fingerprint": fp1, "tools": old}))
+                }
+                Some(rest) if rest == format!("/tools/{}", fp2.replace(':', "%3A")) => {
+                    Some(serde_json::json!({"fingerprint": fp2, "tools": new}))
+                }
+                _ => None,
+            };
+            let (status, body) = match body {
+                Some(body) => ("200 OK", body.to_string()),
+                None => ("404 Not Found", "{\"error\":\"not found\"}".to_owned()),
+            };
+            let answer = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    url
+}
+
+/// server-everything's release renamed `add` to `get-sum`: the console's diff block gets the
+/// likely renames beside the instance's answer, and its review page shows them side by side.
+#[test]
+fn the_console_shows_the_likely_renames_of_a_drift() {
+    let dir = scratch("renames");
+    let fleet = write_fleet(&dir, &fake_admin_api(20));
+    let mut child = console(&[
+        fleet.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--operator",
+        "ci",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let running = Running(child);
+    let first = BufReader::new(stdout).lines().next().unwrap().unwrap();
+    let url = HttpUrl::parse(&first).unwrap();
+    let html = String::from_utf8(get(&url, "/", &[]).body).unwrap();
+    let token = html
+        .split("name=\"toolseal-console-token\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+
+    let detail = get(
+        &url,
+        "/api/servers/everything",
+        &[("X-Toolseal-Console", &token)],
+    );
+    assert_eq!(
+        detail.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&detail.body)
+    );
+    let detail: serde_json::Value = serde_json::from_slice(&detail.body).unwrap();
+    let instance = &detail["instances"][0];
+    assert_eq!(instance["error"], serde_json::Value::Null);
+    let pairs: Vec<(&str, &str)> = instance["renames"]["likely"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["from"].as_str().unwrap(), r["to"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("add", "get-sum"),
+            ("annotatedMessage", "get-annotated-message"),
+            ("getResourceLinks", "get-resource-links"),
+            ("longRunningOperation", "trigger-long-running-operation"),
+        ]
+    );
+    let sum_changes: Vec<&str> = instance["renames"]["likely"][0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sum_changes,
+        vec!["description_changed", "execution_changed", "title_changed"]
+    );
+    // The instance's own answer is passed on as it came.
+    assert!(instance["view"].get("renames").is_none());
+
+    let (fp1, fp2) = (
+        instance["view"]["baseline_fingerprint"].as_str().unwrap(),
+        instance["view"]["live_fingerprint"].as_str().unwrap(),
+    );
+    let report = get(
+        &url,
+        &format!(
+            "/report?server=everything&candidate={}&baseline={}",
+            fp2.replace(':', "%3A"),
+            fp1.replace(':', "%3A")
+        ),
+        &[],
+    );
+    let page = String::from_utf8_lossy(&report.body);
+    assert_eq!(report.status, 200, "{page}");
+    assert!(page.contains("<section class=\"renames\"><h2>Likely renames</h2>"));
+    assert!(page.contains(
+        "<section class=\"tool rename\"><h2>add \u{2192} get-sum<span class=\"state\">likely rename</span></h2>"
+    ));
+    assert!(page.contains(
+        "<h2>add<span class=\"state\">removed \u{b7} likely renamed to get-sum</span></h2>"
+    ));
+    drop(running);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

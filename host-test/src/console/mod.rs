@@ -20,6 +20,7 @@ pub mod http_client;
 pub mod instances;
 pub mod mcp_list;
 pub mod overview;
+pub mod renames;
 pub mod routes;
 pub mod web;
 

@@ -93,8 +93,12 @@ impl Console {
             .server_views(&server)
             .into_iter()
             .map(|(instance, result)| match result {
-                Ok(view) => json!({"instance": instance, "view": view, "error": null}),
-                Err(e) => json!({"instance": instance, "view": null, "error": e}),
+                Ok(view) => {
+                    // The console's hint beside the instance's answer, not inside it.
+                    let renames = view.as_ref().and_then(super::renames::of_view);
+                    json!({"instance": instance, "view": view, "error": null, "renames": renames})
+                }
+                Err(e) => json!({"instance": instance, "view": null, "error": e, "renames": null}),
             })
             .collect();
         Answer::json(200, &json!({"server": server, "instances": views}))

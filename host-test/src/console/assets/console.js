@@ -165,16 +165,34 @@ function excerpt(value) {
   return text.length > 400 ? text.slice(0, 400) + "…" : text;
 }
 
+// Likely renames the console finds in the diff (a removed and an added tool with the same
+// inputSchema): a hint beside the classes, which stay those of a removal and an addition.
+function renderRenames(renames) {
+  const likely = (renames && Array.isArray(renames.likely)) ? renames.likely : [];
+  const possible = (renames && Array.isArray(renames.possible)) ? renames.possible : [];
+  if (!likely.length && !possible.length) return null;
+  const rows = likely.map((r) => el("tr", {class: "rename"},
+    el("td", {}, el("code", {text: r.from})), el("td", {}, el("code", {text: r.to})),
+    el("td", {class: "text"}, (Array.isArray(r.changes) && r.changes.length ? r.changes : [null]).map((c) => c
+      ? el("div", {}, el("span", {class: "badge " + (CLASSES.includes(c.class) ? c.class : "zero"), text: c.class}), " " + c.kind + " ", el("code", {text: c.path || "(whole tool)"}))
+      : el("div", {text: "nothing else: only the name"})))));
+  return el("div", {class: "renames"},
+    el("p", {text: "Likely renames: a removed and an added tool take the same arguments (same inputSchema). Still drift: calls to the old name fail."}),
+    likely.length ? el("table", {class: "grid"}, el("tr", {}, ["from", "to", "what else changed"].map((h) => el("th", {text: h}))), rows) : null,
+    possible.map((p) => el("p", {class: "note", text: "Possible renames, not paired (one inputSchema shared by several tools): " +
+      (p.removed || []).join(", ") + " → " + (p.added || []).join(", ")})));
+}
+
 function renderDiff(views) {
   // One classified diff per distinct candidate (instances that agree share one).
   const seen = new Map();
-  for (const {instance, view} of views) {
+  for (const {instance, view, renames} of views) {
     if (!view || !view.diff) continue;
     const key = String(view.baseline_fingerprint) + ">" + String(view.live_fingerprint);
-    if (!seen.has(key)) seen.set(key, {view, instances: []});
+    if (!seen.has(key)) seen.set(key, {view, renames, instances: []});
     seen.get(key).instances.push(instance);
   }
-  const blocks = [...seen.values()].map(({view, instances}) => {
+  const blocks = [...seen.values()].map(({view, renames, instances}) => {
     const summary = view.diff.summary || {};
     const counts = el("ul", {class: "counts"}, CLASSES.map((c) => {
       const n = (summary.classes || {})[c] || 0;
@@ -187,7 +205,8 @@ function renderDiff(views) {
     return el("div", {class: "diff"},
       el("p", {}, "seen by ", instances.join(", "), ": ", short(view.baseline_fingerprint), " → ", short(view.live_fingerprint)),
       counts,
-      el("table", {class: "grid"}, el("tr", {}, ["class", "tool", "change", "where", "before → after"].map((h) => el("th", {text: h}))), rows));
+      el("table", {class: "grid"}, el("tr", {}, ["class", "tool", "change", "where", "before → after"].map((h) => el("th", {text: h}))), rows),
+      renderRenames(renames));
   });
   document.getElementById("detail-diff").replaceChildren(...(blocks.length ? blocks : [el("p", {class: "note", text: "No drift: every instance's live set is its baseline."})]));
 }
