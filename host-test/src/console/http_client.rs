@@ -1,16 +1,17 @@
-//! A small HTTP/1.1 client over `std::net` for the console's calls: each Envoy's admin API
-//! and each server's MCP endpoint.
+//! The console's HTTP client, for its calls to each Envoy's admin API and each server's MCP
+//! endpoint: `ureq`, plain HTTP/1.1.
 //!
-//! Main design decision: one request per connection (`Connection: close`), bounded in time
-//! (connect, read and write timeouts) and in size (a response over [`MAX_RESPONSE_BYTES`] is
-//! an error, not a truncation). Plain `http://` only: admin listeners are reached on loopback
-//! (or through a tunnel), and what the console lists from a server is verified against the
-//! fingerprint the Envoys report, so a tampered listing is refused, not trusted.
+//! Main design decision: one request per connection, as before the library (no pooled
+//! connection outlives a call), bounded in time (connect, each read and each write) and in
+//! size (a response over [`MAX_RESPONSE_BYTES`] is an error, not a truncation). Nothing is
+//! done behind the console's back: no proxy from the environment (a bearer token goes only to
+//! the admin URL the fleet file names), no redirect followed, no compression. Plain `http://`
+//! only: admin listeners are reached on loopback (or through a tunnel), and what the console
+//! lists from a server is verified against the fingerprint the Envoys report, so a tampered
+//! listing is refused, not trusted.
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpStream, ToSocketAddrs};
+use std::net::IpAddr;
 use std::time::Duration;
-
 /// Largest response read (a tools/list of a big server, the admin view with its diff).
 pub const MAX_RESPONSE_BYTES: usize = 32 << 20;
 
@@ -93,7 +94,7 @@ impl HttpUrl {
     }
 }
 
-/// A response: status, headers (names lowercased), body (chunked encoding undone).
+/// A response: status, headers (names lowercased), body (transfer encoding undone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     /// HTTP status code.
@@ -114,8 +115,49 @@ impl Response {
     }
 }
 
+/// The client for one call: every limit above, nothing from the environment.
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .proxy(None)
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .max_idle_connections(0)
+        .timeout_connect(Some(timeout))
+        .timeout_per_read(Some(timeout))
+        .timeout_per_write(Some(timeout))
+        .user_agent(concat!("toolseal-console/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .new_agent()
+}
+
+/// What went wrong, in the console's words (the page and the audit log show it).
+fn explain(error: ureq::Error) -> String {
+    use std::io::ErrorKind;
+    match error {
+        ureq::Error::HostNotFound => "cannot resolve the host".into(),
+        ureq::Error::ConnectionFailed => "cannot connect".into(),
+        ureq::Error::Io(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::AddrNotAvailable
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::HostUnreachable
+            ) =>
+        {
+            format!("cannot connect: {e}")
+        }
+        ureq::Error::Timeout(what) => format!("timed out ({what})"),
+        ureq::Error::BodyExceedsLimit(_) => {
+            format!("the response is over {MAX_RESPONSE_BYTES} bytes")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Sends one request to `url`'s host with the request target `target` (`Host` is the URL's
-/// authority unless `headers` names one) and waits for the whole response (at most `timeout` for each of connect, each read and each write).
+/// authority unless `headers` names one) and waits for the whole response (at most `timeout`
+/// for each of connect, each read and each write).
 pub fn request(
     url: &HttpUrl,
     method: &str,
@@ -125,115 +167,50 @@ pub fn request(
     timeout: Duration,
 ) -> Result<Response, String> {
     let where_ = || format!("{method} {}{target}", url.authority());
-    let address = (url.host.as_str(), url.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{}: cannot resolve the host: {e}", where_()))?
-        .next()
-        .ok_or_else(|| format!("{}: the host has no address", where_()))?;
-    let mut stream = TcpStream::connect_timeout(&address, timeout)
-        .map_err(|e| format!("{}: cannot connect: {e}", where_()))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .and_then(|()| stream.set_write_timeout(Some(timeout)))
-        .map_err(|e| format!("{}: {e}", where_()))?;
-    let mut head = format!(
-        "{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {}\r\n", url.authority()));
+    if !target.starts_with('/') {
+        return Err(format!(
+            "{}: the request target must start with /",
+            where_()
+        ));
     }
+    let mut builder = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("http://{}{target}", url.authority()));
     for (name, value) in headers {
         if value.contains(['\r', '\n']) {
             return Err(format!("{}: header {name} holds a line break", where_()));
         }
-        head.push_str(&format!("{name}: {value}\r\n"));
+        builder = builder.header(*name, *value);
     }
-    head.push_str("\r\n");
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body))
-        .map_err(|e| format!("{}: cannot send the request: {e}", where_()))?;
-    let mut raw = Vec::new();
-    stream
-        .take(MAX_RESPONSE_BYTES as u64 + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("{}: reading the response: {e}", where_()))?;
-    if raw.len() > MAX_RESPONSE_BYTES {
-        return Err(format!(
-            "{}: the response is over {MAX_RESPONSE_BYTES} bytes",
-            where_()
-        ));
-    }
-    parse_response(&raw).map_err(|e| format!("{}: {e}", where_()))
-}
-
-/// Parses a complete HTTP/1.1 response read until the connection closed.
-pub fn parse_response(raw: &[u8]) -> Result<Response, String> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("the response has no complete header")?;
-    let head = std::str::from_utf8(raw.get(..split).unwrap_or_default())
-        .map_err(|_| "the response header is not UTF-8")?;
-    let rest = raw.get(split + 4..).unwrap_or_default();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .strip_prefix("HTTP/1.")
-        .and_then(|s| s.get(2..5))
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| format!("malformed status line {status_line:?}"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+    let agent = agent(timeout);
+    let sent = if body.is_empty() {
+        builder.body(()).map(|request| agent.run(request))
+    } else {
+        builder.body(body).map(|request| agent.run(request))
+    };
+    let mut response = sent
+        .map_err(|e| format!("{}: {e}", where_()))?
+        .map_err(|e| format!("{}: {}", where_(), explain(e)))?;
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value)
+        })
         .collect();
-    let response = Response {
+    let status = response.status().as_u16();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_RESPONSE_BYTES as u64)
+        .read_to_vec()
+        .map_err(|e| format!("{}: reading the response: {}", where_(), explain(e)))?;
+    Ok(Response {
         status,
         headers,
-        body: Vec::new(),
-    };
-    let chunked = response
-        .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
-    let body = if chunked {
-        dechunk(rest)?
-    } else if let Some(length) = response.header("content-length") {
-        let length: usize = length.parse().map_err(|_| "malformed Content-Length")?;
-        rest.get(..length)
-            .ok_or("the connection closed before the whole body arrived")?
-            .to_vec()
-    } else {
-        rest.to_vec()
-    };
-    Ok(Response { body, ..response })
-}
-
-/// Undoes chunked transfer encoding; a body cut before its last chunk is an error.
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    loop {
-        let line_end = rest
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("the chunked body was cut short")?;
-        let size_text = std::str::from_utf8(rest.get(..line_end).unwrap_or_default())
-            .map_err(|_| "malformed chunk size")?;
-        let size_text = size_text.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| "malformed chunk size")?;
-        let start = line_end + 2;
-        if size == 0 {
-            return Ok(body);
-        }
-        let end = start.checked_add(size).ok_or("malformed chunk size")?;
-        let chunk = rest
-            .get(start..end)
-            .ok_or("the chunked body was cut short")?;
-        body.extend_from_slice(chunk);
-        rest = rest
-            .get(end + 2..)
-            .ok_or("the chunked body was cut short")?;
-    }
+        body,
+    })
 }
 
 #[cfg(test)]
@@ -278,23 +255,65 @@ mod tests {
         }
     }
 
+    /// A server on loopback that answers every connection with `answer`, `count` times.
+    fn answering(answer: &'static [u8], count: usize) -> HttpUrl {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = HttpUrl::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(count) {
+                let mut stream = stream.unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let _ = stream.write_all(answer);
+            }
+        });
+        url
+    }
+
     #[test]
-    fn responses_are_read_with_length_chunked_or_until_close() {
-        let plain =
-            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n\r\nhi").unwrap();
+    fn responses_are_read_whole_and_redirects_are_not_followed() {
+        let timeout = Duration::from_secs(10);
+        let chunked = answering(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: b\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
+            1,
+        );
+        let response = request(&chunked, "GET", "/", &[], b"", timeout).unwrap();
         assert_eq!(
-            (plain.status, plain.body.as_slice(), plain.header("x-a")),
-            (200, &b"hi"[..], Some("b"))
+            (
+                response.status,
+                response.body.as_slice(),
+                response.header("x-a")
+            ),
+            (200, &b"abcde"[..], Some("b"))
         );
-        let chunked = parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n").unwrap();
-        assert_eq!(chunked.body, b"abcde");
-        let close = parse_response(b"HTTP/1.0 404 Not Found\r\n\r\nnope").unwrap();
-        assert_eq!((close.status, close.body.as_slice()), (404, &b"nope"[..]));
+        // A redirect is an answer, not an instruction: the token never follows it elsewhere.
+        let moved = answering(
+            b"HTTP/1.1 302 Found\r\nLocation: http://198.51.100.7/steal\r\nContent-Length: 0\r\n\r\n",
+            1,
+        );
+        let response = request(
+            &moved,
+            "GET",
+            "/",
+            &[("Authorization", "Bearer t")],
+            b"",
+            timeout,
+        )
+        .unwrap();
+        assert_eq!(response.status, 302);
+        let cut = answering(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab", 1);
+        assert!(request(&cut, "GET", "/", &[], b"", timeout).is_err());
+        let nobody = HttpUrl::parse("http://127.0.0.1:9/").unwrap();
+        let refused = request(&nobody, "GET", "/", &[], b"", timeout).unwrap_err();
+        assert!(refused.contains("cannot connect"), "{refused}");
         assert!(
-            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")
-                .is_err()
+            request(&nobody, "GET", "/x", &[("X", "a\r\nb")], b"", timeout)
+                .unwrap_err()
+                .contains("line break")
         );
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab").is_err());
-        assert!(parse_response(b"garbage").is_err());
     }
 }

@@ -7,7 +7,8 @@
 //! out actions as changes to the ECDS resource the whole fleet watches, bound to what the
 //! operator reviewed, audited with who and what. It binds to loopback unless told otherwise,
 //! and protects itself against the browser it serves (Host, token, Origin checks, strict
-//! Content-Security-Policy). Hand-written HTTP over `std::net` keeps it dependency-free.
+//! Content-Security-Policy). HTTP comes from libraries (hyper serves, ureq calls), bounded
+//! by the console (`web`, `http_client`).
 
 pub mod actions;
 pub mod audit_log;
@@ -228,8 +229,9 @@ pub fn run(args: &[OsString]) -> Result<i32> {
     ]);
     let handler = Arc::clone(&console);
     web::serve(
-        &listener,
+        listener,
         Arc::new(move |request: &web::Request| handler.handle(request)),
-    );
+    )
+    .map_err(|e| input_error(format!("cannot serve on {bound}: {e}")))?;
     Ok(0)
 }

@@ -1,26 +1,39 @@
-//! The console's HTTP/1.1 server over `std::net`: read one request, answer it, close.
+//! The console's HTTP/1.1 server: hyper's HTTP/1 connection handling on a one-thread tokio
+//! runtime, the console's handler on blocking threads.
 //!
-//! Main design decision: the smallest server that is sound for a loopback tool. One request
-//! per connection, a thread per connection with a cap on how many run at once, and bounds on
-//! everything read (header size, header count, body size, time). Every answer carries the
-//! security headers (strict Content-Security-Policy, no sniffing, no referrer, no caching, no
-//! framing by other origins).
+//! Main design decision: the library speaks HTTP, the console bounds it. One request per
+//! connection (no keep-alive), at most [`MAX_CONNECTIONS`] connections served at once (more
+//! are answered 503), and bounds on everything read: the request head (hyper's read buffer,
+//! [`MAX_HEAD_BYTES`], and at most 100 headers), the body ([`MAX_BODY_BYTES`], a
+//! `Content-Length` body only), the time to read the head, to read the body, and to write the
+//! answer ([`IO_TIMEOUT`] each). Every answer carries the security headers (strict
+//! Content-Security-Policy, no sniffing, no referrer, no caching, no framing by other
+//! origins).
 
 use super::guard::Headers;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_LENGTH, HeaderValue, TRANSFER_ENCODING};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
 
-/// Largest request head (request line and headers).
+/// Largest request head (request line and headers): hyper's read buffer.
 const MAX_HEAD_BYTES: usize = 16 << 10;
 /// Largest request body (the page sends small JSON objects).
 const MAX_BODY_BYTES: usize = 64 << 10;
 /// Connections served at once; more are answered 503.
 const MAX_CONNECTIONS: usize = 32;
-/// Time allowed to read a request or write an answer.
+/// Time allowed to read a request's head, to read its body, and to write an answer.
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How the console answers one request (called on a blocking thread).
+pub type Handler = Arc<dyn Fn(&Request) -> Answer + Send + Sync>;
 
 /// The Content-Security-Policy of the console's own page: its script and style only, no
 /// inline code, no other origin, frames only from itself.
@@ -125,158 +138,154 @@ impl Answer {
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        409 => "Conflict",
-        413 => "Content Too Large",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        _ => "Error",
+/// The request as the handler sees it, read within the bounds; `Err(answer)` for one that
+/// must be refused.
+async fn read_request(request: hyper::Request<Incoming>) -> Result<Request, Answer> {
+    let (parts, body) = request.into_parts();
+    // Origin-form targets only: an absolute URL would name another authority than `Host`.
+    if parts.uri.authority().is_some() {
+        return Err(Answer::error(400, "send the request target as a path"));
     }
-}
-
-/// Reads one request; `Err((status, why))` for one that must be refused.
-fn read_request(stream: &mut TcpStream) -> Result<Request, (u16, String)> {
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-        if raw.len() > MAX_HEAD_BYTES {
-            return Err((413, "request header too large".into()));
-        }
-        let n = stream
-            .read(&mut buf)
-            .map_err(|e| (400, format!("reading the request: {e}")))?;
-        if n == 0 {
-            return Err((400, "the connection closed mid-request".into()));
-        }
-        raw.extend_from_slice(buf.get(..n).unwrap_or_default());
-    };
-    let head = std::str::from_utf8(raw.get(..head_end).unwrap_or_default())
-        .map_err(|_| (400, "the request header is not UTF-8".to_owned()))?;
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or_default().split(' ');
-    let (Some(method), Some(target), Some(version)) = (first.next(), first.next(), first.next())
-    else {
-        return Err((400, "malformed request line".into()));
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Err((400, "only HTTP/1.x is spoken here".into()));
+    let mut headers = Vec::with_capacity(parts.headers.len());
+    for (name, value) in &parts.headers {
+        let value = value
+            .to_str()
+            .map_err(|_| Answer::error(400, "a request header is not text"))?;
+        headers.push((name.as_str().to_owned(), value.trim().to_owned()));
     }
-    let mut headers = Vec::new();
-    for line in lines {
-        let (name, value) = line
-            .split_once(':')
-            .ok_or((400, "malformed header line".to_owned()))?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        if headers.len() > 100 {
-            return Err((400, "too many headers".into()));
-        }
+    if parts.headers.contains_key(TRANSFER_ENCODING) {
+        return Err(Answer::error(400, "send a Content-Length body"));
     }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let mut request = Request {
-        method: method.to_owned(),
-        path: path.to_owned(),
-        query: query.to_owned(),
-        headers,
-        body: Vec::new(),
-    };
-    if request.header("transfer-encoding").is_some() {
-        return Err((400, "send a Content-Length body".into()));
-    }
-    let length: usize = match request.header("content-length") {
+    let length: usize = match parts.headers.get(CONTENT_LENGTH).map(HeaderValue::to_str) {
         None => 0,
-        Some(n) => n
+        Some(Ok(n)) => n
             .parse()
-            .map_err(|_| (400, "malformed Content-Length".to_owned()))?,
+            .map_err(|_| Answer::error(400, "malformed Content-Length"))?,
+        Some(Err(_)) => return Err(Answer::error(400, "malformed Content-Length")),
     };
     if length > MAX_BODY_BYTES {
-        return Err((413, "request body too large".into()));
+        return Err(Answer::error(413, "request body too large"));
     }
-    let mut body = raw.get(head_end + 4..).unwrap_or_default().to_vec();
-    while body.len() < length {
-        let n = stream
-            .read(&mut buf)
-            .map_err(|e| (400, format!("reading the body: {e}")))?;
-        if n == 0 {
-            return Err((400, "the connection closed mid-body".into()));
-        }
-        body.extend_from_slice(buf.get(..n).unwrap_or_default());
-    }
-    body.truncate(length);
-    request.body = body;
-    Ok(request)
+    let collected = tokio::time::timeout(IO_TIMEOUT, Limited::new(body, MAX_BODY_BYTES).collect())
+        .await
+        .map_err(|_| Answer::error(408, "the request body took too long"))?
+        .map_err(|e| Answer::error(400, &format!("reading the body: {e}")))?;
+    Ok(Request {
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().unwrap_or_default().to_owned(),
+        headers,
+        body: collected.to_bytes().to_vec(),
+    })
 }
 
-fn write_answer(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+/// The answer as hyper sends it, with the security headers.
+fn to_response(answer: Answer) -> hyper::Response<Full<Bytes>> {
     let framing = if answer.frameable {
         "SAMEORIGIN"
     } else {
         "DENY"
     };
-    let head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}; charset=utf-8\r\nContent-Length: {}\r\n\
-         Content-Security-Policy: {}\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: {framing}\r\n\
-         Referrer-Policy: no-referrer\r\nCache-Control: no-store\r\n\
-         Cross-Origin-Opener-Policy: same-origin\r\nCross-Origin-Resource-Policy: same-origin\r\n\
-         Connection: close\r\n\r\n",
-        answer.status,
-        reason(answer.status),
-        answer.content_type,
-        answer.body.len(),
-        answer.csp,
-    );
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&answer.body)?;
-    stream.flush()
+    let content_type = format!("{}; charset=utf-8", answer.content_type);
+    let built = hyper::Response::builder()
+        .status(answer.status)
+        .header("Content-Type", content_type)
+        .header("Content-Security-Policy", answer.csp)
+        .header("X-Content-Type-Options", "nosniff")
+        .header("X-Frame-Options", framing)
+        .header("Referrer-Policy", "no-referrer")
+        .header("Cache-Control", "no-store")
+        .header("Cross-Origin-Opener-Policy", "same-origin")
+        .header("Cross-Origin-Resource-Policy", "same-origin")
+        .header("Connection", "close")
+        .body(Full::new(Bytes::from(answer.body)));
+    built.unwrap_or_else(|_| {
+        let mut fallback = hyper::Response::new(Full::new(Bytes::from_static(b"")));
+        *fallback.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+        fallback
+    })
 }
 
-fn serve_connection(mut stream: TcpStream, handler: &(dyn Fn(&Request) -> Answer + Sync)) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let answer = match read_request(&mut stream) {
-        Ok(request) => handler(&request),
-        Err((status, why)) => Answer::error(status, &why),
+/// Reads one request, has `handler` answer it on a blocking thread (its calls to the admin
+/// APIs block), and signals `answered` so the connection's write deadline starts.
+async fn respond(
+    request: hyper::Request<Incoming>,
+    handler: Option<Handler>,
+    answered: Arc<Notify>,
+) -> hyper::Response<Full<Bytes>> {
+    let answer = match (handler, read_request(request).await) {
+        (None, _) => Answer::error(503, "the console is busy; retry"),
+        (Some(_), Err(refused)) => refused,
+        (Some(handler), Ok(request)) => tokio::task::spawn_blocking(move || handler(&request))
+            .await
+            .unwrap_or_else(|_| Answer::error(500, "the console failed to answer; retry")),
     };
-    // The peer may have gone away; nothing else is to be done with this connection.
-    let _ = write_answer(&mut stream, &answer);
-    let _ = stream.shutdown(std::net::Shutdown::Both);
+    answered.notify_one();
+    to_response(answer)
 }
 
-/// Accepts connections on `listener` forever, answering each request with `handler`.
-pub fn serve(listener: &TcpListener, handler: Arc<dyn Fn(&Request) -> Answer + Send + Sync>) {
-    let active = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else {
-            continue;
-        };
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            active.fetch_sub(1, Ordering::SeqCst);
-            let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-            let _ = write_answer(
-                &mut stream,
-                &Answer::error(503, "the console is busy; retry"),
-            );
-            continue;
-        }
-        let (active, handler) = (Arc::clone(&active), Arc::clone(&handler));
-        let spawned = std::thread::Builder::new()
-            .name("console-conn".into())
-            .spawn(move || {
-                serve_connection(stream, handler.as_ref());
-                active.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            eprintln!("toolseal console: cannot start a connection thread");
-        }
+/// Serves one connection: one request, every bound in the module docs. `handler` is `None`
+/// when the console is busy (the request is answered 503).
+async fn serve_connection(stream: tokio::net::TcpStream, handler: Option<Handler>) {
+    let answered = Arc::new(Notify::new());
+    let signal = Arc::clone(&answered);
+    let service = service_fn(move |request| {
+        let (handler, answered) = (handler.clone(), Arc::clone(&signal));
+        async move { Ok::<_, Infallible>(respond(request, handler, answered).await) }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(IO_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .keep_alive(false);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    // The handler takes what it takes (its own calls are bounded); writing the answer does not.
+    let write_deadline = async {
+        answered.notified().await;
+        tokio::time::sleep(IO_TIMEOUT).await;
+    };
+    tokio::select! {
+        // The peer may have gone away or broken the protocol: nothing else is to be done.
+        _ = connection => {}
+        () = write_deadline => {}
     }
+}
+
+async fn accept_loop(listener: TcpListener, handler: Handler) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, or a connection reset before it was accepted: the
+                // console goes on serving.
+                eprintln!("toolseal console: accepting a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let slot = Arc::clone(&slots).try_acquire_owned().ok();
+        let handler = slot.as_ref().map(|_| Arc::clone(&handler));
+        tokio::spawn(async move {
+            serve_connection(stream, handler).await;
+            drop(slot);
+        });
+    }
+}
+
+/// Serves `listener` until the process ends, answering each request with `handler`; an
+/// error only when the server cannot start.
+pub fn serve(listener: TcpListener, handler: Handler) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(MAX_CONNECTIONS)
+        .thread_name("console-conn")
+        .build()?;
+    runtime.block_on(accept_loop(listener, handler))
 }
 
 #[cfg(test)]
@@ -306,14 +315,14 @@ mod tests {
     fn a_request_is_read_and_answered_over_a_socket() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
-        let handler: Arc<dyn Fn(&Request) -> Answer + Send + Sync> = Arc::new(|r: &Request| {
+        let handler: Handler = Arc::new(|r: &Request| {
             Answer::json(
                 200,
                 &serde_json::json!({"method": r.method, "path": r.path,
                 "body": String::from_utf8_lossy(&r.body), "host": r.header("host")}),
             )
         });
-        std::thread::spawn(move || serve(&listener, handler));
+        std::thread::spawn(move || serve(listener, handler));
         let url =
             super::super::http_client::HttpUrl::parse(&format!("http://{address}/api/x")).unwrap();
         let response = super::super::http_client::request(
@@ -340,5 +349,56 @@ mod tests {
         if let Ok(r) = refused {
             assert_eq!(r.status, 413);
         }
+    }
+
+    /// Sends `raw` bytes to a server on `address` and reads the answer's status line.
+    fn raw_status(address: std::net::SocketAddr, raw: &[u8]) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        // The server may answer and close before it has read everything.
+        let _ = stream.write_all(raw);
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[test]
+    fn what_the_console_does_not_read_is_refused_before_its_handler_runs() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let handler: Handler = Arc::new(|_: &Request| Answer::json(200, &serde_json::json!({})));
+        std::thread::spawn(move || serve(listener, handler));
+        let ok = raw_status(address, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(ok, "HTTP/1.1 200 OK");
+        let chunked = raw_status(
+            address,
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        );
+        assert_eq!(chunked, "HTTP/1.1 400 Bad Request");
+        let absolute = raw_status(
+            address,
+            b"GET http://evil.example/ HTTP/1.1\r\nHost: x\r\n\r\n",
+        );
+        assert_eq!(absolute, "HTTP/1.1 400 Bad Request");
+        let mut huge = b"GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ".to_vec();
+        huge.extend(std::iter::repeat_n(b'a', MAX_HEAD_BYTES + 1));
+        huge.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(
+            raw_status(address, &huge),
+            "HTTP/1.1 431 Request Header Fields Too Large"
+        );
+        let too_long = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            MAX_BODY_BYTES + 1
+        );
+        assert_eq!(
+            raw_status(address, too_long.as_bytes()),
+            "HTTP/1.1 413 Payload Too Large"
+        );
     }
 }
