@@ -148,7 +148,11 @@ fn pair(before: &Value, after: &Value) -> Option<Rename> {
         after: after.clone(),
         changes: Vec::new(),
     };
-    rename.changes = diff_tools(&[rename.before_under_new_name()], &[after.clone()]).changes;
+    rename.changes = diff_tools(
+        &[rename.before_under_new_name()],
+        std::slice::from_ref(after),
+    )
+    .changes;
     Some(rename)
 }
 
