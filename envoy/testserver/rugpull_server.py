@@ -45,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from requestlog import RequestLog, logging_middleware
-from surface import REVISIONS, WEATHER_POISONED, object_schema, tool_surface
+from surface import REVISIONS, WEATHER_POISONED, bulk_tools, object_schema, tool_surface
 
 RESULT_SHAPES = ("v1", "v2")
 
@@ -72,13 +72,7 @@ def extra_tools(progress: bool, bulk: int, bulk_bytes: int) -> list[dict[str, An
             "inputSchema": object_schema(
                 {"n": {"type": "integer"}, "delay": {"type": "number"}}, ["n", "delay"]),
         })
-    for i in range(bulk):
-        tools.append({
-            "name": f"bulk_{i:04d}",
-            "description": f"Bulk tool {i}. " + "x" * bulk_bytes,
-            "inputSchema": object_schema({"value": {"type": "string"}}, ["value"]),
-        })
-    return tools
+    return tools + bulk_tools(bulk, bulk_bytes)
 
 
 def deploy_preview(branch: str, region: str | None = None) -> str:
