@@ -15,7 +15,8 @@ before it answers with a structured result.
 - ``--list-ttl-ms`` / ``--list-scope``: the cache hint on every ``tools/list`` result
   (``ttlMs``, ``cacheScope``), e.g. ``3600000`` and ``public``, as a real server may send.
 - ``--bulk-tools N`` / ``--bulk-bytes B``: ``N`` more echo tools (``surface.bulk_tools``) in
-  every revision, for a ``tools/list`` as large as a test needs.
+  every revision, for a ``tools/list`` as large as a test needs; ``--list-batch N`` holds
+  ``tools/list`` answers until ``N`` are ready and sends them together (``requestlog.ListGate``).
 - ``--mode json|sse``: ``json`` answers every request with one JSON body; ``sse`` lets the SDK
   upgrade to an event stream as soon as a tool emits a notification (a tool called with a
   progress token reports progress first, so its result arrives as SSE).
@@ -52,7 +53,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from requestlog import RequestLog, logging_middleware
+from requestlog import ListGate, RequestLog, logging_middleware
 from surface import REVISIONS, bulk_tools, modern_tool_surface
 
 RESULT_SHAPES = ("v1", "v2")
@@ -202,6 +203,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("sse", "json"), default="json")
     parser.add_argument("--bulk-tools", type=int, default=0, help="add this many bulk tools")
     parser.add_argument("--bulk-bytes", type=int, default=1000, help="description padding each")
+    parser.add_argument("--list-batch", type=int, default=0,
+                        help="hold tools/list answers until this many are ready, then send all")
     parser.add_argument("--list-ttl-ms", type=int, default=0, help="tools/list ttlMs")
     parser.add_argument("--list-scope", choices=("private", "public"), default="private",
                         help="tools/list cacheScope")
@@ -218,7 +221,8 @@ def main(argv: list[str]) -> int:
     add_control_routes(server)
     app = server.streamable_http_app(stateless_http=True, json_response=args.mode == "json",
                                      host="127.0.0.1")
-    config = uvicorn.Config(logging_middleware(app, log), host="127.0.0.1", port=args.port,
+    gate = ListGate(args.list_batch) if args.list_batch > 0 else None
+    config = uvicorn.Config(logging_middleware(app, log, gate), host="127.0.0.1", port=args.port,
                             log_level="warning")
     anyio.run(uvicorn.Server(config).serve)
     return 0
