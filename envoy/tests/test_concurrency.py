@@ -19,14 +19,14 @@ requests, across its workers, and every run checks from Envoy's per-worker liste
   servers do): the longer a list takes to check, the wider the window in which the core before
   the fix closed the server (with a three-tool list, or answers not sent together, it hardly
   ever did on a busy 2-core host; docs/state.md has the numbers).
-- **Steady load, rug pull mid-run.** Agents loop ``tools/list`` and two calls; halfway through,
-  the upstream switches its tools in place (rev 2 of ``surface.py``). Nothing drifts before
-  the switch; every list ever served is the whole approved set or empty (never a rug-pull
-  tool); once any agent has been served the emptied list, every request any agent sends
-  afterwards, on either worker, is refused or emptied; the server ends ``changed`` with one
-  ``schema.changed``; the upstream executed exactly the calls the agents saw allowed (its own
-  request log, argument for argument) and Envoy forwarded exactly the requests toolseal did not
-  answer itself (``upstream_rq_total``).
+- **Steady load, rug pull mid-run.** Agents (a quarter of them at least on each worker) loop
+  ``tools/list`` and two calls; halfway through, the upstream switches its tools in place
+  (rev 2 of ``surface.py``). Nothing drifts before the switch; every list ever served is the
+  whole approved set or empty (never a rug-pull tool); once any agent has been served the
+  emptied list, every request any agent sends afterwards, on either worker, is refused or
+  emptied; the server ends ``changed`` with one ``schema.changed``; the upstream executed
+  exactly the calls the agents saw allowed (its own request log, argument for argument) and
+  Envoy forwarded exactly the requests toolseal did not answer itself (``upstream_rq_total``).
 """
 
 from __future__ import annotations
@@ -481,13 +481,17 @@ def test_steady_load_with_a_rug_pull_mid_run(
             rounds_done.release()
 
     try:
-        for _ in range(STEADY_AGENTS):
+        # Connections land on a worker at random: connect until each worker has a quarter of
+        # the agents (8 agents all on one worker would happen once in 128 runs).
+        while len(agents) < STEADY_AGENTS or min(map(worker_of.count, range(WORKERS))) < (
+                STEADY_AGENTS // 4):
+            assert len(agents) < 4 * STEADY_AGENTS, f"agents per worker: {worker_of}"
             agent, worker = connect_located(envoy, f"{envoy.url}/{server}/mcp", era)
             agents.append(agent)
             worker_of.append(worker)
         with ThreadPoolExecutor(max_workers=len(agents)) as pool:
             running = [pool.submit(loop, agent) for agent in agents]
-            for _ in range(STEADY_AGENTS * STEADY_ROUNDS // 2):
+            for _ in range(len(agents) * STEADY_ROUNDS // 2):
                 assert rounds_done.acquire(timeout=60), "the agents stopped making progress"
             switch_ms = int(time.time() * 1000)
             switched = time.monotonic()
