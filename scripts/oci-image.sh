@@ -6,13 +6,13 @@
 # to pin and the layer digest (the sha256 of the .wasm). No network, no container daemon:
 # scripts/oci_image.py writes every blob itself. Push with skopeo (docs/fleet.md).
 #
-# Usage: scripts/oci-image.sh [WASM ...] [--out DIR] [--compat]
+# Usage: scripts/oci-image.sh [WASM ...] [--out DIR]
 #   WASM      modules to package; default the data module
 #             target/wasm32-wasip1/wasm/toolseal_plugin.wasm (scripts/build-wasm.sh builds it).
 #             A second module (e.g. an admin module) is one more argument: one image each.
 #   --out     output directory (default target/oci): NAME/ (layout), NAME.oci.tar (archive),
-#             images.json (every digest)
-#   --compat  also write NAME-compat: the "compat" variant (one tar+gzip layer with plugin.wasm)
+#             the same as NAME-compat/ and NAME-compat.oci.tar in the "compat" variant (one
+#             tar+gzip layer holding plugin.wasm), images.json (every digest)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 exec "${PYTHON:-python3}" "$repo/scripts/oci_image.py" "$@"

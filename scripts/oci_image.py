@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Packages toolseal's .wasm module(s) as OCI images, the way Istio and Envoy Gateway pull them.
 
-Usage: scripts/oci-image.sh [WASM ...] [--out DIR] [--compat]   (see that script)
+Usage: scripts/oci-image.sh [WASM ...] [--out DIR]   (see that script)
 
 For each module it writes, under DIR (default target/oci):
 
 - ``NAME/``: an OCI image layout (``oci-layout``, ``index.json``, ``blobs/sha256/...``);
 - ``NAME.oci.tar``: the same layout as one tarball (skopeo's ``oci-archive:`` transport);
+- ``NAME-compat/``, ``NAME-compat.oci.tar``: the same module as the "compat" variant;
 
 where NAME is the file name without ``.wasm`` and a ``_plugin`` suffix, ``_`` written ``-``
 (``toolseal_plugin.wasm`` -> ``toolseal``, ``toolseal_admin.wasm`` -> ``toolseal-admin``).
@@ -19,9 +20,10 @@ same code) read as "oci": manifest config ``application/vnd.module.wasm.config.v
 (the runtime config: type ``envoy_proxy``, the module's proxy-wasm ABI export, root id), and
 exactly two layers, that config again and the module as
 ``application/vnd.module.wasm.content.layer.v1+wasm`` (the fetchers require two layers and take
-the one with the wasm media type). ``--compat`` also writes ``NAME-compat``: the "compat"
-variant, a standard image whose single ``application/vnd.oci.image.layer.v1.tar+gzip`` layer
-holds ``plugin.wasm``, for registries or tools that refuse custom media types.
+the one with the wasm media type); its layer is the .wasm byte for byte. The "compat" variant
+is a standard image whose single ``application/vnd.oci.image.layer.v1.tar+gzip`` layer holds
+``plugin.wasm``: the format Envoy Gateway's documentation describes, and the one for
+registries or tools that refuse custom media types. Both fetchers read both.
 
 Reproducible: the output is a function of the module's bytes alone. JSON is canonical (sorted
 keys, no whitespace), there are no timestamps anywhere (tar entries have mtime 0, uid/gid 0,
@@ -233,10 +235,11 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def build(wasm_paths: list[Path], out: Path, compat: bool) -> list[dict[str, Any]]:
+def build(wasm_paths: list[Path], out: Path) -> list[dict[str, Any]]:
     names = [image_name(p) for p in wasm_paths]
-    if len(set(names)) != len(names):
-        raise ImageError(f"two modules would get the same image name: {names}")
+    written = names + [f"{name}-compat" for name in names]
+    if len(set(written)) != len(written):
+        raise ImageError(f"two images would get the same name: {sorted(written)}")
     for wasm in wasm_paths:
         if not wasm.is_file():
             raise ImageError(f"{wasm} does not exist (build it with scripts/build-wasm.sh)")
@@ -247,9 +250,8 @@ def build(wasm_paths: list[Path], out: Path, compat: bool) -> list[dict[str, Any
         entry: dict[str, Any] = {"name": name, "wasm": str(wasm), "wasm_size": len(module),
                                  "layer": sha256(module), "media_type": WASM_LAYER}
         entry.update(write_image(out, name, *artifact_image(module)))
-        if compat:
-            written = write_image(out, f"{name}-compat", *compat_image(module))
-            entry["compat"] = {**written, "plugin.wasm": sha256(module)}
+        written = write_image(out, f"{name}-compat", *compat_image(module))
+        entry["compat"] = {**written, "plugin.wasm": sha256(module)}
         images.append(entry)
     (out / "images.json").write_bytes(canonical_json({"images": images}) + b"\n")
     return images
@@ -260,11 +262,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("wasm", nargs="*", type=Path,
                         help=f"modules to package (default: {DEFAULT_WASM.relative_to(REPO)})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: target/oci)")
-    parser.add_argument("--compat", action="store_true",
-                        help="also write the compat variant (tar+gzip layer with plugin.wasm)")
     args = parser.parse_args(argv)
     try:
-        images = build(args.wasm or [DEFAULT_WASM], args.out, args.compat)
+        images = build(args.wasm or [DEFAULT_WASM], args.out)
     except (ImageError, OSError, UnicodeDecodeError) as err:
         print(f"oci-image: {err}", file=sys.stderr)
         return 1
@@ -273,8 +273,8 @@ def main(argv: list[str]) -> int:
         print(f"  manifest {image['manifest']}")
         print(f"  layer    {image['layer']}  (= sha256 of the .wasm, {WASM_LAYER})")
         print(f"  layout   {_display(Path(image['layout']))}   archive {_display(Path(image['archive']))}")
-        if "compat" in image:
-            print(f"  compat manifest {image['compat']['manifest']}  layout {_display(Path(image['compat']['layout']))}")
+        print(f"  compat   {image['compat']['manifest']}  (tar+gzip layer with plugin.wasm) "
+              f"archive {_display(Path(image['compat']['archive']))}")
         print(f"  push:    skopeo copy oci-archive:{_display(Path(image['archive']))} "
               f"docker://REGISTRY/{image['name']}")
         print(f"  pull:    oci://REGISTRY/{image['name']}@{image['manifest']}")
