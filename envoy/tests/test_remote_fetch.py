@@ -7,7 +7,9 @@ before it loads a byte. With the right digest the rug-pull story plays as with a
 With a wrong one (or another module behind the URL, or no origin at all) Envoy does not refuse
 its configuration: it starts, reports ready and binds both listeners, but no plugin loads and
 the FAIL_CLOSED filter answers every request itself with a 503; the upstream MCP server's
-own request log proves that not one request reached it.
+own request log proves that not one request reached it. And the image scripts/oci-image.sh
+builds serves plain Envoy too: pushed to a real registry, its wasm layer's blob URL is a URL
+Envoy fetches and checks against the layer digest.
 
 The module is the ``wasm`` fixture's snapshot (``TOOLSEAL_WASM``, default the repo's build
 output); ``TOOLSEAL_ADMIN_WASM`` names another module for the admin listener's filter (the
@@ -38,6 +40,7 @@ from envoyctl import EnvoyError, McpRoute, free_port, stop_pid, wait_until
 from fingerprint_ref import server_fingerprint
 from rugpull_server import tool_surface as surface
 from stack import Admin, Stack, Upstream, baseline_of, candidate_of, mcp_client, status_of
+from test_oci import registry, tools  # noqa: F401  (fixtures: a real registry, skopeo)
 from toolseal_checks import assert_denied, counter, list_status_meta, wait_for_audit
 
 TEMPLATE = envoyctl.ENVOY_DIR / "envoy-remote.yaml.tmpl"
@@ -156,14 +159,17 @@ def remote_stacks(tmp_path: Path) -> Iterator[Callable[..., tuple[Stack, Origin]
     started: list[Any] = []
 
     def make(*, serve: dict[str, Path], modules: tuple[str, str], digests: tuple[str, str],
-             origin_up: bool = True) -> tuple[Stack, Origin]:
+             origin_up: bool = True, elsewhere: tuple[int, tuple[str, str]] | None = None
+             ) -> tuple[Stack, Origin]:
+        """``elsewhere``: (port, (data url, admin url)) of another origin on 127.0.0.1 (a
+        registry); the local one is then not started."""
         workdir = tmp_path / f"remote{len(started)}"
         served = workdir / "origin-root"
         served.mkdir(parents=True)
         for name, source in serve.items():
             shutil.copyfile(source, served / name)
         origin = Origin(served, workdir)
-        if origin_up:
+        if origin_up and elsewhere is None:
             started.append(origin)
             origin.start()
         upstream = Upstream(workdir)
@@ -172,11 +178,12 @@ def remote_stacks(tmp_path: Path) -> Iterator[Callable[..., tuple[Stack, Origin]
         route = McpRoute("demo", upstream.port)
         config = envoyctl.default_plugin_config()
         listen_port, admin_port, admin_api_port = free_port(), free_port(), free_port()
+        origin_port, urls = elsewhere or (origin.port, (origin.url(modules[0]), origin.url(modules[1])))
         text = render_remote(
             listen_port=listen_port, admin_port=admin_port, admin_api_port=admin_api_port,
-            routes=[route], plugin_config=config, origin_port=origin.port,
-            wasm_url=origin.url(modules[0]), wasm_sha256=digests[0],
-            admin_wasm_url=origin.url(modules[1]), admin_wasm_sha256=digests[1])
+            routes=[route], plugin_config=config, origin_port=origin_port,
+            wasm_url=urls[0], wasm_sha256=digests[0],
+            admin_wasm_url=urls[1], admin_wasm_sha256=digests[1])
         envoy = envoyctl.start(text, workdir / "envoy", admin_port=admin_port,
                                listen_port=listen_port, admin_api_port=admin_api_port)
         started.append(envoy)
@@ -304,3 +311,36 @@ def test_a_module_that_does_not_match_its_sha256_loads_nothing_and_serves_nothin
     assert httpx.post(stack.mcp_url, json=requests[1][2], headers=session_headers,
                       timeout=5).status_code == 503
     assert _requests_seen(stack.upstream) == []
+
+
+@pytest.mark.anyio
+async def test_plain_envoy_fetches_the_module_from_the_registry_that_holds_its_image(
+        wasm: Path, remote_stacks: Callable[..., tuple[Stack, Origin]], tmp_path: Path,
+        tools: dict[str, str], registry: str) -> None:
+    """One pushed image serves both kinds of consumer: the artifact variant's wasm layer is the
+    module itself, so plain Envoy can fetch it from the registry's blob URL with the layer
+    digest as its sha256. Here an anonymous plain-HTTP registry serves the blob itself; a
+    registry whose blob GET needs a bearer token, or answers with a redirect to its storage,
+    is not tried."""
+    out = tmp_path / "oci"
+    result = subprocess.run([str(envoyctl.REPO / "scripts" / "oci-image.sh"), str(wasm),
+                             "--out", str(out)], capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    [image] = json.loads((out / "images.json").read_text())["images"]
+    push = subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
+                           f"oci-archive:{image['archive']}", f"docker://{registry}/toolseal:latest"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert push.returncode == 0, push.stderr
+    layer = image["layer"]
+    blob_url = f"http://{registry}/v2/toolseal/blobs/{layer}"
+    port = int(registry.rsplit(":", 1)[1])
+    stack, _ = remote_stacks(serve={}, modules=(wasm.name, wasm.name),
+                             digests=(layer.split(":", 1)[1],) * 2,
+                             elsewhere=(port, (blob_url, blob_url)))
+    stats = stack.envoy.stats()
+    assert stats["wasm.remote_load_fetch_successes"] >= 1, stats
+    assert stats.get("wasm.remote_load_fetch_failures", 0) == 0
+    async with mcp_client(stack.mcp_url) as client:
+        assert await client.tool_names() == REV1_TOOLS
+    assert status_of(stack.admin.server("demo")) == "verified"
