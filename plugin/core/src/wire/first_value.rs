@@ -69,11 +69,24 @@ impl FirstValue {
     /// Feeds the next bytes of the body.
     pub fn feed(&mut self, bytes: &[u8]) -> Extent {
         self.fed = self.fed.saturating_add(bytes.len());
-        for &byte in bytes {
-            if !self.watching() {
-                break;
+        let mut rest = bytes;
+        while self.watching() {
+            // Inside the value, only quotes, escapes and brackets move the scan: the bytes
+            // between them are skipped in one tight loop (most of a tool list is text).
+            if self.phase == Phase::Inside && !self.escaped {
+                let skip = match self.in_string {
+                    true => rest.iter().position(|&b| b == b'"' || b == b'\\'),
+                    false => rest
+                        .iter()
+                        .position(|&b| matches!(b, b'"' | b'{' | b'}' | b'[' | b']')),
+                };
+                rest = rest.get(skip.unwrap_or(rest.len())..).unwrap_or_default();
             }
+            let Some((&byte, tail)) = rest.split_first() else {
+                break;
+            };
             self.step(byte);
+            rest = tail;
         }
         match self.phase {
             Phase::Trailing => Extent::Trailing,
