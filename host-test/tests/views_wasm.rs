@@ -473,3 +473,78 @@ fn a_list_changed_before_a_new_views_first_list_is_cleared_by_that_list() {
     let allowed = ("allow".to_string(), Value::Null);
     assert_eq!(first_call_after_list_changed(Some(PLAIN)), (allowed, true));
 }
+
+/// `recording` with one more tool in its `tools/list` answer: a deploy that adds it to every
+/// view.
+fn with_added_tool(name: &str) -> Vec<HttpExchange> {
+    let added = json!({"name": "export-data", "description": "Exports the workspace.",
+        "inputSchema": {"type": "object", "properties": {"dest": {"type": "string"}},
+            "required": ["dest"]}});
+    recording(name)
+        .into_iter()
+        .map(|mut ex| {
+            if !ex.request_body.windows(12).any(|w| w == b"\"tools/list\"") {
+                return ex;
+            }
+            let body = String::from_utf8(ex.response_body).unwrap();
+            let lines: Vec<String> = body
+                .split('\n')
+                .map(|line| match line.strip_prefix("data: ") {
+                    Some(data) if data.contains("\"tools\"") => {
+                        let mut message: Value = serde_json::from_str(data).unwrap();
+                        message["result"]["tools"]
+                            .as_array_mut()
+                            .unwrap()
+                            .push(added.clone());
+                        format!("data: {message}")
+                    }
+                    _ => line.to_string(),
+                })
+                .collect();
+            ex.response_body = lines.join("\n").into_bytes();
+            ex
+        })
+        .collect()
+}
+
+/// Regression test for the lead (fails on aa10eb1). One deploy adds a tool to both views; the
+/// plain view shows it first (the one `schema.changed` names it), the capable view then
+/// lists the same candidate and becomes `drifted_view`. Approving that candidate records the
+/// capable view's names only, so the plain view's next list closes the whole server again
+/// (`changed`, with `candidate_fingerprint: null`, and a `schema.changed` reason saying the
+/// live set differs from a baseline that is the very same fingerprint) until the baseline is
+/// approved a second time.
+#[test]
+#[ignore = "core bug: approving a candidate two views made records the names of the last one only"]
+fn one_deploy_that_adds_a_tool_to_both_views_is_approved_once() {
+    let mut vm = start(config(json!({})), 7);
+    replay(&mut vm, PLAIN, recording(PLAIN));
+    replay(&mut vm, CAPABLE, recording(CAPABLE));
+    let a = replay(&mut vm, PLAIN, with_added_tool(PLAIN));
+    let b = replay(&mut vm, CAPABLE, with_added_tool(CAPABLE));
+    assert_eq!((listed(&a), listed(&b)), (vec![0], vec![0]));
+    let server = admin_server(&mut vm);
+    let candidate = server["candidate_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = json!({"fingerprint": candidate}).to_string();
+    let path = format!("servers/{SERVER}/approve");
+    let approved = replay(
+        &mut vm,
+        "admin",
+        vec![admin_request("POST", &path, body.as_bytes())],
+    );
+    assert_eq!(
+        approved[0].outcome.local_response.as_ref().unwrap().status,
+        200
+    );
+    let a = replay(&mut vm, PLAIN, with_added_tool(PLAIN));
+    let b = replay(&mut vm, CAPABLE, with_added_tool(CAPABLE));
+    let server = admin_server(&mut vm);
+    assert_eq!(
+        (listed(&a), listed(&b), server["schema_status"].clone()),
+        (vec![14], vec![18], json!("verified")),
+        "{server}"
+    );
+}
