@@ -17,9 +17,9 @@ routes, i.e. two toolseal server ids, each tried in one order), discovery postur
   caught from whichever view lists it first, and both views then fail closed. When the
   server announces the tools it registers for a capable client
   (``notifications/tools/list_changed`` on the GET stream), that client's first call after
-  its first verified list must pass: it does on first contact, and not yet when the
-  capable view is the second one, whose list grows the catalogue (a strict ``xfail`` naming
-  the core bug; ``host-test/tests/views_wasm.rs`` reproduces it through the ``.wasm``).
+  its first verified list must pass, on first contact and when the capable view is the
+  second one, whose list grows the catalogue (``host-test/tests/views_wasm.rs`` holds the
+  same through the ``.wasm``).
 - ``testserver/views_modern.py`` on the Python SDK 2.x (``MCPServer``, stateless HTTP), which
   lists two more tools to callers speaking MCP 2026-07-28 (decided per request from the
   protocol version the SDK tells it), reached by a 2025 client (SDK 1.x, 2025-11-25) and a
@@ -269,11 +269,6 @@ async def test_server_everything_serves_both_kinds_of_client_whole_in_either_ord
     assert [e for e in audits if e["event"] == "schema.changed"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: a new view trusted on first use (discovery: the catalogue grows) leaves a "
-    "list_changed hold in place, so the capable client's first call after its first verified "
-    "list is refused SCHEMA_UNVERIFIED (host-test/tests/views_wasm.rs reproduces it through "
-    "the .wasm)"))
 async def test_the_servers_list_changed_does_not_hold_the_first_call_after_a_views_first_list(
     started: list[Any], tmp_path: Path
 ) -> None:

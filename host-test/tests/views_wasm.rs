@@ -462,13 +462,12 @@ fn a_list_changed_before_a_first_contact_is_cleared_by_its_list() {
     assert_eq!(first_call_after_list_changed(None), (allowed, true));
 }
 
-/// Regression test for the lead (fails on aa10eb1): the capable client's list is a new view
+/// Regression test (failed before the fix of a grown catalogue's hold): the capable client's list is a new view
 /// trusted on first use (the catalogue grows, `view.baselined`, 17 tools served), yet the
 /// hold the server's `list_changed` set stays, and its echo call is refused
 /// `SCHEMA_UNVERIFIED` until some list of a known view verifies. The real server-everything
 /// behind Envoy does the same (`envoy/tests/test_views.py`, the `list_changed` test).
 #[test]
-#[ignore = "core bug: a new view trusted on first use does not clear a list_changed hold"]
 fn a_list_changed_before_a_new_views_first_list_is_cleared_by_that_list() {
     let allowed = ("allow".to_string(), Value::Null);
     assert_eq!(first_call_after_list_changed(Some(PLAIN)), (allowed, true));
@@ -507,7 +506,7 @@ fn with_added_tool(name: &str) -> Vec<HttpExchange> {
         .collect()
 }
 
-/// Regression test for the lead (fails on aa10eb1). One deploy adds a tool to both views; the
+/// Regression test (failed before one approval recorded every view of the candidate). One deploy adds a tool to both views; the
 /// plain view shows it first (the one `schema.changed` names it), the capable view then
 /// lists the same candidate and becomes `drifted_view`. Approving that candidate records the
 /// capable view's names only, so the plain view's next list closes the whole server again
@@ -515,7 +514,6 @@ fn with_added_tool(name: &str) -> Vec<HttpExchange> {
 /// live set differs from a baseline that is the very same fingerprint) until the baseline is
 /// approved a second time.
 #[test]
-#[ignore = "core bug: approving a candidate two views made records the names of the last one only"]
 fn one_deploy_that_adds_a_tool_to_both_views_is_approved_once() {
     let mut vm = start(config(json!({})), 7);
     replay(&mut vm, PLAIN, recording(PLAIN));
