@@ -248,7 +248,7 @@ async def test_server_everything_serves_both_kinds_of_client_whole_in_either_ord
             with Untouched(stack, server_id):
                 refused = await clients[False].call_tool("get-roots-list", {})
                 assert_denied(refused, "TOOL_NOT_APPROVED", tool="get-roots-list",
-                              schema_status="verified", required_action="refresh_tools",
+                              schema_status="verified", required_action="none",
                               server=server_id)
                 assert "not listed to this caller's view" in refused.content[0].text
         server = stack.admin.server(server_id)
@@ -397,7 +397,7 @@ async def test_a_2025_and_a_2026_client_are_each_served_their_view_and_only_it(
             with Untouched(stack, server_id):
                 refused = await legacy.call("tag_release", {"version": "9.9"})
                 assert_denied(refused, "TOOL_NOT_APPROVED", tool="tag_release",
-                              schema_status="verified", required_action="refresh_tools",
+                              schema_status="verified", required_action="none",
                               server=server_id)
         server = stack.admin.server(server_id)
         assert server["schema_status"] == "verified", server
