@@ -477,6 +477,7 @@ fn posture(v: &Value, field: &str) -> Result<Posture, ConfigError> {
     }
 }
 
+#[inline(never)]
 fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
     let obj = object(v, "server_id")?;
     known_keys(obj, "server_id", &["from", "name"])?;
@@ -519,6 +520,7 @@ fn valid_header_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
+#[inline(never)]
 fn server_config(
     v: &Value,
     field: &str,
@@ -620,6 +622,7 @@ pub fn check_fingerprint(fp: &str, field: &str) -> Result<(), ConfigError> {
     }
 }
 
+#[inline(never)]
 fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, ConfigError> {
     let obj = object(v, field)?;
     known_keys(obj, field, &["fingerprint", "tools"])?;
@@ -651,6 +654,7 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
     })
 }
 
+#[inline(never)]
 fn limits(v: &Value) -> Result<Limits, ConfigError> {
     // (key, largest value): every limit is a whole number from 1 to its largest value.
     const KEYS: [(&str, u64); 6] = [
@@ -695,6 +699,7 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
     })
 }
 
+#[inline(never)]
 fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
     let obj = object(v, "snapshots")?;
     known_keys(obj, "snapshots", &["key"])?;
@@ -726,6 +731,7 @@ fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
     Ok(sources)
 }
 
+#[inline(never)]
 fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
     let obj = object(v, "admin")?;
     known_keys(obj, "admin", &["prefix", "token_sha256", "identity"])?;
@@ -809,6 +815,7 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+#[inline(never)]
 fn telemetry(v: &Value) -> Result<TelemetryConfig, ConfigError> {
     let obj = object(v, "telemetry")?;
     known_keys(obj, "telemetry", &["filter_state"])?;
@@ -819,6 +826,7 @@ fn telemetry(v: &Value) -> Result<TelemetryConfig, ConfigError> {
     Ok(telemetry)
 }
 
+#[inline(never)]
 fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {
     let obj = object(v, "audit")?;
     known_keys(obj, "audit", &["call_allowed", "ring_size"])?;

@@ -8,5 +8,6 @@ pub mod envelope;
 pub mod json;
 pub mod json_span;
 pub mod jsonrpc;
+pub mod order;
 pub mod revision;
 pub mod sse;
