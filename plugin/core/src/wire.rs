@@ -9,5 +9,6 @@ pub mod first_value;
 pub mod json;
 pub mod json_span;
 pub mod jsonrpc;
+pub mod order;
 pub mod revision;
 pub mod sse;
