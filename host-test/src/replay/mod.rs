@@ -12,6 +12,7 @@ pub mod expect;
 pub mod records;
 
 use crate::abi::faults::Fault;
+use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{DEFAULT_EPOCH_NS, Identity};
 use crate::abi::types::LogLevel;
 use crate::input_error::input_error;
@@ -124,6 +125,7 @@ impl Replay {
             vm_configuration: Vec::new(),
             start_ns: DEFAULT_EPOCH_NS,
             faults: options.faults.clone(),
+            shared_data: SharedStore::default(),
         };
         let mut vm = PluginVm::start(&engine, &module, settings)?;
         let logs = std::mem::take(&mut vm.host_mut().vm.logs);

@@ -11,6 +11,7 @@ use super::caller_guest::{GuestExports, StoreData};
 use super::linker::{linker, missing_imports};
 use crate::abi::buffers::ConfigPhase;
 use crate::abi::faults::Fault;
+use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{HostState, Identity, LogEntry, StreamState};
 use crate::abi::types::{Action, LogLevel};
 use anyhow::{Context, Result, bail};
@@ -42,6 +43,9 @@ pub struct VmSettings {
     pub start_ns: u64,
     /// Hostcall faults to inject, from the first call of the start sequence on.
     pub faults: Vec<Fault>,
+    /// The shared data the VM reads and writes: a store of its own, or one shared with
+    /// other worker VMs.
+    pub shared_data: SharedStore,
 }
 
 /// The plugin returned `false` from `proxy_on_configure`: its configuration was refused.
@@ -134,6 +138,7 @@ impl PluginVm {
         host.vm.vm_configuration = settings.vm_configuration;
         host.vm.now_ns = settings.start_ns;
         host.vm.hostcalls.planned = settings.faults;
+        host.vm.shared_data = settings.shared_data;
         let limits = StoreLimitsBuilder::new()
             .memory_size(MAX_MEMORY_BYTES)
             .build();
