@@ -3,15 +3,17 @@
 //! turn that never comes ends at the deadline instead of hanging.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolseal::abi::shared_store::SwitchPoint;
-use toolseal::workers::scheduler::{Chooser, Scheduler};
+use toolseal::workers::explore::backtrack;
+use toolseal::workers::scheduler::{Choice, Chooser, Scheduler};
 
 /// Each worker: its start (phase = its index), then `steps` switch points in `phase`;
 /// returns the `(worker, step)` log in the order the steps ran, and the choices made.
-fn run(chooser: Chooser, phases: [usize; 2], steps: usize) -> (Vec<(usize, usize)>, usize) {
+fn run(chooser: Chooser, phases: [usize; 2], steps: usize) -> (Vec<(usize, usize)>, Vec<Choice>) {
     let deadline = Instant::now() + Duration::from_secs(20);
     let scheduler = Arc::new(Scheduler::new(2, chooser, deadline, 0, 1));
     let log = Mutex::new(Vec::new());
@@ -32,13 +34,17 @@ fn run(chooser: Chooser, phases: [usize; 2], steps: usize) -> (Vec<(usize, usize
             });
         }
     });
-    let choices = scheduler.choices().len();
+    let choices = scheduler.choices();
     (log.into_inner().unwrap(), choices)
 }
 
 fn in_worker_order(log: &[(usize, usize)], steps: usize) -> bool {
     (0..2).all(|w| {
-        let mine: Vec<usize> = log.iter().filter(|(x, _)| *x == w).map(|(_, s)| *s).collect();
+        let mine: Vec<usize> = log
+            .iter()
+            .filter(|(x, _)| *x == w)
+            .map(|(_, s)| *s)
+            .collect();
         mine == (0..steps).collect::<Vec<_>>()
     })
 }
@@ -96,4 +102,36 @@ fn a_turn_that_never_comes_ends_at_the_deadline() {
     assert!(why.contains("deadline"), "{why}");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(scheduler.abandoned().is_some());
+}
+
+/// Every schedule depth-first: the interleavings of the workers' steps reached, and how
+/// many schedules it took.
+fn exhaust(steps: usize, preemptions: Option<usize>) -> (BTreeSet<Vec<(usize, usize)>>, usize) {
+    let (mut logs, mut schedules) = (BTreeSet::new(), 0);
+    let mut script = Some(Vec::new());
+    while let Some(choices) = script.take() {
+        let (log, made) = run(Chooser::Script(choices), [2, 2], steps);
+        assert!(in_worker_order(&log, steps), "{log:?}");
+        let preempted = made.iter().filter(|c| c.is_preemption()).count();
+        assert!(preemptions.is_none_or(|p| preempted <= p), "{made:?}");
+        logs.insert(log);
+        schedules += 1;
+        assert!(schedules < 10_000, "the search does not end");
+        script = backtrack(&made, preemptions);
+    }
+    (logs, schedules)
+}
+
+#[test]
+fn the_depth_first_search_reaches_every_interleaving_and_the_bound_cuts_preemptions() {
+    // 3 steps each: C(6, 3) = 20 interleavings of the steps.
+    let (all, _) = exhaust(3, None);
+    assert_eq!(all.len(), 20);
+    // No preemption: one worker's steps, then the other's, either first.
+    let (blocks, schedules) = exhaust(3, Some(0));
+    assert_eq!((blocks.len(), schedules), (2, 2));
+    // One preemption: a worker is interrupted once by the other's whole run (2k logs).
+    let (once, _) = exhaust(3, Some(1));
+    assert_eq!(once.len(), 6);
+    assert!(once.is_subset(&all) && blocks.is_subset(&once));
 }
