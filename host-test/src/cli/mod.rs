@@ -10,6 +10,7 @@
 pub mod args;
 pub mod check_config;
 pub mod replay_cmd;
+pub mod replay_workers;
 pub mod report_html;
 pub mod stdout;
 pub mod tool_source;

@@ -98,6 +98,22 @@ pub fn tools_from_transcript(exchanges: &[HttpExchange]) -> Result<Vec<Value>, S
     Ok(listing)
 }
 
+/// The tools of every `tools/list` answer in one exchange (every page it holds), and
+/// whether it holds a `tools/list` answer at all.
+pub fn listed_tools(exchange: &HttpExchange) -> (Vec<Value>, bool) {
+    let mut tools = Vec::new();
+    let mut found = false;
+    for (id, _) in list_requests(&exchange.request_body) {
+        for result in responses_to(exchange, &id) {
+            found = true;
+            if let Some(Value::Array(page)) = result.get("tools") {
+                tools.extend(page.iter().cloned());
+            }
+        }
+    }
+    (tools, found)
+}
+
 /// `(id, has cursor)` of each `tools/list` request in a request body.
 fn list_requests(body: &[u8]) -> Vec<(Value, bool)> {
     let Ok(value) = parse_strict(body, MAX_DEPTH) else {
