@@ -260,6 +260,72 @@ fn check_config_accepts_a_valid_config_and_names_the_bad_field() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn check_config_explains_views_and_their_bound_only_when_set() {
+    let dir = std::env::temp_dir().join(format!("toolseal-check-views-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let check = |name: &str, config: Value| {
+        let file = dir.join(name);
+        std::fs::write(&file, config.to_string()).unwrap();
+        toolseal(&["check-config", file.to_str().unwrap()])
+    };
+    let set = json!({"posture": "strict", "limits": {"max_views": 4},
+        "views": ["revision", "capabilities"],
+        "servers": {"github": {"posture": "discovery", "views": ["revision",
+            {"header": "x-mcp-toolsets"}, {"metadata": "envoy.filters.http.jwt_authn/payload/scope"}]},
+            "docs": {"views": ["path"]}, "deploy": {}}});
+    let (code, stdout, stderr) = check("views.json", set);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "ok: posture strict, 3 configured server(s)",
+            "views: every other server tells its kinds of caller apart by revision, capabilities (top-level views)",
+            "views: server docs by path (servers.docs.views)",
+            "views: server github by revision, header:x-mcp-toolsets, metadata:envoy.filters.http.jwt_authn/payload/scope (servers.github.views); header and metadata values are shown hashed in the admin API",
+            "views: at most 4 recorded per server (limits.max_views); a list of a new view past them is checked against the approved catalogue alone: its known tools served, the others withheld, nothing closed (audited view.limit)",
+            "views: posture discovery: a new view's first list is trusted on first use: its new tools join the catalogue, screened as a first contact (view.baselined)",
+            "views: posture strict: a new view verifies only when the approved catalogue has every tool it lists, otherwise it is drift; pin every view's list with `toolseal pin A.json B.json …`",
+        ]
+    );
+    // Only the bound set: the default sources are named as such.
+    let (code, stdout, _) = check("bound.json", json!({"limits": {"max_views": 16}}));
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().nth(1),
+        Some(
+            "views: every server tells its kinds of caller apart by revision, capabilities (the default)"
+        )
+    );
+    assert!(stdout.contains("at most 16 recorded per server (limits.max_views);"));
+    // Nothing of views set: the one line it always printed.
+    let (code, stdout, _) = check(
+        "plain.json",
+        json!({"posture": "strict", "limits": {"max_depth": 64}}),
+    );
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "ok: posture strict, 0 configured server(s)\n")
+    );
+    // Refused values name the field, as the plugin does.
+    for (config, field) in [
+        (
+            json!({"limits": {"max_views": 0}}),
+            "field `limits.max_views`: expected a whole number from 1 to 256",
+        ),
+        (json!({"views": ["revision", "scopes"]}), "field `views[1]`"),
+        (
+            json!({"servers": {"g": {"views": []}}}),
+            "field `servers.g.views`: expected a list of 1 to 8 sources",
+        ),
+    ] {
+        let (code, stdout, stderr) = check("bad.json", config);
+        assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+        assert!(stderr.contains(field), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn tool(name: &str, description: &str, annotations: Option<Value>) -> Value {
     let mut t = json!({"name": name, "description": description,
         "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}});
