@@ -206,3 +206,75 @@ fn several_files_need_the_server_named() {
     assert!(help.contains("FILE [FILE...]"), "{help}");
     assert!(help.contains("docs/views.md"), "{help}");
 }
+
+/// The plain recording with one more tool listed to the same kind of caller.
+fn plain_with_one_more_tool() -> Vec<toolseal_core::transcript::HttpExchange> {
+    let bytes = std::fs::read(common::transcript(PLAIN)).unwrap();
+    let extra = r#"{"name":"extra","description":"Extra.","inputSchema":{"type":"object"}},"#;
+    parse_transcript(&bytes)
+        .unwrap()
+        .into_iter()
+        .map(|mut ex| {
+            let body = String::from_utf8(ex.response_body.clone()).unwrap();
+            ex.response_body = body
+                .replacen("\"tools\":[", &format!("\"tools\":[{extra}"), 1)
+                .into_bytes();
+            ex
+        })
+        .collect()
+}
+
+/// What `toolseal console` does to approve (and fleet.md's pinning of a reviewed release): a
+/// lock of the candidate in the configuration. When the drift came from a known view listing
+/// one more tool, the lock makes the server verified, but the view keeps its old names, so its
+/// next identical list drifts again (a false drift). The admin API's approve records the
+/// drifted view's names; a configured lock does not yet.
+#[test]
+#[ignore = "core: a configured lock does not record the drifted view's names (reported with the views CLI work)"]
+fn a_lock_of_a_known_views_new_list_approves_it_for_good() {
+    let plain = parse_transcript(&std::fs::read(common::transcript(PLAIN)).unwrap()).unwrap();
+    let grown = plain_with_one_more_tool();
+    let mut gateway = NativeReplay::new(Config::parse(b"{}").unwrap());
+    for exchange in plain.iter().chain(&grown) {
+        gateway.exchange("everything", exchange, 61);
+    }
+    let view = gateway
+        .engine
+        .admin_view(&gateway.store, Some("everything"))
+        .unwrap();
+    assert_eq!(view["schema_status"], "changed");
+    let tools = toolseal::cli::tool_source::tools_from_transcript(&grown).unwrap();
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    let fingerprint =
+        toolseal_core::policy::fingerprint::digest_tools(&Value::Array(tools.clone()), &fields)
+            .unwrap()
+            .fingerprint();
+    assert_eq!(view["candidate_fingerprint"], json!(fingerprint));
+    let config =
+        json!({"servers": {"everything": {"lock": {"fingerprint": fingerprint, "tools": tools}}}});
+    gateway.engine = toolseal_core::gateway::engine::Engine::new(
+        Config::parse(config.to_string().as_bytes()).unwrap(),
+    );
+    let now = gateway.now_ms + 1000;
+    let _ = gateway
+        .engine
+        .configure(&mut gateway.store, &mut gateway.out, now);
+    let view = gateway
+        .engine
+        .admin_view(&gateway.store, Some("everything"))
+        .unwrap();
+    assert_eq!(view["schema_status"], "verified");
+    for exchange in &grown {
+        gateway.exchange("everything", exchange, 61);
+    }
+    let view = gateway
+        .engine
+        .admin_view(&gateway.store, Some("everything"))
+        .unwrap();
+    assert_eq!(view["schema_status"], "verified", "{view}");
+    assert_eq!(
+        view["views"][0]["names"].as_array().unwrap().len(),
+        14,
+        "{view}"
+    );
+}
