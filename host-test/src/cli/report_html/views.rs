@@ -157,7 +157,7 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
         (Some(d), Some(n)) => {
             let _ = writeln!(
                 out,
-                "<p class=\"drifted\">The candidate was made by a list shown to view {} ({}): it listed {} tools where {} are recorded. Approving the candidate records the names it listed.</p>",
+                "<p class=\"drifted\">The candidate was made by a list shown to view {} ({}): it listed {} tools where {} are recorded. Approving it with the admin API records the names it listed.</p>",
                 n + 1,
                 d.described(),
                 d.names.len(),
@@ -172,7 +172,7 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
         (Some(d), None) => {
             let _ = writeln!(
                 out,
-                "<p class=\"drifted\">The candidate was made by a list shown to a view not recorded before ({}), of {} tools. Approving the candidate records the names it listed.</p>",
+                "<p class=\"drifted\">The candidate was made by a list shown to a view not recorded before ({}), of {} tools. Approving it with the admin API records the names it listed.</p>",
                 d.described(),
                 d.names.len()
             );

@@ -84,7 +84,7 @@ function renderServers(state) {
       el("td", {class: odd("schema_status")}, s.instances.map((i) =>
         el("div", {"data-instance": i.instance}, i.instance + " ",
           i.error ? status("unreachable") : i.view ? status(i.view.schema_status) : status("not-seen"),
-          i.view ? containment(i.view) : null))),
+          i.view ? containment(i.view) : null, i.view ? viewsNote(i.view) : null))),
       el("td", {class: odd("baseline_fingerprint")}, short(first.baseline_fingerprint)),
       el("td", {class: odd("live_fingerprint")}, short(first.live_fingerprint)),
       el("td", {}, views.filter((v) => v.drift_at_ms).map((v) => el("div", {text: when(v.drift_at_ms)}))),
@@ -103,6 +103,51 @@ function containment(view) {
   const count = (view.withheld_tools || []).length;
   return el("span", {class: "note", "data-serving": "unchanged_tools",
     text: " serving unchanged tools, " + count + " withheld"});
+}
+
+function viewsNote(view) {
+  // Surface views: how many kinds of caller this instance tells apart, and whether one's list
+  // awaits review (the detail lists them).
+  const count = Array.isArray(view.views) ? view.views.length : 0;
+  if (!count && !view.drifted_view) return null;
+  return el("span", {class: "note", "data-views": String(count),
+    text: " · " + count + (count === 1 ? " view" : " views") + (view.drifted_view ? ", drift shown to one" : "")});
+}
+
+// A view's sources as the admin API gives them ({label: value}; header and metadata values
+// already hashed by the plugin): "revision = 2025-11-25, capabilities = []".
+function sourcesText(view) {
+  const sources = view && typeof view.sources === "object" && view.sources !== null ? view.sources : {};
+  const parts = Object.entries(sources).map(([label, value]) =>
+    label + " = " + (value === null || value === undefined ? "(absent)" : valueText(value)));
+  return parts.length ? parts.join(", ") : "(no sources)";
+}
+
+function namesOf(view) {
+  return view && Array.isArray(view.names) ? view.names.map(valueText) : [];
+}
+
+function viewRow(label, view, state) {
+  const names = namesOf(view);
+  return el("tr", {"data-view": valueText(view && view.key), "data-state": state},
+    el("td", {}, label, state === "recorded" ? null : el("span", {class: "badge drifted", text: state === "drifted" ? "drifted" : "awaiting review"})),
+    el("td", {class: "text", text: sourcesText(view)}),
+    el("td", {text: String(names.length)}),
+    el("td", {class: "text", text: names.join(" ")}),
+    el("td", {text: when(view && view.first_seen_ms)}),
+    el("td", {text: when(view && view.last_seen_ms)}));
+}
+
+function viewsTable(views, drifted) {
+  // Every view this instance recorded, then the list that made the candidate (a recorded
+  // view's new names, or a view not recorded before).
+  const list = views.filter((v) => v && typeof v === "object");
+  const driftedKey = drifted && typeof drifted === "object" ? drifted.key : null;
+  const at = list.findIndex((v) => driftedKey && v.key === driftedKey);
+  const rows = list.map((v, n) => viewRow("view " + (n + 1) + " ", v, n === at ? "drifted" : "recorded"));
+  if (driftedKey) rows.push(viewRow((at >= 0 ? "view " + (at + 1) + ", as the drift listed it " : "new view "), drifted, "drift"));
+  return el("table", {class: "grid"},
+    el("tr", {}, ["view", "sources", "tools", "names", "first seen", "last seen"].map((h) => el("th", {text: h}))), rows);
 }
 
 function valueText(value) {
@@ -124,6 +169,14 @@ function renderExtra(views) {
             el("td", {text: valueText(w.change)}),
             el("td", {class: "text", text: (Array.isArray(w.changes) ? w.changes : [])
               .map((c) => valueText(c.kind) + (c.path ? " " + valueText(c.path) : "")).join("; ")}))));
+      } else if (key === "views" && Array.isArray(value)) {
+        body = viewsTable(value, view.drifted_view);
+      } else if (key === "drifted_view") {
+        // Shown in the views table; here only what approving does.
+        body = value && typeof value === "object"
+          ? el("div", {class: "text", text: "shown to " + sourcesText(value) + ": " + namesOf(value).length +
+              " tools; the candidate is the catalogue with this list's definitions applied"})
+          : el("div", {class: "note", text: "no view's list awaits review"});
       } else if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
         const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
         body = el("table", {class: "grid"}, el("tr", {}, keys.map((k) => el("th", {text: k}))),
