@@ -139,10 +139,28 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
     if let Some(note) = &views.note {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
     }
-    let known = drifted
-        .as_ref()
-        .and_then(|d| recorded.iter().position(|v| v.key == d.key));
-    let mut rows: Vec<(String, &Shown<'_>, Row)> = recorded
+    let rows = drift_and_rows(out, &recorded, drifted.as_ref());
+    if rows.is_empty() {
+        out.push_str("<p class=\"absent\">No view is recorded yet: a view is recorded when its first complete list verifies (or is trusted on first use).</p></section>\n");
+        return;
+    }
+    views_table(out, &rows);
+    listed_to(out, &rows);
+    out.push_str("</section>\n");
+}
+
+/// A row of the views table: its label, the view, how it stands.
+type TableRow<'r, 'v> = (String, &'r Shown<'v>, Row);
+
+/// Says which list made the candidate, and returns the table's rows: the recorded views, then
+/// that list (a recorded view's new names, or a view not recorded before).
+fn drift_and_rows<'r, 'v>(
+    out: &mut String,
+    recorded: &'r [Shown<'v>],
+    drifted: Option<&'r Shown<'v>>,
+) -> Vec<TableRow<'r, 'v>> {
+    let known = drifted.and_then(|d| recorded.iter().position(|v| v.key == d.key));
+    let mut rows: Vec<TableRow<'r, 'v>> = recorded
         .iter()
         .enumerate()
         .map(|(n, v)| {
@@ -153,7 +171,7 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
             (format!("view {}", n + 1), v, row)
         })
         .collect();
-    match (&drifted, known) {
+    match (drifted, known) {
         (Some(d), Some(n)) => {
             let _ = writeln!(
                 out,
@@ -180,12 +198,13 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
         }
         (None, _) => out.push_str("<p class=\"drifted\">No view's list awaits review.</p>\n"),
     }
-    if rows.is_empty() {
-        out.push_str("<p class=\"absent\">No view is recorded yet: a view is recorded when its first complete list verifies (or is trusted on first use).</p></section>\n");
-        return;
-    }
+    rows
+}
+
+/// The table of views, one row each.
+fn views_table(out: &mut String, rows: &[TableRow<'_, '_>]) {
     out.push_str("<table class=\"overview\"><tr><th>view</th><th>sources</th><th>tools</th><th>names</th><th>first seen</th><th>last seen</th></tr>\n");
-    for (label, view, row) in &rows {
+    for (label, view, row) in rows {
         let (class, badge) = match row {
             Row::Recorded => ("view", ""),
             Row::RecordedDrifted => ("view", " <span class=\"badge drifted\">drifted</span>"),
@@ -213,12 +232,10 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
         );
     }
     out.push_str("</table>\n");
-    listed_to(out, &rows);
-    out.push_str("</section>\n");
 }
 
 /// Which views list each tool: the recorded views' names, and the list under review.
-fn listed_to(out: &mut String, rows: &[(String, &Shown<'_>, Row)]) {
+fn listed_to(out: &mut String, rows: &[TableRow<'_, '_>]) {
     let mut by_tool: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (label, view, row) in rows {
         let shown = match row {
