@@ -226,11 +226,9 @@ fn plain_with_one_more_tool() -> Vec<toolseal_core::transcript::HttpExchange> {
 
 /// What `toolseal console` does to approve (and fleet.md's pinning of a reviewed release): a
 /// lock of the candidate in the configuration. When the drift came from a known view listing
-/// one more tool, the lock makes the server verified, but the view keeps its old names, so its
-/// next identical list drifts again (a false drift). The admin API's approve records the
-/// drifted view's names; a configured lock does not yet.
+/// one more tool, the lock makes the server verified, and the view's next identical list
+/// verifies too: a new pin has every view learned again against the pinned catalogue.
 #[test]
-#[ignore = "core: a configured lock does not record the drifted view's names (reported with the views CLI work)"]
 fn a_lock_of_a_known_views_new_list_approves_it_for_good() {
     let plain = parse_transcript(&std::fs::read(common::transcript(PLAIN)).unwrap()).unwrap();
     let grown = plain_with_one_more_tool();
