@@ -691,3 +691,71 @@ fn report_with_the_configuration_tells_the_views_from_the_recordings() {
     assert!(!page.contains("<section class=\"views\">"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `name`'s recording with one more tool listed, as one deploy would add it for every caller.
+fn with_one_more_tool(name: &str) -> Vec<toolseal_core::transcript::HttpExchange> {
+    let bytes = std::fs::read(recording(name)).unwrap();
+    let extra = r#"{"name":"extra<i>","description":"Extra.","inputSchema":{"type":"object"}},"#;
+    toolseal_core::transcript::parse_transcript(&bytes)
+        .unwrap()
+        .into_iter()
+        .map(|mut ex| {
+            let body = String::from_utf8(ex.response_body.clone()).unwrap();
+            ex.response_body = body
+                .replacen("\"tools\":[", &format!("\"tools\":[{extra}"), 1)
+                .into_bytes();
+            ex
+        })
+        .collect()
+}
+
+#[test]
+fn one_deploy_seen_through_both_views_shows_both_lists_awaiting_review() {
+    use toolseal::cli::report_html::{ServerViews, render_review};
+    use toolseal_core::transcript::{NativeReplay, parse_transcript};
+    let (plain, capable) = (
+        "everything-2026.8.31-no-capabilities",
+        "everything-2026.8.31-capabilities",
+    );
+    let mut gateway = NativeReplay::new(toolseal_core::config::Config::parse(b"{}").unwrap());
+    let recorded = |name: &str| parse_transcript(&std::fs::read(recording(name)).unwrap()).unwrap();
+    let replays = [
+        recorded(plain),
+        recorded(capable),
+        with_one_more_tool(plain),
+        with_one_more_tool(capable),
+    ];
+    for exchange in replays.iter().flatten() {
+        gateway.exchange("everything", exchange, 61);
+    }
+    let admin = gateway
+        .engine
+        .admin_view(&gateway.store, Some("everything"))
+        .unwrap();
+    assert_eq!(admin["schema_status"], "changed", "{admin}");
+    assert_eq!(
+        admin["drifted_views_also"].as_array().unwrap().len(),
+        1,
+        "{admin}"
+    );
+    let views = [ServerViews {
+        admin_view: Some(&admin),
+        source: "the core".into(),
+        note: None,
+    }];
+    let page = render_review(("a", "b"), &[], &[], None, &views);
+    let section = views_of(&page);
+    assert!(
+        section.contains("The candidate was made by the lists shown to 2 views: view 1 (capabilities = [], revision = 2025-11-25): it listed 14 tools where 13 are recorded; view 2 ("),
+        "{section}"
+    );
+    assert!(section.contains("): it listed 18 tools where 17 are recorded. Approving it with the admin API records the names each listed."));
+    assert!(section.contains("<code>extra&lt;i&gt;</code></td><td>view 1, as the drift listed it (awaiting review), view 2, as the drift listed it (awaiting review)</td>"));
+    assert_eq!(
+        section
+            .matches("<span class=\"badge drifted\">drifted</span>")
+            .count(),
+        2
+    );
+    assert!(!page.contains("<i>"));
+}

@@ -1,8 +1,9 @@
 //! A server's views on the review page, as the admin API's `GET {prefix}servers/{id}` gives
 //! them: each kind of caller the server lists tools to (its sources and their values, header
 //! and metadata values already hashed by the plugin), the names it is listed, when it was
-//! first and last seen, and the view whose list made the candidate under review
-//! (`drifted_view`: approving the candidate records the names it listed).
+//! first and last seen, and the views whose lists made the candidate under review
+//! (`drifted_view`, the last, and `drifted_views_also`, those before it: approving the
+//! candidate records the names each listed).
 //!
 //! Main design decision: the section renders the admin API's answer as it comes and derives
 //! nothing the plugin did not decide. Whoever supplies it (an instance's admin API through
@@ -23,7 +24,7 @@ const SHOWN_KEY_HEX: usize = 12;
 /// A server's views and where they were read.
 pub struct ServerViews<'a> {
     /// The admin API's view of the server (`GET {prefix}servers/{id}`): its `views`,
-    /// `drifted_view` and `schema_status` are read. `None`: they could not be had, and
+    /// `drifted_view`, `drifted_views_also` and `schema_status` are read. `None`: they could not be had, and
     /// `source` says why.
     pub admin_view: Option<&'a Value>,
     /// Where that answer comes from, for the reader (`GET servers/deploy on envoy-0`), or
@@ -124,7 +125,13 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
         .and_then(Value::as_array)
         .map(|v| v.iter().filter_map(Shown::read).collect())
         .unwrap_or_default();
-    let drifted = admin.get("drifted_view").and_then(Shown::read);
+    // The views that listed the candidate: the earlier ones, then the last.
+    let mut drifted: Vec<Shown<'_>> = admin
+        .get("drifted_views_also")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Shown::read).collect())
+        .unwrap_or_default();
+    drifted.extend(admin.get("drifted_view").and_then(Shown::read));
     let status = admin
         .get("schema_status")
         .and_then(Value::as_str)
@@ -139,7 +146,7 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
     if let Some(note) = &views.note {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
     }
-    let rows = drift_and_rows(out, &recorded, drifted.as_ref());
+    let rows = drift_and_rows(out, &recorded, &drifted);
     if rows.is_empty() {
         out.push_str("<p class=\"absent\">No view is recorded yet: a view is recorded when its first complete list verifies (or is trusted on first use).</p></section>\n");
         return;
@@ -152,52 +159,73 @@ pub fn views_section(out: &mut String, views: &ServerViews<'_>) {
 /// A row of the views table: its label, the view, how it stands.
 type TableRow<'r, 'v> = (String, &'r Shown<'v>, Row);
 
-/// Says which list made the candidate, and returns the table's rows: the recorded views, then
-/// that list (a recorded view's new names, or a view not recorded before).
+/// Says which lists made the candidate, and returns the table's rows: the recorded views,
+/// then those lists (a recorded view's new names, or a view not recorded before).
 fn drift_and_rows<'r, 'v>(
     out: &mut String,
     recorded: &'r [Shown<'v>],
-    drifted: Option<&'r Shown<'v>>,
+    drifted: &'r [Shown<'v>],
 ) -> Vec<TableRow<'r, 'v>> {
-    let known = drifted.and_then(|d| recorded.iter().position(|v| v.key == d.key));
+    let position = |d: &Shown<'_>| recorded.iter().position(|v| v.key == d.key);
     let mut rows: Vec<TableRow<'r, 'v>> = recorded
         .iter()
         .enumerate()
         .map(|(n, v)| {
-            let row = match known == Some(n) {
+            let row = match drifted.iter().any(|d| d.key == v.key) {
                 true => Row::RecordedDrifted,
                 false => Row::Recorded,
             };
             (format!("view {}", n + 1), v, row)
         })
         .collect();
-    match (drifted, known) {
-        (Some(d), Some(n)) => {
-            let _ = writeln!(
-                out,
-                "<p class=\"drifted\">The candidate was made by a list shown to view {} ({}): it listed {} tools where {} are recorded. Approving it with the admin API records the names it listed.</p>",
-                n + 1,
-                d.described(),
-                d.names.len(),
-                recorded.get(n).map_or(0, |v| v.names.len())
-            );
-            rows.push((
+    let fresh = drifted.iter().filter(|d| position(d).is_none()).count();
+    let mut described = Vec::new();
+    let mut new_views = 0;
+    for d in drifted {
+        let (label, text) = match position(d) {
+            Some(n) => (
                 format!("view {}, as the drift listed it", n + 1),
-                d,
-                Row::Drift,
-            ));
-        }
-        (Some(d), None) => {
-            let _ = writeln!(
-                out,
-                "<p class=\"drifted\">The candidate was made by a list shown to a view not recorded before ({}), of {} tools. Approving it with the admin API records the names it listed.</p>",
-                d.described(),
-                d.names.len()
-            );
-            rows.push(("new view".to_owned(), d, Row::Drift));
-        }
-        (None, _) => out.push_str("<p class=\"drifted\">No view's list awaits review.</p>\n"),
+                format!(
+                    "view {} ({}): it listed {} tools where {} are recorded",
+                    n + 1,
+                    d.described(),
+                    d.names.len(),
+                    recorded.get(n).map_or(0, |v| v.names.len())
+                ),
+            ),
+            None => {
+                new_views += 1;
+                let label = match fresh {
+                    1 => "new view".to_owned(),
+                    _ => format!("new view {new_views}"),
+                };
+                let text = format!(
+                    "a view not recorded before ({}), of {} tools",
+                    d.described(),
+                    d.names.len()
+                );
+                (label, text)
+            }
+        };
+        rows.push((label, d, Row::Drift));
+        described.push(text);
     }
+    let _ = match described.as_slice() {
+        [] => writeln!(
+            out,
+            "<p class=\"drifted\">No view's list awaits review.</p>"
+        ),
+        [one] => writeln!(
+            out,
+            "<p class=\"drifted\">The candidate was made by a list shown to {one}. Approving it with the admin API records the names it listed.</p>"
+        ),
+        several => writeln!(
+            out,
+            "<p class=\"drifted\">The candidate was made by the lists shown to {} views: {}. Approving it with the admin API records the names each listed.</p>",
+            several.len(),
+            several.join("; ")
+        ),
+    };
     rows
 }
 

@@ -111,7 +111,7 @@ function viewsNote(view) {
   const count = Array.isArray(view.views) ? view.views.length : 0;
   if (!count && !view.drifted_view) return null;
   return el("span", {class: "note", "data-views": String(count),
-    text: " · " + count + (count === 1 ? " view" : " views") + (view.drifted_view ? ", drift shown to one" : "")});
+    text: " · " + count + (count === 1 ? " view" : " views") + (view.drifted_view ? ", a list awaits review" : "")});
 }
 
 // A view's sources as the admin API gives them ({label: value}; header and metadata values
@@ -139,15 +139,29 @@ function viewRow(label, view, state) {
 }
 
 function viewsTable(views, drifted) {
-  // Every view this instance recorded, then the list that made the candidate (a recorded
-  // view's new names, or a view not recorded before).
+  // Every view this instance recorded, then the lists that made the candidate (each a
+  // recorded view's new names, or a view not recorded before).
   const list = views.filter((v) => v && typeof v === "object");
-  const driftedKey = drifted && typeof drifted === "object" ? drifted.key : null;
-  const at = list.findIndex((v) => driftedKey && v.key === driftedKey);
-  const rows = list.map((v, n) => viewRow("view " + (n + 1) + " ", v, n === at ? "drifted" : "recorded"));
-  if (driftedKey) rows.push(viewRow((at >= 0 ? "view " + (at + 1) + ", as the drift listed it " : "new view "), drifted, "drift"));
+  const drifts = drifted.filter((d) => d && typeof d === "object");
+  const at = (d) => list.findIndex((v) => v.key === d.key);
+  const rows = list.map((v, n) => viewRow("view " + (n + 1) + " ", v,
+    drifts.some((d) => d.key === v.key) ? "drifted" : "recorded"));
+  const fresh = drifts.filter((d) => at(d) < 0).length;
+  let newViews = 0;
+  for (const d of drifts) {
+    const n = at(d);
+    const label = n >= 0 ? "view " + (n + 1) + ", as the drift listed it "
+      : (fresh === 1 ? "new view " : "new view " + (++newViews) + " ");
+    rows.push(viewRow(label, d, "drift"));
+  }
   return el("table", {class: "grid"},
     el("tr", {}, ["view", "sources", "tools", "names", "first seen", "last seen"].map((h) => el("th", {text: h}))), rows);
+}
+
+// The lists that made the candidate: those of drifted_views_also, then drifted_view.
+function driftedLists(view) {
+  const also = Array.isArray(view.drifted_views_also) ? view.drifted_views_also : [];
+  return view.drifted_view ? also.concat([view.drifted_view]) : also;
 }
 
 function valueText(value) {
@@ -170,12 +184,15 @@ function renderExtra(views) {
             el("td", {class: "text", text: (Array.isArray(w.changes) ? w.changes : [])
               .map((c) => valueText(c.kind) + (c.path ? " " + valueText(c.path) : "")).join("; ")}))));
       } else if (key === "views" && Array.isArray(value)) {
-        body = viewsTable(value, view.drifted_view);
+        body = viewsTable(value, driftedLists(view));
+      } else if (key === "drifted_views_also") {
+        continue; // in the views table
       } else if (key === "drifted_view") {
-        // Shown in the views table; here only what approving does.
-        body = value && typeof value === "object"
-          ? el("div", {class: "text", text: "shown to " + sourcesText(value) + ": " + namesOf(value).length +
-              " tools; the candidate is the catalogue with this list's definitions applied"})
+        // Shown in the views table; here which kinds of caller showed the candidate.
+        const lists = driftedLists(view);
+        body = lists.length
+          ? lists.map((d) => el("div", {class: "text", text: "shown to " + sourcesText(d) + ": " + namesOf(d).length +
+              " tools"}))
           : el("div", {class: "note", text: "no view's list awaits review"});
       } else if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
         const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
