@@ -8,6 +8,7 @@
 //! plugin fault or a broken expectation exit 1.
 
 pub mod args;
+pub mod catalogue;
 pub mod check_config;
 pub mod replay_cmd;
 pub mod replay_workers;
@@ -36,7 +37,7 @@ const COMMANDS: [(&str, &str); 9] = [
     ),
     (
         "pin",
-        "a full lock of a tool set, ready to merge into a config",
+        "a full lock of a server's tool lists (their catalogue), ready to merge into a config",
     ),
     (
         "report",
