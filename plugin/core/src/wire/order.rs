@@ -64,7 +64,7 @@ mod tests {
             let mut theirs = ours.clone();
             // By length only: equal lengths keep their order (the position shows it).
             sort_by(&mut ours, |a, b| a.1.len().cmp(&b.1.len()));
-            theirs.sort_by(|a, b| a.1.len().cmp(&b.1.len()));
+            theirs.sort_by_key(|a| a.1.len());
             assert_eq!(ours, theirs);
         }
         let mut numbers = vec![5, 3, 9, 1, 3, 7, 2, 8, 6, 4, 0, 3];
