@@ -132,8 +132,9 @@ impl Scheduler {
         }
     }
 
-    /// A number for the unit that just ended: units are numbered in the order they ended.
-    pub fn completed(&self) -> u64 {
+    /// A number for the phase of an exchange that just ended (call while holding the turn):
+    /// phases are numbered in the order they ended, over the whole schedule.
+    pub fn stamp(&self) -> u64 {
         match self.board() {
             Ok(mut board) => {
                 board.completed = board.completed.saturating_add(1);
