@@ -172,11 +172,6 @@ impl<'a> Reference<'a> {
         self.replayed
     }
 
-    /// The fingerprint fields outcomes are digested with.
-    pub fn fields(&self) -> &FingerprintFields {
-        &self.fields
-    }
-
     /// Finds an interleaving that decides every phase as `target` and ends with its
     /// records, replaying at most `budget` steps (at most the reference's own budget);
     /// `Ok(None)` when one does, else the closest one.
