@@ -1,7 +1,13 @@
 //! The multi-worker scheduler on plain threads (no wasm): one worker runs at a time, a seed
 //! or a script of choices gives the same order every time, phases order the work, and a
 //! turn that never comes ends at the deadline instead of hanging.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};

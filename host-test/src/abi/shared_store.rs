@@ -183,6 +183,14 @@ impl SharedStore {
             .unwrap_or_default()
     }
 
+    /// How many accesses were traced so far (a position in [`SharedStore::trace`]).
+    pub fn accesses(&self) -> usize {
+        self.lock()
+            .ok()
+            .and_then(|inner| inner.trace.as_ref().map(Vec::len))
+            .unwrap_or(0)
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.lock().map_or(0, |inner| inner.data.len())

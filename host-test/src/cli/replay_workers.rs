@@ -2,7 +2,7 @@
 //! schedule prints the usual lines, each with the `worker` that replayed the exchange
 //! first, in the order exchanges ended; several schedules print only what broke. Every
 //! invariant a schedule broke is a `{"violation", ...}` line, and a last line sums up:
-//! `{"schedules", "failed", "complete", "plan", "reference_orders", "workers"}`. The first
+//! `{"schedules", "failed", "complete", "plan", "reference_steps", "workers"}`. The first
 //! failing schedule is explained on stderr: how to run it alone, its audit events by
 //! worker and, with `--trace`, every shared-data access in the order it was served (also
 //! for a single schedule that broke nothing).
@@ -236,7 +236,7 @@ fn summary_line(plan: &Plan, report: &Report, workers: usize) -> String {
         "failed": e.failed,
         "complete": e.complete,
         "plan": plan,
-        "reference_orders": report.reference_orders,
+        "reference_steps": report.reference_steps,
         "workers": workers,
     })
     .to_string()

@@ -95,6 +95,15 @@ pub struct ExchangeReport {
     pub records: Vec<PluginRecord>,
 }
 
+/// An exchange whose request phase ran ([`Replay::begin_exchange`]).
+#[derive(Debug)]
+pub struct PendingReport {
+    /// Transcript name.
+    pub transcript: String,
+    /// The exchange, set aside.
+    pub pending: exchange::PendingExchange,
+}
+
 /// A replay session: one plugin VM.
 pub struct Replay {
     vm: PluginVm,
@@ -196,26 +205,64 @@ impl Replay {
         transcript: &str,
         exchange: &HttpExchange,
     ) -> Result<ExchangeReport> {
+        let pending = self.begin_exchange(transcript, exchange)?;
+        self.finish_exchange(pending, exchange)
+    }
+
+    /// Runs the request phase of one exchange (one clock step after the previous one); the
+    /// VM may replay other exchanges before [`Replay::finish_exchange`] runs its response
+    /// phase, as a worker interleaves streams.
+    pub fn begin_exchange(
+        &mut self,
+        transcript: &str,
+        exchange: &HttpExchange,
+    ) -> Result<PendingReport> {
         let server = self
             .options
             .server
             .clone()
             .unwrap_or_else(|| transcript.to_owned());
         self.vm.host_mut().vm.identity = identity_for(&server);
-        let setup = ExchangeSetup {
-            chunk: self.options.chunk,
-            dynamic_metadata: self.options.dynamic_metadata.clone(),
-        };
         self.advance_clock()?;
-        let outcome = exchange::run(&mut self.vm, exchange, &setup)
+        let setup = self.setup();
+        let pending = exchange::begin(&mut self.vm, exchange, &setup)
+            .with_context(|| format!("replaying {transcript} exchange {}", exchange.seq))?;
+        Ok(PendingReport {
+            transcript: transcript.to_owned(),
+            pending,
+        })
+    }
+
+    /// Runs the response phase of an exchange begun with [`Replay::begin_exchange`] and
+    /// ends it.
+    pub fn finish_exchange(
+        &mut self,
+        pending: PendingReport,
+        exchange: &HttpExchange,
+    ) -> Result<ExchangeReport> {
+        let PendingReport {
+            transcript,
+            pending,
+        } = pending;
+        self.vm.host_mut().vm.identity =
+            identity_for(self.options.server.as_deref().unwrap_or(&transcript));
+        let setup = self.setup();
+        let outcome = exchange::finish(&mut self.vm, pending, exchange, &setup)
             .with_context(|| format!("replaying {transcript} exchange {}", exchange.seq))?;
         let records = records::parse_logs(&outcome.logs)?;
         Ok(ExchangeReport {
-            transcript: transcript.to_owned(),
+            transcript,
             seq: records::seq_value(&exchange.seq),
             outcome,
             records,
         })
+    }
+
+    fn setup(&self) -> ExchangeSetup {
+        ExchangeSetup {
+            chunk: self.options.chunk,
+            dynamic_metadata: self.options.dynamic_metadata.clone(),
+        }
     }
 
     /// Sets the clock so that the next exchange runs at `now_ns` (workers share one clock:

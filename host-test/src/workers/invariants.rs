@@ -1,24 +1,33 @@
 //! What every schedule of a multi-worker replay must hold, checked after it ran.
 //!
 //! Main design decision: two kinds of checks. Absolute ones need no reference: no
-//! `schema.changed` whose live set is its baseline, no server closed as `changed` against
-//! the only tool set it was ever listed, no worker faulted. Relative ones compare with the
-//! single-worker [`Reference`]: every exchange (a list served whole, filtered or refused; a
-//! call forwarded or refused) must be answered as one worker answers it in some order of
-//! the same exchanges, no request may reach the upstream that every order refuses, no tool
-//! may reach a client that no order delivers, and the records must end as some order ends
-//! them (no update lost).
+//! `schema.changed` that closes a server on its own baseline, no server closed as
+//! `changed` against the only tool set it was ever listed, no worker faulted. The relative
+//! one asks the single-worker [`Reference`] for one interleaving of the same exchanges
+//! that serves every list as the schedule did (whole, filtered or refused), forwards every
+//! request it forwarded, delivers every tool it delivered and ends with the same records.
+//! When there is none, the violation is named after where the closest interleaving parts
+//! from the schedule: a request forwarded that it refuses, a tool delivered that it
+//! withholds, a list served otherwise, or the same answers ending in other records (an
+//! update lost).
 
-use super::reference::{Found, Reference};
+use super::reference::{
+    Mismatch, Reference, Step, Target, departure, request_outcome, response_outcome,
+};
 use super::scenario::Scenario;
 use super::schedule_run::ScheduleRun;
-use super::signature::{delivered_tools, exchange_signature, final_state, records};
+use super::signature::{RECORD_PREFIX, final_state, records};
 use crate::cli::tool_source::{listed_tools, tools_from_transcript};
 use crate::replay::records::PluginRecord;
 use anyhow::Result;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+
+/// The most steps the reference replays for a schedule that already broke an absolute
+/// invariant.
+const BROKEN_SCHEDULE_BUDGET: usize = 256;
 
 /// One invariant a schedule broke.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,70 +76,90 @@ impl Checks<'_, '_> {
         }
         found.extend(false_drifts(run));
         found.extend(self.closed_unchanged(run));
-        for unit in &run.units {
-            found.extend(self.unit_violations(unit)?);
-        }
         if run.failures.is_empty() {
-            let state = final_state(&run.store);
-            if let Some(why) = missing(self.reference.ends_with(&state)?) {
-                found.push(Violation {
-                    invariant: "lost-update",
-                    at: None,
-                    detail: format!("the records end as {state}, which {why}"),
-                });
+            // A schedule already known broken is not worth a long search for a reference.
+            let budget = if found.is_empty() {
+                usize::MAX
+            } else {
+                BROKEN_SCHEDULE_BUDGET
+            };
+            let target = self.target(run);
+            if let Some(mismatch) = self.reference.explain(&target, budget)? {
+                found.push(self.not_sequential(run, &target, &mismatch));
             }
         }
         Ok(found)
     }
 
-    fn unit_violations(
-        &mut self,
-        unit: &super::schedule_run::UnitReport,
-    ) -> Result<Vec<Violation>> {
-        let mut found = Vec::new();
-        let at = At {
-            worker: unit.worker,
-            transcript: unit.report.transcript.clone(),
-            seq: unit.report.seq.clone(),
+    /// What the schedule did, phase by phase.
+    fn target(&self, run: &ScheduleRun) -> Target {
+        let mut target = Target {
+            final_state: final_state(&run.store),
+            ..Target::default()
         };
-        let Some((_, recorded)) = self.scenario.unit(unit.unit) else {
-            return Ok(found);
-        };
-        let id = unit.unit;
-        if unit.report.outcome.upstream_contacted
-            && let Some(why) = missing(self.reference.forwards(id)?)
-        {
-            found.push(violation(
-                "forwarded-refused",
-                &at,
-                format!("the request reached the upstream, which {why}"),
-            ));
-        }
-        if let Some(tools) = delivered_tools(recorded, &unit.report, self.fields) {
-            for (name, digest) in tools {
-                if let Some(why) = missing(self.reference.delivers(id, &digest)?) {
-                    found.push(violation(
-                        "drifted-tool-delivered",
-                        &at,
-                        format!("the client received tool {name:?} ({digest}), which {why}"),
-                    ));
-                }
-            }
-        }
-        let signature = exchange_signature(&unit.report);
-        if let Some(why) = missing(self.reference.has_signature(id, &signature)?) {
-            let invariant = if listed_tools(recorded).1 {
-                "list-not-sequential"
-            } else {
-                "exchange-not-sequential"
+        for unit in &run.units {
+            let Some((_, recorded)) = self.scenario.unit(unit.unit) else {
+                continue;
             };
-            found.push(violation(
-                invariant,
-                &at,
-                format!("the exchange ended as {signature}, which {why}"),
-            ));
+            let outcome = &unit.report.outcome;
+            let request = Step {
+                unit: unit.unit,
+                response: false,
+            };
+            let response = Step {
+                unit: unit.unit,
+                response: true,
+            };
+            target.phases.insert(request, request_outcome(outcome));
+            target
+                .phases
+                .insert(response, response_outcome(recorded, outcome, self.fields));
+            target.order.insert(
+                request,
+                effect(run, unit.worker, unit.request_accesses.clone()),
+            );
+            target.order.insert(
+                response,
+                effect(run, unit.worker, unit.response_accesses.clone()),
+            );
         }
-        Ok(found)
+        target
+    }
+
+    /// The violation for a schedule no single-worker interleaving explains, named after
+    /// where the closest interleaving parts from it.
+    fn not_sequential(&self, run: &ScheduleRun, target: &Target, m: &Mismatch) -> Violation {
+        let bound = if m.bounded {
+            " (the search stopped at its budget; not every interleaving was tried)"
+        } else {
+            ""
+        };
+        let Some(step) = m.step else {
+            return Violation {
+                invariant: "lost-update",
+                at: None,
+                detail: format!(
+                    "the records end as {}; the closest single-worker interleaving agrees on all {} phases but ends with {}{bound}",
+                    target.final_state, m.agreed, m.reference.signature
+                ),
+            };
+        };
+        let at = run.units.iter().find(|u| u.unit == step.unit).map(|u| At {
+            worker: u.worker,
+            transcript: u.report.transcript.clone(),
+            seq: u.report.seq.clone(),
+        });
+        let ours = target.phases.get(&step).cloned().unwrap_or_default();
+        let invariant = departure(&ours, &m.reference).unwrap_or("list-not-sequential");
+        let phase = if step.response { "response" } else { "request" };
+        Violation {
+            invariant,
+            at,
+            detail: format!(
+                "no single-worker interleaving of these exchanges explains this schedule: the closest agrees on {} phases, then decides this {phase} as {} where the schedule decided {}{bound}",
+                m.agreed, m.reference.signature, ours.signature
+            ),
+        }
     }
 
     /// A server closed as `changed` whose baseline is the only tool set any of its lists
@@ -186,26 +215,31 @@ impl Checks<'_, '_> {
     }
 }
 
-fn violation(invariant: &'static str, at: &At, detail: String) -> Violation {
-    Violation {
-        invariant,
-        at: Some(at.clone()),
-        detail,
-    }
+/// Where a phase of `worker` (its accesses lie in `range`) took effect: its last write to
+/// a server record, else its last read of one, else its end.
+fn effect(run: &ScheduleRun, worker: usize, range: Range<usize>) -> usize {
+    let on_record = |i: &usize| {
+        run.trace
+            .get(*i)
+            .is_some_and(|a| a.worker == worker && a.key.starts_with(RECORD_PREFIX))
+    };
+    let written = |i: &usize| {
+        run.trace
+            .get(*i)
+            .is_some_and(|a| a.op == "set" && a.answer.starts_with("written"))
+    };
+    let end = range.end;
+    range
+        .clone()
+        .rev()
+        .find(|i| on_record(i) && written(i))
+        .or_else(|| range.rev().find(on_record))
+        .unwrap_or(end)
 }
 
-/// Why a reference answer is a violation, or `None` when some order agrees.
-fn missing(found: Found) -> Option<String> {
-    match found {
-        Found::Yes => None,
-        Found::No => Some("no single-worker order of the same exchanges does".into()),
-        Found::NotWithin(n) => Some(format!(
-            "none of the {n} single-worker orders replayed does (the bound stopped the search)"
-        )),
-    }
-}
-
-/// `schema.changed` events whose live fingerprint is their baseline: a drift that is none.
+/// `schema.changed` events that close a server (from any status but `changed`) on a live
+/// set that is its baseline: a drift that is none. (A server already `changed` stays so
+/// when its baseline is listed again: `changed` is sticky, and that event is no new drift.)
 fn false_drifts(run: &ScheduleRun) -> Vec<Violation> {
     let mut found = Vec::new();
     for unit in &run.units {
@@ -215,6 +249,7 @@ fn false_drifts(run: &ScheduleRun) -> Vec<Violation> {
             };
             let live = event.get("live").and_then(Value::as_str);
             if event.get("event").and_then(Value::as_str) == Some("schema.changed")
+                && event.get("status_before").and_then(Value::as_str) != Some("changed")
                 && live.is_some()
                 && live == event.get("baseline").and_then(Value::as_str)
             {

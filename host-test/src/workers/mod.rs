@@ -2,7 +2,7 @@
 //! `.wasm`, each in its own wasmtime store on its own thread, as Envoy runs one plugin VM
 //! per worker, over one shared data store with Envoy's compare-and-swap; a scheduler that
 //! decides, at every shared-data access, which worker goes next; and invariants checked
-//! after every schedule against single-worker replays of the same exchanges.
+//! after every schedule against single-worker interleavings of the same exchanges.
 //!
 //! Main design decision: the switch points are exactly the places where workers can see
 //! each other: `proxy_get_shared_data`, `proxy_set_shared_data`, and the boundaries of
@@ -35,8 +35,9 @@ use toolseal_core::policy::fingerprint::FingerprintFields;
 /// never comes fails it).
 pub const SCHEDULE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The most single-worker orders the reference replays for one exploration.
-pub const MAX_REFERENCE_ORDERS: usize = 2000;
+/// The most phases the single-worker reference replays to explain one schedule (the tree
+/// of interleavings it builds is kept across schedules, so most need none).
+pub const REFERENCE_BUDGET: usize = 4000;
 
 /// A scenario ready to explore: the module loaded once, the options of every worker VM.
 pub struct Harness {
@@ -46,8 +47,8 @@ pub struct Harness {
     fields: FingerprintFields,
     /// How long one schedule may take.
     pub timeout: Duration,
-    /// The most single-worker orders replayed as the reference.
-    pub max_orders: usize,
+    /// The most phases the reference replays to explain one schedule.
+    pub reference_budget: usize,
 }
 
 /// What an exploration found, and what the reference cost.
@@ -55,8 +56,8 @@ pub struct Harness {
 pub struct Report {
     /// The schedules and their failures.
     pub exploration: Exploration,
-    /// Single-worker orders replayed as the reference.
-    pub reference_orders: usize,
+    /// Phases the single-worker reference replayed.
+    pub reference_steps: usize,
 }
 
 impl Harness {
@@ -76,7 +77,7 @@ impl Harness {
             scenario,
             fields,
             timeout: SCHEDULE_TIMEOUT,
-            max_orders: MAX_REFERENCE_ORDERS,
+            reference_budget: REFERENCE_BUDGET,
         })
     }
 
@@ -99,7 +100,7 @@ impl Harness {
             &self.options,
             &self.scenario,
             self.fields,
-            self.max_orders,
+            self.reference_budget,
         );
         let mut checks = Checks {
             scenario: &self.scenario,
@@ -110,7 +111,7 @@ impl Harness {
         let exploration = explore::explore(&work, &mut checks, plan, keep_going)?;
         Ok(Report {
             exploration,
-            reference_orders: reference.replayed(),
+            reference_steps: reference.replayed(),
         })
     }
 }

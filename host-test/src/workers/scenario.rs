@@ -55,11 +55,17 @@ pub struct Scenario {
 
 impl Scenario {
     /// Every worker replays every transcript, in order: `workers` agents doing the same
-    /// thing at once.
+    /// thing at once. Each is its own agent: worker W > 0 replays the sessions of the
+    /// recording under ids of its own (`Mcp-Session-Id` + `.W`), as a distinct client would.
     pub fn copies(workers: usize, transcripts: &[Transcript]) -> Result<Self> {
         check_workers(workers)?;
         let steps = (0..workers)
-            .flat_map(|worker| transcripts.iter().map(move |t| step_of(worker, t)))
+            .flat_map(|worker| {
+                transcripts.iter().map(move |t| Step {
+                    exchanges: as_agent(&t.exchanges, worker),
+                    ..step_of(worker, t)
+                })
+            })
             .collect();
         Ok(Scenario {
             workers,
@@ -135,6 +141,37 @@ fn step_of(worker: usize, transcript: &Transcript) -> Step {
         transcript: transcript.name.clone(),
         exchanges: transcript.exchanges.clone(),
     }
+}
+
+/// The session header whose value names an agent's session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// `exchanges` as agent `agent` makes them: its sessions renamed (`ID.agent`; agent 0 keeps
+/// the recorded ids), in request and response headers alike.
+pub fn as_agent(exchanges: &[HttpExchange], agent: usize) -> Vec<HttpExchange> {
+    if agent == 0 {
+        return exchanges.to_vec();
+    }
+    let rename = |headers: &[(String, String)]| -> Vec<(String, String)> {
+        headers
+            .iter()
+            .map(|(name, value)| {
+                if name.eq_ignore_ascii_case(SESSION_HEADER) {
+                    (name.clone(), format!("{value}.{agent}"))
+                } else {
+                    (name.clone(), value.clone())
+                }
+            })
+            .collect()
+    };
+    exchanges
+        .iter()
+        .map(|e| HttpExchange {
+            request_headers: rename(&e.request_headers),
+            response_headers: rename(&e.response_headers),
+            ..e.clone()
+        })
+        .collect()
 }
 
 fn check_workers(workers: usize) -> Result<()> {

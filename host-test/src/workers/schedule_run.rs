@@ -16,6 +16,7 @@ use crate::abi::state::DEFAULT_EPOCH_NS;
 use crate::replay::records::PluginRecord;
 use crate::replay::{EXCHANGE_STEP_NS, ExchangeReport, LoadedPlugin, Replay, ReplayOptions};
 use anyhow::{Context, Result, anyhow};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,11 @@ pub struct UnitReport {
     pub worker: usize,
     /// When it ended, counting from 1 over the whole schedule.
     pub ended: u64,
+    /// The accesses of its request phase: a range of positions in the trace (other
+    /// workers' accesses in the range are not its own).
+    pub request_accesses: Range<usize>,
+    /// The accesses of its response phase and the end of its stream.
+    pub response_accesses: Range<usize>,
     /// What it produced.
     pub report: ExchangeReport,
 }
@@ -190,13 +196,20 @@ fn replay_units(
             .unit(unit)
             .context("a scenario unit without its exchange")?;
         replay.set_next_exchange_time(scheduler.next_time_ns());
+        let started = store.accesses();
+        let pending = replay
+            .begin_exchange(&step.transcript, exchange)
+            .with_context(|| format!("worker {worker}"))?;
+        let requested = store.accesses();
         let report = replay
-            .run_exchange(&step.transcript, exchange)
+            .finish_exchange(pending, exchange)
             .with_context(|| format!("worker {worker}"))?;
         outcome.units.push(UnitReport {
             unit,
             worker,
-            ended: scheduler.completed(),
+            ended: scheduler.stamp(),
+            request_accesses: started..requested,
+            response_accesses: requested..store.accesses(),
             report,
         });
     }

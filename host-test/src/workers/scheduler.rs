@@ -34,9 +34,10 @@ pub struct Choice {
     pub options: Vec<usize>,
     /// The index chosen in `options`.
     pub chosen: usize,
-    /// Whether the worker that ran last stopped in the middle of an exchange and could have
-    /// continued (choosing another one then is a preemption). Who starts the next exchange
-    /// is a free choice: exchanges reach workers independently.
+    /// Whether the worker that ran last could have continued its work in this phase: it
+    /// stopped in the middle of an exchange, or between two exchanges of the phase
+    /// (choosing another one then is a preemption). Who starts a phase is a free choice:
+    /// racing exchanges reach workers independently.
     pub preemptible: bool,
 }
 
@@ -53,7 +54,7 @@ struct Board {
     running: Option<usize>,
     last: Option<usize>,
     /// Parked workers, the phase of the work each one waits to do, and whether it parked
-    /// in the middle of an exchange (at a shared-data access).
+    /// partway through its work in that phase (mid-exchange, or between two exchanges).
     parked: BTreeMap<usize, (usize, bool)>,
     /// The phase of each worker's current work.
     phase: Vec<usize>,
@@ -132,8 +133,9 @@ impl Scheduler {
         }
     }
 
-    /// A number for the unit that just ended: units are numbered in the order they ended.
-    pub fn completed(&self) -> u64 {
+    /// A number for the phase of an exchange that just ended (call while holding the turn):
+    /// phases are numbered in the order they ended, over the whole schedule.
+    pub fn stamp(&self) -> u64 {
         match self.board() {
             Ok(mut board) => {
                 board.completed = board.completed.saturating_add(1);
@@ -178,13 +180,14 @@ impl Scheduler {
 
     fn park(&self, worker: usize, phase: Option<usize>) -> Result<(), String> {
         let mut board = self.board()?;
+        let partway = phase.is_none() || board.phase.get(worker) == phase.as_ref();
         if let Some(phase) = phase
             && let Some(slot) = board.phase.get_mut(worker)
         {
             *slot = phase;
         }
         let waits_for = board.phase.get(worker).copied().unwrap_or(usize::MAX);
-        board.parked.insert(worker, (waits_for, phase.is_none()));
+        board.parked.insert(worker, (waits_for, partway));
         if board.running == Some(worker) {
             board.running = None;
         }
@@ -242,10 +245,7 @@ fn choose_if_all_parked(board: &mut Board) {
     {
         options.remove(at);
         options.insert(0, last);
-        preemptible = board
-            .parked
-            .get(&last)
-            .is_some_and(|(_, mid_unit)| *mid_unit);
+        preemptible = board.parked.get(&last).is_some_and(|(_, partway)| *partway);
     }
     let chosen = if options.len() > 1 {
         let index = next_index(board, options.len());

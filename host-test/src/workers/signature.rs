@@ -6,12 +6,13 @@
 //! Main design decision: a multi-worker run is judged against single-worker runs of the
 //! same exchanges, so a signature keeps everything a worker decides and nothing the clock
 //! or the worker's identity decides: two runs that decided the same have equal signatures.
+//! It is taken per phase (request, response): the grain at which a single worker
+//! interleaves streams in the reference.
 
 use crate::abi::shared_store::SharedStore;
 use crate::cli::tool_source::listed_tools;
-use crate::replay::ExchangeReport;
-use crate::replay::exchange::Stop;
-use crate::replay::records::PluginRecord;
+use crate::replay::exchange::{ExchangeOutcome, Stop};
+use crate::replay::records::{PluginRecord, parse_logs};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use toolseal_core::policy::fingerprint::{FingerprintFields, sha256_hex, tool_digest};
@@ -21,10 +22,54 @@ use toolseal_core::wire::json::parse_strict;
 /// Prefix of the shared-data keys holding server records.
 pub const RECORD_PREFIX: &str = "ts/v1/srv/";
 
-/// The comparable form of one exchange's outcome (a JSON text, keys sorted).
-pub fn exchange_signature(report: &ExchangeReport) -> String {
-    let (decisions, audits): (Vec<&PluginRecord>, Vec<&PluginRecord>) = report
-        .records
+/// The comparable form of one exchange's outcome, phase by phase (JSON texts, keys sorted).
+///
+/// The request and the response of one exchange are decided in separate callbacks, and
+/// another stream may run in between, on another worker or on the same one: a list
+/// requested while the server was `verified` may be answered after an admin quarantined
+/// it. So each phase is compared on its own.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Signature {
+    /// The request phase: its decisions and audit events, whether the request reached the
+    /// upstream, and the local answer if the plugin gave one then.
+    pub request: String,
+    /// The response phase and the end of the stream: its decisions and audit events, and
+    /// what the client got.
+    pub response: String,
+}
+
+/// The signature of one exchange (`outcome` may be a pending exchange's: then only its
+/// `request` is meaningful). An exchange whose request the plugin logged no MCP decision
+/// for (an admin API request) is compared without its body: that answer is a view of the
+/// record read after the action, which another worker may already have moved on (the
+/// action itself is in the audit events).
+pub fn exchange_signature(outcome: &ExchangeOutcome) -> Signature {
+    let split = outcome.request_log_count.min(outcome.logs.len());
+    let (request_logs, response_logs) = outcome.logs.split_at(split);
+    let request_records = parse_logs(request_logs).unwrap_or_default();
+    let response_records = parse_logs(response_logs).unwrap_or_default();
+    let mcp = request_records
+        .iter()
+        .any(|r| matches!(r, PluginRecord::Decision(_)));
+    let answered_early = !outcome.upstream_contacted;
+    let answer = http_summary(outcome, mcp);
+    let request = phase_json(
+        &request_records,
+        json!({
+            "upstream": outcome.upstream_contacted,
+            "answer": if answered_early { answer.clone() } else { Value::Null },
+        }),
+    );
+    let response = phase_json(
+        &response_records,
+        json!({"answer": if answered_early { Value::Null } else { answer }}),
+    );
+    Signature { request, response }
+}
+
+/// One phase's records (times stripped) beside `http`, as a JSON text.
+fn phase_json(records: &[PluginRecord], http: Value) -> String {
+    let (decisions, audits): (Vec<&PluginRecord>, Vec<&PluginRecord>) = records
         .iter()
         .partition(|r| matches!(r, PluginRecord::Decision(_)));
     let values = |records: Vec<&PluginRecord>| -> Vec<Value> {
@@ -37,17 +82,16 @@ pub fn exchange_signature(report: &ExchangeReport) -> String {
             .collect()
     };
     json!({
-        "http": http_summary(report),
+        "http": http,
         "decisions": values(decisions),
         "audit": values(audits),
     })
     .to_string()
 }
 
-/// Whether the request reached the upstream, the status and body the client got (a JSON
-/// body without its times), how the exchange stopped early.
-fn http_summary(report: &ExchangeReport) -> Value {
-    let outcome = &report.outcome;
+/// The status and (`with_body`) the body the client got (a JSON body without its times),
+/// and how the exchange stopped early.
+fn http_summary(outcome: &ExchangeOutcome, with_body: bool) -> Value {
     let (status, body) = match (&outcome.local_response, &outcome.stop) {
         (Some(reply), Some(Stop::LocalResponse)) => (Some(reply.status), reply.body.as_slice()),
         _ => (
@@ -61,8 +105,9 @@ fn http_summary(report: &ExchangeReport) -> Value {
         ),
     };
     let body = match parse_strict(body, 128) {
-        Ok(value) => sha256_hex(strip_times(&value).to_string().as_bytes()),
-        Err(_) => sha256_hex(body),
+        _ if !with_body => Value::Null,
+        Ok(value) => Value::from(sha256_hex(strip_times(&value).to_string().as_bytes())),
+        Err(_) => Value::from(sha256_hex(body)),
     };
     let stop = match &outcome.stop {
         None => Value::Null,
@@ -71,7 +116,6 @@ fn http_summary(report: &ExchangeReport) -> Value {
         Some(Stop::Stalled(_)) => Value::from("stalled"),
     };
     json!({
-        "upstream": outcome.upstream_contacted,
         "status": status,
         "stop": stop,
         "body": body,
@@ -97,10 +141,9 @@ pub fn strip_times(value: &Value) -> Value {
 /// got no `tools/list` answer.
 pub fn delivered_tools(
     recorded: &HttpExchange,
-    report: &ExchangeReport,
+    outcome: &ExchangeOutcome,
     fields: &FingerprintFields,
 ) -> Option<Vec<(String, String)>> {
-    let outcome = &report.outcome;
     let (body, headers) = match (&outcome.local_response, &outcome.stop) {
         (Some(reply), Some(Stop::LocalResponse)) => (reply.body.clone(), Vec::new()),
         _ => (
