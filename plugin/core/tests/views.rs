@@ -298,26 +298,7 @@ fn strict_with_a_lock_of_one_view_refuses_the_other_views_new_tools() {
     // The candidate to approve is the catalogue with the new view's tools, and approving it
     // records that view's names.
     let candidate = record.live.clone().unwrap();
-    let approve = HttpExchange {
-        seq: "approve".into(),
-        http_method: "POST".into(),
-        path: format!("/toolseal/servers/{SERVER}/approve"),
-        request_headers: vec![
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-            ("content-type".into(), "application/json".into()),
-        ],
-        request_body: json!({"fingerprint": candidate}).to_string().into_bytes(),
-        status: 200,
-        response_headers: Vec::new(),
-        response_body: Vec::new(),
-    };
-    assert_eq!(
-        gw.exchange(SERVER, &approve, 64)
-            .local_reply
-            .unwrap()
-            .status,
-        200
-    );
+    assert_eq!(approve(&mut gw, &candidate), 200);
     let record = self::record(&gw);
     assert_eq!(record.status, SchemaStatus::Verified);
     assert_eq!(record.baseline.as_deref(), Some(candidate.as_str()));
