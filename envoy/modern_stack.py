@@ -64,8 +64,9 @@ class ModernUpstream(Upstream):
     the cache hint of every ``tools/list`` result."""
 
     def __init__(self, workdir: Path, kind: str, *, rev: int = 1, mode: str = "json",
-                 list_ttl_ms: int = 3_600_000, list_scope: str = "public") -> None:
-        super().__init__(workdir, rev=rev, mode=mode)
+                 list_ttl_ms: int = 3_600_000, list_scope: str = "public",
+                 extra_args: tuple[str, ...] = ()) -> None:
+        super().__init__(workdir, rev=rev, mode=mode, extra_args=extra_args)
         if kind not in ("python", "typescript"):
             raise ValueError(f"kind must be python or typescript, not {kind!r}")
         self.kind = kind
@@ -77,7 +78,7 @@ class ModernUpstream(Upstream):
         common = ["--port", str(self.port), "--rev", str(self.rev), "--log", str(self.log_path)]
         if self.kind == "python":
             return [str(mcp2_python()), str(RUGPULL_MODERN), *common, "--mode", self.mode,
-                    *hint], dict(os.environ)
+                    *hint, *self.extra_args], dict(os.environ)
         surface = self.workdir / "modern-surface.json"
         surface.write_text(json.dumps({str(rev): modern_tool_surface(rev) for rev in REVISIONS}))
         return ["node", str(ts_sdk_dir() / "ts_server.mjs"), *common, "--surface", str(surface),

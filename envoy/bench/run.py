@@ -6,6 +6,7 @@ Usage (from the repository root, after scripts/setup-python.sh and scripts/setup
     .venv/bin/python envoy/bench/run.py [--duration 5] [--repeat 3] [--connections 4]
         [--only call_json,list100_sse] [--json target/bench/envoy.json]
         [--variant LABEL=PATH.wasm ...]
+    .venv/bin/python envoy/bench/run.py --startup-only --repeat 7 --variant before=PATH.wasm
 
 Design decision: the four front Envoys (``--concurrency 2`` each) and one canned upstream
 Envoy run at the same time and the wrk runs are interleaved (repetition, then workload, then
@@ -258,6 +259,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--configs", default=",".join(configs.CONFIGS))
     parser.add_argument("--json", type=Path, default=envoyctl.REPO / "target" / "bench" / "envoy.json")
     parser.add_argument("--no-startup", action="store_true", help="skip the startup-time runs")
+    parser.add_argument("--startup-only", action="store_true",
+                        help="only the startup-time runs (--repeat starts per module, interleaved)")
     parser.add_argument("--floor-wasm", type=Path, default=envoyctl.REPO / FLOOR_WASM,
                         help="the floor filter's .wasm (configs wasm_empty, wasm_read)")
     parser.add_argument("--variant", action="append", default=[], metavar="LABEL=PATH",
@@ -275,6 +278,15 @@ def main(argv: list[str]) -> int:
             raise EnvoyError(f"--variant {variant!r}: expected LABEL=PATH of an existing .wasm")
         modules[f"toolseal@{label}"] = Path(path).resolve()
         names.append(f"toolseal@{label}")
+    if args.startup_only:
+        with tempfile.TemporaryDirectory(prefix="toolseal-bench-") as tmp:
+            startup = startup_times(modules, Path(tmp), args.repeat)
+        for name, path in modules.items():
+            print(f".wasm {name}: {path.stat().st_size} bytes")
+        for key, times in startup.items():
+            print(f"startup to /ready, {key}: {times['ready_s'] * 1000:.0f} ms, "
+                  f"Envoy CPU by then {times['cpu_s'] * 1000:.0f} ms")
+        return 0
     floor_wasm = None
     if any(name in configs.FLOORS for name in names):
         if not args.floor_wasm.is_file():

@@ -261,7 +261,10 @@ async def test_review_approve_quarantine_release_in_the_browser(rig: Rig, tmp_pa
         assert colors[CHANGED] >= 300  # four `changed` chips (breaking badges share the red)
         assert colors[BADGE["semantic"]] >= 300  # the poisoned description
         assert colors[VERIFIED] >= 300  # the Approve button
-        browser.evaluate(f"{frame}.scrollIntoView()")
+        # The frame scrolls on its own: bring the description's word diff (below the views
+        # table in the review page) into sight.
+        browser.evaluate(f"{frame}.scrollIntoView(); {frame}.contentDocument"
+                         ".querySelector('section.tool del').scrollIntoView({block: 'center'})")
         framed = _shot(browser, tmp_path / "review-frame.png")
         assert framed[INSERTED] >= 100 and framed[REMOVED] >= 100  # the word diff of the description
 

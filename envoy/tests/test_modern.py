@@ -45,7 +45,7 @@ from jwt_identity import PAYLOAD, jwt_filter, signing_key, token
 from modern_stack import ModernStack, ModernUpstream, SdkClient, start_modern_stack
 from stack import McpClient, baseline_of, candidate_of, mcp_client, status_of
 from surface import modern_tool_surface
-from toolseal_checks import STATUS_META_KEY, assert_denied, wait_for_audits
+from toolseal_checks import STATUS_META_KEY, Untouched, assert_denied, http_methods, wait_for_audits
 
 pytestmark = pytest.mark.anyio
 
@@ -143,11 +143,6 @@ def text_of(result: dict[str, Any]) -> str:
     return result["content"][0]["text"]
 
 
-def http_methods(upstream: ModernUpstream) -> list[str]:
-    """The JSON-RPC method of every HTTP request the upstream received, in order."""
-    return [m for e in upstream.events("http") for m in e["jsonrpc_methods"]]
-
-
 @contextlib.asynccontextmanager
 async def legacy_client(stack: ModernStack, server_id: str,
                         headers: dict[str, str] | None = None) -> AsyncIterator[McpClient]:
@@ -161,24 +156,6 @@ async def legacy_client(stack: ModernStack, server_id: str,
             while http_methods(upstream).count("notifications/initialized") == before:
                 await anyio.sleep(0.02)
         yield client
-
-
-class Untouched:
-    """Asserts that nothing reached an upstream while the block ran: neither Envoy's
-    ``upstream_rq_total`` nor the upstream's own request log moved."""
-
-    def __init__(self, stack: ModernStack, server_id: str) -> None:
-        self.stack, self.server_id = stack, server_id
-
-    def __enter__(self) -> "Untouched":
-        self.rq = self.stack.upstream_requests(self.server_id)
-        self.logged = len(self.stack.upstreams[self.server_id].events())
-        return self
-
-    def __exit__(self, kind: Any, *rest: Any) -> None:
-        if kind is None:
-            assert self.stack.upstreams[self.server_id].events()[self.logged:] == []
-            assert self.stack.upstream_requests(self.server_id) == self.rq
 
 
 async def test_both_eras_list_and_call_through_one_envoy(

@@ -42,6 +42,30 @@ def counter(stack: Stack, name: str) -> int:
     return counters[name.lower()]
 
 
+def http_methods(upstream: Any) -> list[str]:
+    """The JSON-RPC method of every HTTP request an upstream logged, in order."""
+    return [m for e in upstream.events("http") for m in e["jsonrpc_methods"]]
+
+
+class Untouched:
+    """Asserts that nothing reached the upstream of ``server_id`` while the block ran: neither
+    Envoy's ``upstream_rq_total`` for its route nor the upstream's own request log moved.
+    ``stack``: a ``modern_stack.ModernStack`` (upstreams and routes by server id)."""
+
+    def __init__(self, stack: Any, server_id: str) -> None:
+        self.stack, self.server_id = stack, server_id
+
+    def __enter__(self) -> "Untouched":
+        self.rq = self.stack.upstream_requests(self.server_id)
+        self.logged = len(self.stack.upstreams[self.server_id].events())
+        return self
+
+    def __exit__(self, kind: Any, *rest: Any) -> None:
+        if kind is None:
+            assert self.stack.upstreams[self.server_id].events()[self.logged:] == []
+            assert self.stack.upstream_requests(self.server_id) == self.rq
+
+
 def wait_for_audits(stack: Stack, event: str, count: int, timeout: float = 5) -> list[dict[str, Any]]:
     """All audit events of that name once at least ``count`` are in the Envoy log.
 

@@ -2,11 +2,14 @@
 
 Shared by the SDK 1.x and 2.x rug-pull servers (plain ASGI, no MCP SDK import). A test proves
 that a denied call never reached the upstream from this log, the upstream's own word, next
-to Envoy's ``upstream_rq_total``.
+to Envoy's ``upstream_rq_total``. The same middleware can hold ``tools/list`` answers and send
+them in batches (:class:`ListGate`, the servers' ``--list-batch``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -29,9 +32,41 @@ class RequestLog:
             out.write(line + "\n")
 
 
-def logging_middleware(app: Any, log: RequestLog) -> Any:
+class _Batch:
+    """The answers one release of a :class:`ListGate` sends."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event = asyncio.Event()
+
+
+class ListGate:
+    """Holds each finished ``tools/list`` answer until ``size`` of them are ready (or
+    ``timeout`` seconds after the first of them), then sends them all at once, as a server
+    that is slow to list answers a burst of agents: a gateway's workers then check those
+    answers at the same moment (``tests/test_concurrency.py``). Batches follow each other."""
+
+    def __init__(self, size: int, timeout: float = 2.0) -> None:
+        self.size = size
+        self.timeout = timeout
+        self._batch = _Batch()
+
+    async def wait(self) -> None:
+        """Return when this answer's batch is released."""
+        batch = self._batch
+        batch.count += 1
+        if batch.count < self.size:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(batch.event.wait(), self.timeout)
+        if self._batch is batch:
+            self._batch = _Batch()
+        batch.event.set()
+
+
+def logging_middleware(app: Any, log: RequestLog, list_gate: ListGate | None = None) -> Any:
     """ASGI wrapper that logs every HTTP request (with its JSON-RPC methods and the MCP
-    headers that route it) as it arrives; ``/control/`` routes are not logged."""
+    headers that route it) as it arrives; ``/control/`` routes are not logged. With a
+    ``list_gate``, a ``tools/list`` answer is sent whole when its batch is released."""
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["path"].startswith("/control/"):
@@ -69,7 +104,19 @@ def logging_middleware(app: Any, log: RequestLog) -> Any:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await app(scope, replay, send)
+        if list_gate is None or jsonrpc_methods(body) != ["tools/list"]:
+            await app(scope, replay, send)
+            return
+        held: list[dict[str, Any]] = []
+
+        async def send_when_released(message: dict[str, Any]) -> None:
+            held.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                await list_gate.wait()
+                for one in held:
+                    await send(one)
+
+        await app(scope, replay, send_when_released)
 
     return wrapped
 

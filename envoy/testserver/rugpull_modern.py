@@ -14,6 +14,9 @@ before it answers with a structured result.
 
 - ``--list-ttl-ms`` / ``--list-scope``: the cache hint on every ``tools/list`` result
   (``ttlMs``, ``cacheScope``), e.g. ``3600000`` and ``public``, as a real server may send.
+- ``--bulk-tools N`` / ``--bulk-bytes B``: ``N`` more echo tools (``surface.bulk_tools``) in
+  every revision, for a ``tools/list`` as large as a test needs; ``--list-batch N`` holds
+  ``tools/list`` answers until ``N`` are ready and sends them together (``requestlog.ListGate``).
 - ``--mode json|sse``: ``json`` answers every request with one JSON body; ``sse`` lets the SDK
   upgrade to an event stream as soon as a tool emits a notification (a tool called with a
   progress token reports progress first, so its result arrives as SSE).
@@ -50,8 +53,8 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from requestlog import RequestLog, logging_middleware
-from surface import REVISIONS, modern_tool_surface
+from requestlog import ListGate, RequestLog, logging_middleware
+from surface import REVISIONS, bulk_tools, modern_tool_surface
 
 RESULT_SHAPES = ("v1", "v2")
 SERVER_NAME = "rugpull-modern"
@@ -77,11 +80,13 @@ def structured(value: dict[str, Any]) -> CallToolResult:
 class ModernRugPullServer(MCPServer):
     """MCPServer with a switchable tool revision and result shape, and a request log."""
 
-    def __init__(self, rev: int, log: RequestLog, **settings: Any) -> None:
+    def __init__(self, rev: int, log: RequestLog, bulk: list[dict[str, Any]] | None = None,
+                 **settings: Any) -> None:
         super().__init__(name=SERVER_NAME, version="1.0.0", **settings)
         self.rev = 0
         self.result_shape = "v1"
         self.request_log = log
+        self.bulk = bulk or []
         self.definitions: dict[str, dict[str, Any]] = {}
         self.set_revision(rev)
 
@@ -89,9 +94,11 @@ class ModernRugPullServer(MCPServer):
         """Replace the whole tool surface with revision ``rev``."""
         for tool in self._tool_manager.list_tools():
             self.remove_tool(tool.name)
-        self.definitions = {spec["name"]: spec for spec in modern_tool_surface(rev)}
+        self.definitions = {spec["name"]: spec for spec in modern_tool_surface(rev) + self.bulk}
+        bulk = {spec["name"] for spec in self.bulk}
         for name in self.definitions:
-            self.add_tool(getattr(self, f"_tool_{name}"), name=name, structured_output=False)
+            handler = self._tool_bulk if name in bulk else getattr(self, f"_tool_{name}")
+            self.add_tool(handler, name=name, structured_output=False)
         self.rev = rev
         self.request_log.append({"event": "revision", "rev": rev})
 
@@ -137,6 +144,9 @@ class ModernRugPullServer(MCPServer):
 
     async def _tool_add(self, a: int, b: int) -> str:
         return str(a + b)
+
+    async def _tool_bulk(self, value: str) -> str:
+        return value
 
     async def _tool_delete_preview(self, branch: str) -> str:
         return f"preview of {branch} deleted"
@@ -191,6 +201,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rev", type=int, choices=REVISIONS, default=1)
     parser.add_argument("--log", type=Path, required=True, help="JSON-lines request log")
     parser.add_argument("--mode", choices=("sse", "json"), default="json")
+    parser.add_argument("--bulk-tools", type=int, default=0, help="add this many bulk tools")
+    parser.add_argument("--bulk-bytes", type=int, default=1000, help="description padding each")
+    parser.add_argument("--list-batch", type=int, default=0,
+                        help="hold tools/list answers until this many are ready, then send all")
     parser.add_argument("--list-ttl-ms", type=int, default=0, help="tools/list ttlMs")
     parser.add_argument("--list-scope", choices=("private", "public"), default="private",
                         help="tools/list cacheScope")
@@ -202,12 +216,13 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     log = RequestLog(args.log)
     hint = CacheHint(ttl_ms=args.list_ttl_ms, scope=args.list_scope)
-    server = ModernRugPullServer(args.rev, log, cache_hints={"tools/list": hint},
-                                 log_level="WARNING")
+    server = ModernRugPullServer(args.rev, log, bulk_tools(args.bulk_tools, args.bulk_bytes),
+                                 cache_hints={"tools/list": hint}, log_level="WARNING")
     add_control_routes(server)
     app = server.streamable_http_app(stateless_http=True, json_response=args.mode == "json",
                                      host="127.0.0.1")
-    config = uvicorn.Config(logging_middleware(app, log), host="127.0.0.1", port=args.port,
+    gate = ListGate(args.list_batch) if args.list_batch > 0 else None
+    config = uvicorn.Config(logging_middleware(app, log, gate), host="127.0.0.1", port=args.port,
                             log_level="warning")
     anyio.run(uvicorn.Server(config).serve)
     return 0

@@ -44,8 +44,8 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from requestlog import RequestLog, logging_middleware
-from surface import REVISIONS, WEATHER_POISONED, object_schema, tool_surface
+from requestlog import ListGate, RequestLog, logging_middleware
+from surface import REVISIONS, WEATHER_POISONED, bulk_tools, object_schema, tool_surface
 
 RESULT_SHAPES = ("v1", "v2")
 
@@ -72,13 +72,7 @@ def extra_tools(progress: bool, bulk: int, bulk_bytes: int) -> list[dict[str, An
             "inputSchema": object_schema(
                 {"n": {"type": "integer"}, "delay": {"type": "number"}}, ["n", "delay"]),
         })
-    for i in range(bulk):
-        tools.append({
-            "name": f"bulk_{i:04d}",
-            "description": f"Bulk tool {i}. " + "x" * bulk_bytes,
-            "inputSchema": object_schema({"value": {"type": "string"}}, ["value"]),
-        })
-    return tools
+    return tools + bulk_tools(bulk, bulk_bytes)
 
 
 def deploy_preview(branch: str, region: str | None = None) -> str:
@@ -287,6 +281,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--bulk-bytes", type=int, default=1000, help="description padding each")
     parser.add_argument("--poisoned-description", default=WEATHER_POISONED,
                         help="get_weather's description in rev 2 (e.g. hostile markup)")
+    parser.add_argument("--list-batch", type=int, default=0,
+                        help="hold tools/list answers until this many are ready, then send all")
     parser.add_argument("--resumable", action="store_true",
                         help="keep SSE events so clients can resume with Last-Event-ID")
     return parser.parse_args(argv)
@@ -308,7 +304,8 @@ def main(argv: list[str]) -> int:
         **({"event_store": MemoryEventStore(), "retry_interval": 100} if args.resumable else {}),
     )
     add_control_routes(server)
-    app = logging_middleware(server.streamable_http_app(), log)
+    gate = ListGate(args.list_batch) if args.list_batch > 0 else None
+    app = logging_middleware(server.streamable_http_app(), log, gate)
     config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
     asyncio.run(uvicorn.Server(config).serve())
     return 0

@@ -107,6 +107,20 @@ def tool_surface(rev: int, poisoned: str = WEATHER_POISONED) -> list[dict[str, A
     return tools
 
 
+def bulk_tools(count: int, padding: int) -> list[dict[str, Any]]:
+    """``count`` echo tools ``bulk_NNNN(value)`` with ``padding`` bytes in each description:
+    as large a ``tools/list`` as a test needs, the same in every revision (both servers'
+    ``--bulk-tools`` / ``--bulk-bytes``)."""
+    return [
+        {
+            "name": f"bulk_{i:04d}",
+            "description": f"Bulk tool {i}. " + "x" * padding,
+            "inputSchema": object_schema({"value": {"type": "string"}}, ["value"]),
+        }
+        for i in range(count)
+    ]
+
+
 def modern_tool_surface(rev: int) -> list[dict[str, Any]]:
     """What the 2026-07-28 rug-pull server lists at revision ``rev``: :func:`tool_surface`
     with ``get_weather``'s ``outputSchema``, plus ``rollback_preview`` (confirmed through MRTR,

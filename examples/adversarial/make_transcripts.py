@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the adversarial transcripts (the format of docs/transcripts.md) in this folder: one file per
 attack, each starting with the baseline list ([echo, read_file]) then the attack. Replayed
-through the built .wasm by host-test/tests/adversarial_wasm.rs; by hand:
+through the built .wasm by host-test/tests/adversarial_wasm.rs. The sessions skip the
+handshake, so the capabilities they declared are never known: config.json tells views by
+revision alone. By hand:
 
     cargo run -p toolseal -- replay --server adv --config examples/adversarial/config.json \
         examples/adversarial/<case>.json

@@ -1,9 +1,12 @@
 //! `json::parse_strict` against serde_json: never panics; whatever it accepts serde_json reads
 //! as the same value, with no repeated key and within the depth limit; whatever serde_json
-//! reads without repeats, within the limit and without a BOM, it accepts.
+//! reads without repeats, within the limit and without a BOM, it accepts. And
+//! `first_value`, fed the body in two pieces, never calls a body trailing that the parser
+//! accepts, wherever it is cut.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use toolseal_core::wire::first_value::{Extent, FirstValue};
 use toolseal_core::wire::json::{JsonError, PARSER_DEPTH_CEILING, parse_strict};
 use toolseal_fuzz::lossless;
 
@@ -37,5 +40,13 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Err(e) = &strict {
         let _ = e.to_string();
+    }
+    let (head, tail) = body.split_at(usize::from(*depth_byte) % (body.len() + 1));
+    let mut cut = FirstValue::default();
+    cut.feed(head);
+    let extent = cut.feed(tail);
+    assert_eq!(extent, FirstValue::default().feed(body), "the cut changed the scan");
+    if extent == Extent::Trailing {
+        assert!(strict.is_err(), "a body the parser accepts was scanned as trailing");
     }
 });

@@ -15,3 +15,4 @@ pub mod console;
 pub mod input_error;
 pub mod replay;
 pub mod wasm;
+pub mod workers;

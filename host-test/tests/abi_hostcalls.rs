@@ -196,8 +196,8 @@ fn shared_data_cas_follows_envoy() {
         Ok(CAS_MISMATCH)
     );
     assert_eq!(
-        g.host.vm.shared_data.get(b"toolseal/server/a"),
-        Some((&b"one"[..], first_cas))
+        g.host.vm.shared_data.peek(b"toolseal/server/a"),
+        Some((b"one".to_vec(), first_cas))
     );
     // The current CAS wins and moves the token.
     assert_eq!(
@@ -205,8 +205,8 @@ fn shared_data_cas_follows_envoy() {
         Ok(OK)
     );
     assert_eq!(
-        g.host.vm.shared_data.get(b"toolseal/server/a"),
-        Some((&b"two"[..], 2))
+        g.host.vm.shared_data.peek(b"toolseal/server/a"),
+        Some((b"two".to_vec(), 2))
     );
     // The old token is now stale; CAS 0 means "no check".
     assert_eq!(
@@ -215,8 +215,8 @@ fn shared_data_cas_follows_envoy() {
     );
     assert_eq!(shared::set_shared_data(&mut g, k, kn, v1, v1n, 0), Ok(OK));
     assert_eq!(
-        g.host.vm.shared_data.get(b"toolseal/server/a"),
-        Some((&b"one"[..], 3))
+        g.host.vm.shared_data.peek(b"toolseal/server/a"),
+        Some((b"one".to_vec(), 3))
     );
     // The "only if absent" idiom (a CAS no entry carries) fails on an existing key.
     assert_eq!(

@@ -24,6 +24,12 @@ fn scratch(test: &str) -> PathBuf {
 
 /// A fleet file in `dir` with one instance at `admin_url` and the two ECDS files beside it.
 fn write_fleet(dir: &Path, admin_url: &str) -> PathBuf {
+    write_fleet_with(dir, admin_url, serde_json::json!({"posture": "strict"}))
+}
+
+/// [`write_fleet`] with the agents' plugin configuration `config` (the admin listener's is
+/// the same plus its `admin` block).
+fn write_fleet_with(dir: &Path, admin_url: &str, config: serde_json::Value) -> PathBuf {
     let ecds = dir.join("toolseal.ecds.json");
     let admin_ecds = dir.join("admin-toolseal.ecds.json");
     let write = |path: &Path, name: &str, config: serde_json::Value, version: &str| {
@@ -31,14 +37,9 @@ fn write_fleet(dir: &Path, admin_url: &str) -> PathBuf {
             "typed_config": {"config": {"configuration": {"value": config.to_string()}}}}]});
         std::fs::write(path, doc.to_string()).unwrap();
     };
-    write(
-        &ecds,
-        "toolseal",
-        serde_json::json!({"posture": "strict"}),
-        "1",
-    );
-    let hash = "ab".repeat(32);
-    let admin = serde_json::json!({"posture": "strict", "admin": {"token_sha256": hash}});
+    let mut admin = config.clone();
+    write(&ecds, "toolseal", config, "1");
+    admin["admin"] = serde_json::json!({"token_sha256": "ab".repeat(32)});
     write(&admin_ecds, "toolseal-admin", admin, "5");
     let fleet = dir.join("fleet.json");
     let text = serde_json::json!({
@@ -208,6 +209,174 @@ fn a_running_console_serves_its_page_and_guards_its_api() {
         ),
         (Some("ci"), Some("release"), Some("refused"))
     );
+    drop(running);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The answers of a real admin API (the core's, natively) for a server that drifted through a
+/// view not recorded before: strict, a lock of the plain recording of server-everything
+/// 2026.8.31, then the capable client's 17 tools. One more view, with hostile values, is
+/// added to the server's answers as a compromised or strange caller population could make it.
+fn admin_answers(
+    lock: &serde_json::Value,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    use serde_json::{Value, json};
+    use toolseal_core::transcript::{HttpExchange, NativeReplay, parse_transcript};
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(b"s3cret-admin-token");
+    let config = json!({"posture": "strict", "servers": {"everything": {"lock": lock}},
+        "admin": {"token_sha256": hash}});
+    let mut gateway = NativeReplay::new(
+        toolseal_core::config::Config::parse(config.to_string().as_bytes()).unwrap(),
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/transcripts");
+    for name in [
+        "everything-2026.8.31-no-capabilities",
+        "everything-2026.8.31-capabilities",
+    ] {
+        let bytes = std::fs::read(root.join(format!("{name}.json"))).unwrap();
+        for exchange in parse_transcript(&bytes).unwrap() {
+            gateway.exchange("everything", &exchange, 61);
+        }
+    }
+    let mut ask = |path: &str| -> Value {
+        let request = HttpExchange {
+            seq: "admin".into(),
+            http_method: "GET".into(),
+            path: format!("/toolseal/{path}"),
+            request_headers: vec![("authorization".into(), "Bearer s3cret-admin-token".into())],
+            request_body: Vec::new(),
+            status: 200,
+            response_headers: Vec::new(),
+            response_body: Vec::new(),
+        };
+        let reply = gateway
+            .exchange("everything", &request, 64)
+            .local_reply
+            .unwrap();
+        assert_eq!(reply.status, 200, "{path}");
+        serde_json::from_slice(&reply.body).unwrap()
+    };
+    let mut answers = std::collections::BTreeMap::new();
+    let mut list = ask("servers");
+    let mut one = ask("servers/everything");
+    assert_eq!(one["schema_status"], "changed");
+    let hostile = json!({"key": "<script>key</script>", "sources": {"revision": "</td><script>alert(1)</script>",
+        "capabilities": ["<img src=x onerror=alert(2)>"]}, "names": ["<b>bold</b>"],
+        "first_seen_ms": 1_800_000_000_000u64, "last_seen_ms": 1_800_000_000_000u64});
+    one["views"].as_array_mut().unwrap().push(hostile.clone());
+    list["servers"][0]["views"]
+        .as_array_mut()
+        .unwrap()
+        .push(hostile);
+    for fingerprint in [&one["baseline_fingerprint"], &one["candidate_fingerprint"]] {
+        let path = format!("servers/everything/tools/{}", fingerprint.as_str().unwrap());
+        answers.insert(path.clone(), ask(&path));
+    }
+    answers.insert("servers".into(), list);
+    answers.insert("servers/everything".into(), one);
+    answers
+}
+
+#[test]
+fn the_console_shows_each_instances_views_as_its_admin_api_gives_them() {
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+    use toolseal::console::web::{self, Answer, Request};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/transcripts");
+    let plain = root.join("everything-2026.8.31-no-capabilities.json");
+    let tools = toolseal::cli::tool_source::load_tools(&plain).unwrap();
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    let digests =
+        toolseal_core::policy::fingerprint::digest_tools(&Value::Array(tools.clone()), &fields)
+            .unwrap();
+    let lock = toolseal::cli::tools_cmd::lock_entry(&digests, tools)["lock"].clone();
+    let answers = admin_answers(&lock);
+    let server_view = answers["servers/everything"].clone();
+
+    // The instance: the admin API's answers, served over HTTP by the console's own server.
+    let admin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let admin_url = format!("http://{}/toolseal/", admin.local_addr().unwrap());
+    let handler = Arc::new(move |request: &Request| {
+        let path = web::percent_decode(&request.path).unwrap_or_default();
+        match path.strip_prefix("/toolseal/").and_then(|p| answers.get(p)) {
+            Some(answer) => Answer::json(200, answer),
+            None => Answer::error(404, "no such path"),
+        }
+    });
+    std::thread::spawn(move || web::serve(admin, handler));
+
+    let dir = scratch("views");
+    let config = json!({"posture": "strict", "servers": {"everything": {"lock": lock}}});
+    let fleet = write_fleet_with(&dir, &admin_url, config);
+    let mut child = console(&[
+        fleet.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--operator",
+        "ci",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let running = Running(child);
+    let url = HttpUrl::parse(&BufReader::new(stdout).lines().next().unwrap().unwrap()).unwrap();
+    let page = String::from_utf8(get(&url, "/", &[]).body).unwrap();
+    let token = page
+        .split("name=\"toolseal-console-token\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let auth = [("X-Toolseal-Console", token.as_str())];
+
+    // The overview and the detail pass each instance's views and drifted view on as they came.
+    let state: Value = serde_json::from_slice(&get(&url, "/api/state", &auth).body).unwrap();
+    let seen = &state["servers"][0]["instances"][0]["view"];
+    assert_eq!(seen["views"].as_array().unwrap().len(), 2, "{state}");
+    assert_eq!(seen["drifted_view"]["names"].as_array().unwrap().len(), 17);
+    let detail: Value =
+        serde_json::from_slice(&get(&url, "/api/servers/everything", &auth).body).unwrap();
+    assert_eq!(
+        detail["instances"][0]["view"]["views"],
+        server_view["views"]
+    );
+    assert_eq!(
+        detail["instances"][0]["view"]["drifted_view"],
+        server_view["drifted_view"]
+    );
+
+    // The review page shows them, every value escaped.
+    let query = format!(
+        "/report?server=everything&candidate={}&baseline={}",
+        server_view["candidate_fingerprint"].as_str().unwrap(),
+        server_view["baseline_fingerprint"].as_str().unwrap()
+    );
+    let report = get(&url, &query.replace(':', "%3A"), &[]);
+    let html = String::from_utf8(report.body).unwrap();
+    assert_eq!(report.status, 200, "{html}");
+    let section = html
+        .split("<section class=\"views\">")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(section.contains("From GET servers/everything on edge-a. <code>schema_status</code> changed, 2 view(s) recorded."), "{section}");
+    assert!(section.contains("a view not recorded before (capabilities = [&quot;elicitation&quot;,&quot;roots&quot;,&quot;sampling&quot;], revision = 2025-11-25), of 17 tools"));
+    assert!(
+        section.contains("<code>get-roots-list</code></td><td>new view (awaiting review)</td>")
+    );
+    assert!(section.contains("revision = &lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(section.contains("<code>&lt;b&gt;bold&lt;/b&gt;</code>"));
+    let lower = html.to_ascii_lowercase();
+    for forbidden in ["<script", "<img", "<b>"] {
+        assert!(
+            !lower.contains(forbidden),
+            "the review page contains {forbidden}"
+        );
+    }
     drop(running);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -299,7 +299,7 @@ fn report_command_prints_the_page_with_the_diff_exit_code() {
         (code, stderr.trim()),
         (
             2,
-            "toolseal: usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html"
+            "toolseal: usage: toolseal report [--config CONFIG.json [--server ID]] [--admin-view SERVER.json] OLD NEW > report.html"
         )
     );
 }
@@ -324,6 +324,72 @@ fn check_config_accepts_a_valid_config_and_names_the_bad_field() {
     let (code, stdout, stderr) = toolseal(&["check-config", bad.to_str().unwrap()]);
     assert_eq!((code, stdout.as_str()), (2, ""));
     assert!(stderr.contains("field `servers.deploy.pin`"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn check_config_explains_views_and_their_bound_only_when_set() {
+    let dir = std::env::temp_dir().join(format!("toolseal-check-views-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let check = |name: &str, config: Value| {
+        let file = dir.join(name);
+        std::fs::write(&file, config.to_string()).unwrap();
+        toolseal(&["check-config", file.to_str().unwrap()])
+    };
+    let set = json!({"posture": "strict", "limits": {"max_views": 4},
+        "views": ["revision", "capabilities"],
+        "servers": {"github": {"posture": "discovery", "views": ["revision",
+            {"header": "x-mcp-toolsets"}, {"metadata": "envoy.filters.http.jwt_authn/payload/scope"}]},
+            "docs": {"views": ["path"]}, "deploy": {}}});
+    let (code, stdout, stderr) = check("views.json", set);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "ok: posture strict, 3 configured server(s)",
+            "views: every other server tells its kinds of caller apart by revision, capabilities (top-level views)",
+            "views: server docs by path (servers.docs.views)",
+            "views: server github by revision, header:x-mcp-toolsets, metadata:envoy.filters.http.jwt_authn/payload/scope (servers.github.views); header and metadata values are shown hashed in the admin API",
+            "views: at most 4 recorded per server (limits.max_views); a list of a new view past them is checked against the approved catalogue alone: its known tools served, the others withheld, nothing closed (audited view.limit)",
+            "views: posture discovery: a new view's first list is trusted on first use: its new tools join the catalogue, screened as a first contact (view.baselined)",
+            "views: posture strict: a new view verifies only when the approved catalogue has every tool it lists, otherwise it is drift; pin every view's list with `toolseal pin A.json B.json …`",
+        ]
+    );
+    // Only the bound set: the default sources are named as such.
+    let (code, stdout, _) = check("bound.json", json!({"limits": {"max_views": 16}}));
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().nth(1),
+        Some(
+            "views: every server tells its kinds of caller apart by revision, capabilities (the default)"
+        )
+    );
+    assert!(stdout.contains("at most 16 recorded per server (limits.max_views);"));
+    // Nothing of views set: the one line it always printed.
+    let (code, stdout, _) = check(
+        "plain.json",
+        json!({"posture": "strict", "limits": {"max_depth": 64}}),
+    );
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "ok: posture strict, 0 configured server(s)\n")
+    );
+    // Refused values name the field, as the plugin does.
+    for (config, field) in [
+        (
+            json!({"limits": {"max_views": 0}}),
+            "field `limits.max_views`: expected a whole number from 1 to 256",
+        ),
+        (json!({"views": ["revision", "scopes"]}), "field `views[1]`"),
+        (
+            json!({"servers": {"g": {"views": []}}}),
+            "field `servers.g.views`: expected a list of 1 to 8 sources",
+        ),
+    ] {
+        let (code, stdout, stderr) = check("bad.json", config);
+        assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+        assert!(stderr.contains(field), "{stderr}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -482,4 +548,281 @@ fn report_takes_the_configuration_and_refuses_an_ambiguous_server() {
     assert_eq!(code, 2);
     assert!(err.contains("--server needs --config CONFIG.json"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The admin API's view of a server with two views, one of which drifted, every value hostile.
+fn hostile_admin_view() -> Value {
+    json!({
+        "server": "srv", "schema_status": "changed",
+        "views": [
+            {"key": "<script>k</script>0123456789abcdef", "sources": {"path": "/mcp</td><script>alert(1)</script>",
+                "header:x-mcp-toolsets": "sha256:0011223344556677"},
+             "names": ["echo", "<img src=x onerror=alert(2)>"], "first_seen_ms": 1_800_000_000_000u64,
+             "last_seen_ms": 1_800_000_060_000u64},
+            {"key": "bb".repeat(32), "sources": {"path": "/other", "header:x-mcp-toolsets": null},
+             "names": ["echo"], "first_seen_ms": 1_800_000_001_000u64, "last_seen_ms": 1_800_000_001_000u64},
+        ],
+        "drifted_view": {"key": "<script>k</script>0123456789abcdef",
+            "sources": {"path": "/mcp</td><script>alert(1)</script>", "header:x-mcp-toolsets": "sha256:0011223344556677"},
+            "names": ["echo", "<img src=x onerror=alert(2)>", "x\"><style>body{display:none}</style>"],
+            "first_seen_ms": 1_800_000_000_000u64, "last_seen_ms": 1_800_000_120_000u64},
+    })
+}
+
+/// The `<section class="views">` of a page.
+fn views_of(page: &str) -> &str {
+    page.split("<section class=\"views\">")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap()
+}
+
+#[test]
+fn the_page_shows_the_views_as_the_admin_api_gives_them_every_value_escaped() {
+    use toolseal::cli::report_html::{ServerViews, render_review};
+    let old = vec![tool("echo", "Echo.", None)];
+    let new = vec![
+        tool("echo", "Echo.", None),
+        tool("<img src=x onerror=alert(2)>", "New.", None),
+    ];
+    let admin = hostile_admin_view();
+    let views = [ServerViews {
+        admin_view: Some(&admin),
+        source: "GET servers/srv on <edge>".into(),
+        note: None,
+    }];
+    let page = render_review(("a", "b"), &old, &new, None, &views);
+    let lower = page.to_ascii_lowercase();
+    for forbidden in [
+        "<script", "<img", "<link", "<iframe", "src=\"", "href=", "url(", "@import",
+    ] {
+        assert!(!lower.contains(forbidden), "page contains {forbidden}");
+    }
+    assert_eq!(
+        page.matches("<style>").count(),
+        1,
+        "only the page's own style sheet"
+    );
+    let section = views_of(&page);
+    assert!(
+        section.contains("From GET servers/srv on &lt;edge&gt;."),
+        "{section}"
+    );
+    assert!(section.contains("<code>schema_status</code> changed, 2 view(s) recorded."));
+    // The drifted view is a recorded one: its recorded names, then the names its drift listed.
+    assert!(section.contains("The candidate was made by a list shown to view 1 ("));
+    assert!(section.contains("it listed 3 tools where 2 are recorded."));
+    let rows: Vec<&str> = section.split("<tr class=\"").skip(1).collect();
+    let views: Vec<&&str> = rows.iter().filter(|r| r.starts_with("view")).collect();
+    assert_eq!(views.len(), 3, "{section}");
+    assert!(views[0].contains("view 1 <span class=\"badge drifted\">drifted</span>"));
+    assert!(views[0].contains("path = /mcp&lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(views[0].contains("header:x-mcp-toolsets = sha256:0011223344556677"));
+    assert!(views[0].contains("<code>&lt;img src=x onerror=alert(2)&gt;</code>"));
+    assert!(
+        views[0].contains("<td>2027-01-15T08:00:00.000Z</td><td>2027-01-15T08:01:00.000Z</td>")
+    );
+    assert!(views[0].contains("title=\"&lt;script&gt;k&lt;/script&gt;0123456789abcdef\""));
+    assert!(views[1].contains("header:x-mcp-toolsets = (absent)"));
+    assert!(views[1].contains(&format!(
+        "<code title=\"{}\">bbbbbbbbbbbb\u{2026}</code>",
+        "bb".repeat(32)
+    )));
+    assert!(views[2].starts_with("view drift\"><td>view 1, as the drift listed it <span class=\"badge drifted\">awaiting review</span>"));
+    assert!(views[2].contains("<td>3</td>"));
+    assert!(
+        views[2].contains("<code>x&quot;&gt;&lt;style&gt;body{display:none}&lt;/style&gt;</code>")
+    );
+    // Which views list each tool.
+    let listed: Vec<&&str> = rows.iter().filter(|r| r.starts_with("listed")).collect();
+    assert_eq!(listed.len(), 3);
+    assert!(listed.iter().any(|r| r.contains("<code>echo</code></td><td>view 1, view 2, view 1, as the drift listed it (awaiting review)</td>")));
+    assert!(listed.iter().any(|r| r.contains("<code>x&quot;&gt;&lt;style&gt;body{display:none}&lt;/style&gt;</code></td><td>view 1, as the drift listed it (awaiting review)</td>")));
+
+    // A drifted view not recorded before is a row of its own; an answer of the wrong shape
+    // shows as absent, never a panic.
+    let mut fresh = hostile_admin_view();
+    fresh["drifted_view"]["key"] = json!("cc".repeat(32));
+    let views = [ServerViews {
+        admin_view: Some(&fresh),
+        source: "x".into(),
+        note: None,
+    }];
+    let section = views_of(&render_review(("a", "b"), &old, &new, None, &views)).to_owned();
+    assert!(section.contains("a view not recorded before ("));
+    assert!(section.contains("new view <span class=\"badge drifted\">awaiting review</span>"));
+    for odd in [
+        json!({"views": "nope", "drifted_view": 7}),
+        json!([]),
+        json!({"views": [1, {"names": "x"}]}),
+    ] {
+        let views = [ServerViews {
+            admin_view: Some(&odd),
+            source: "odd".into(),
+            note: None,
+        }];
+        let page = render_review(("a", "b"), &old, &new, None, &views);
+        assert!(
+            views_of(&page).contains("No view is recorded yet")
+                || views_of(&page).contains("1 view(s)"),
+            "{odd}"
+        );
+    }
+}
+
+fn recording(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/transcripts")
+        .join(format!("{name}.json"))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn report_with_the_configuration_tells_the_views_from_the_recordings() {
+    let dir = std::env::temp_dir().join(format!("toolseal-report-views-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, value: &Value| {
+        let file = dir.join(name);
+        std::fs::write(&file, value.to_string()).unwrap();
+        file.to_str().unwrap().to_owned()
+    };
+    let plain = recording("everything-2026.8.31-no-capabilities");
+    let capable = recording("everything-2026.8.31-capabilities");
+    // Discovery: the capable client's list is another view, trusted on first use.
+    let discovery = write("discovery.json", &json!({"servers": {"everything": {}}}));
+    let (code, page, stderr) = toolseal(&["report", "--config", &discovery, &plain, &capable]);
+    assert_eq!(code, 1, "4 tools added: {stderr}");
+    let section = views_of(&page);
+    assert!(
+        section.contains("<code>schema_status</code> verified, 2 view(s) recorded."),
+        "{section}"
+    );
+    assert!(section.contains("it read NEW as the list of another kind of caller"));
+    assert!(section.contains("No view's list awaits review."));
+    assert!(section.contains("capabilities = [], revision = 2025-11-25</td><td>13</td>"));
+    assert!(section.contains("capabilities = [&quot;elicitation&quot;,&quot;roots&quot;,&quot;sampling&quot;], revision = 2025-11-25</td><td>17</td>"));
+    assert!(section.contains("<code>get-roots-list</code></td><td>view 2</td>"));
+    assert!(section.contains("<code>echo</code></td><td>view 1, view 2</td>"));
+
+    // Strict with a lock of the plain list: the capable list is drift, shown by a new view.
+    let (_, lock, _) = toolseal(&["pin", "--server", "everything", &plain]);
+    let mut strict: Value = serde_json::from_str(&lock).unwrap();
+    strict["posture"] = json!("strict");
+    let strict = write("strict.json", &strict);
+    let (code, page, _) = toolseal(&["report", "--config", &strict, &plain, &capable]);
+    assert_eq!(code, 1);
+    let section = views_of(&page);
+    assert!(
+        section.contains("<code>schema_status</code> changed, 1 view(s) recorded."),
+        "{section}"
+    );
+    assert!(section.contains("a view not recorded before (capabilities = [&quot;elicitation&quot;,&quot;roots&quot;,&quot;sampling&quot;], revision = 2025-11-25), of 17 tools"));
+    assert!(
+        section.contains("<code>get-roots-list</code></td><td>new view (awaiting review)</td>")
+    );
+    assert!(!section.contains("it read NEW as the list of another kind of caller"));
+
+    // A saved admin API answer is shown as it is, instead of a replay.
+    let saved = write("admin-view.json", &hostile_admin_view());
+    let (code, page, _) = toolseal(&[
+        "report",
+        "--config",
+        &strict,
+        "--admin-view",
+        &saved,
+        &plain,
+        &capable,
+    ]);
+    assert_eq!(code, 1);
+    let section = views_of(&page);
+    assert!(section.contains(&format!("From the admin API answer saved in {saved}.")));
+    assert!(!page.to_ascii_lowercase().contains("<script"));
+    let (code, _, stderr) = toolseal(&["report", "--admin-view", &discovery, &plain, &capable]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("expected the admin API's answer to GET {prefix}servers/{id}"),
+        "{stderr}"
+    );
+
+    // Bare tool lists carry no request: the views cannot be told, and the page says so.
+    let old = write("old.json", &json!({"tools": [tool("a", "A.", None)]}));
+    let new = write("new.json", &json!({"tools": [tool("a", "A!", None)]}));
+    let (_, page, _) = toolseal(&["report", "--config", &discovery, &old, &new]);
+    assert!(views_of(&page).contains("cannot be told here: OLD or NEW is a bare tool list"));
+    // Without --config or --admin-view, no views section.
+    let (_, page, _) = toolseal(&["report", &plain, &capable]);
+    assert!(!page.contains("<section class=\"views\">"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `name`'s recording with one more tool listed, as one deploy would add it for every caller.
+fn with_one_more_tool(name: &str) -> Vec<toolseal_core::transcript::HttpExchange> {
+    let bytes = std::fs::read(recording(name)).unwrap();
+    let extra = r#"{"name":"extra<i>","description":"Extra.","inputSchema":{"type":"object"}},"#;
+    toolseal_core::transcript::parse_transcript(&bytes)
+        .unwrap()
+        .into_iter()
+        .map(|mut ex| {
+            let body = String::from_utf8(ex.response_body.clone()).unwrap();
+            ex.response_body = body
+                .replacen("\"tools\":[", &format!("\"tools\":[{extra}"), 1)
+                .into_bytes();
+            ex
+        })
+        .collect()
+}
+
+#[test]
+fn one_deploy_seen_through_both_views_shows_both_lists_awaiting_review() {
+    use toolseal::cli::report_html::{ServerViews, render_review};
+    use toolseal_core::transcript::{NativeReplay, parse_transcript};
+    let (plain, capable) = (
+        "everything-2026.8.31-no-capabilities",
+        "everything-2026.8.31-capabilities",
+    );
+    let mut gateway = NativeReplay::new(toolseal_core::config::Config::parse(b"{}").unwrap());
+    let recorded = |name: &str| parse_transcript(&std::fs::read(recording(name)).unwrap()).unwrap();
+    let replays = [
+        recorded(plain),
+        recorded(capable),
+        with_one_more_tool(plain),
+        with_one_more_tool(capable),
+    ];
+    for exchange in replays.iter().flatten() {
+        gateway.exchange("everything", exchange, 61);
+    }
+    let admin = gateway
+        .engine
+        .admin_view(&gateway.store, Some("everything"))
+        .unwrap();
+    assert_eq!(admin["schema_status"], "changed", "{admin}");
+    assert_eq!(
+        admin["drifted_views_also"].as_array().unwrap().len(),
+        1,
+        "{admin}"
+    );
+    let views = [ServerViews {
+        admin_view: Some(&admin),
+        source: "the core".into(),
+        note: None,
+    }];
+    let page = render_review(("a", "b"), &[], &[], None, &views);
+    let section = views_of(&page);
+    assert!(
+        section.contains("The candidate was made by the lists shown to 2 views: view 1 (capabilities = [], revision = 2025-11-25): it listed 14 tools where 13 are recorded; view 2 ("),
+        "{section}"
+    );
+    assert!(section.contains("): it listed 18 tools where 17 are recorded. Approving it with the admin API records the names each listed."));
+    assert!(section.contains("<code>extra&lt;i&gt;</code></td><td>view 1, as the drift listed it (awaiting review), view 2, as the drift listed it (awaiting review)</td>"));
+    assert_eq!(
+        section
+            .matches("<span class=\"badge drifted\">drifted</span>")
+            .count(),
+        2
+    );
+    assert!(!page.contains("<i>"));
 }

@@ -8,6 +8,7 @@
     clippy::panic
 )]
 
+use toolseal::abi::shared_store::SharedStore;
 use toolseal::abi::state::{DEFAULT_EPOCH_NS, Identity};
 use toolseal::abi::types::{LogLevel, MetricType};
 use toolseal::replay::exchange::{self, ExchangeSetup, Stop};
@@ -115,6 +116,7 @@ fn settings(config: &[u8]) -> VmSettings {
         vm_configuration: Vec::new(),
         start_ns: DEFAULT_EPOCH_NS,
         faults: Vec::new(),
+        shared_data: SharedStore::default(),
     }
 }
 

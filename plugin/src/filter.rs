@@ -210,7 +210,7 @@ impl Http {
     /// `proxy_on_request_body` (`body_size`: everything buffered so far).
     pub fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         let read = &mut |size| {
-            read_body(Buffer::RequestBody, size)
+            read_body(Buffer::RequestBody, 0, size)
                 .map_err(|code| format!("the request body (status {code})"))
         };
         match self.mode {
@@ -310,7 +310,7 @@ impl Http {
             &mut self.exchange,
             body_size,
             end_of_stream,
-            &mut || read_body(Buffer::ResponseBody, body_size).ok(),
+            &mut |from| read_body(Buffer::ResponseBody, from, body_size).ok(),
         );
         drop(shared);
         match verdict {
@@ -320,6 +320,7 @@ impl Http {
                 self.plan = BodyPlan::Pass;
                 Action::Continue
             }
+            BodyVerdict::Reset => self.stop(Stream::Response),
             BodyVerdict::Replace(bytes) => {
                 match abi::set_buffer(Buffer::ResponseBody, 0, body_size, &bytes) {
                     Ok(()) => Action::Continue,
@@ -424,13 +425,15 @@ fn info<'a>(headers: &'a Headers, caller: &'a EnvoyCaller<'a>) -> RequestInfo<'a
     }
 }
 
-/// The `size` bytes of a body buffer, exactly: anything else (a failed call, fewer bytes than
-/// the host announced) is a body the host could not hand over; the error is the status.
-fn read_body(buffer: Buffer, size: usize) -> Result<Vec<u8>, u32> {
-    match abi::get_buffer(buffer, 0, size) {
+/// The bytes `from..size` of a body buffer holding `size`, exactly: anything else (a failed
+/// call, fewer bytes than the host announced) is a body the host could not hand over; the
+/// error is the status.
+fn read_body(buffer: Buffer, from: usize, size: usize) -> Result<Vec<u8>, u32> {
+    let wanted = size.saturating_sub(from);
+    match abi::get_buffer(buffer, from, wanted) {
         Ok(bytes) => {
             let bytes = bytes.unwrap_or_default();
-            if bytes.len() == size {
+            if bytes.len() == wanted {
                 Ok(bytes)
             } else {
                 Err(0)

@@ -192,10 +192,11 @@ fn decode_pairs(bytes: &[u8]) -> Option<Value> {
             pairs.into_iter().map(|(k, _)| Value::String(k)).collect(),
         ));
     }
-    Some(Value::Object(
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect(),
-    ))
+    // Inserted one by one (a repeated key keeps its last value, as `collect` would): collecting
+    // into a map sorts through another copy of the standard sort in the `.wasm`.
+    let mut map = serde_json::Map::new();
+    for (k, v) in pairs {
+        map.insert(k, Value::String(v));
+    }
+    Some(Value::Object(map))
 }

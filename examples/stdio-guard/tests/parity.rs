@@ -204,3 +204,59 @@ fn over_stdio_the_revision_is_read_from_meta_alone() {
     let last: Value = serde_json::from_str(decisions.last().unwrap()).unwrap();
     assert_eq!(last["protocol_version"], "2026-07-28");
 }
+
+#[test]
+fn over_stdio_a_2025_handshake_gives_the_session_its_view() {
+    // The default views read the capabilities a 2025 session's initialize declared; over
+    // stdio the session is the process, so its first list is trusted, not withheld as a view
+    // that cannot be told.
+    let runtime = Runtime::new().unwrap();
+    let mut replay = Replay::new(&runtime);
+    let ctx = MessageContext {
+        server_id: "fs".into(),
+        session_id: Some("stdio-1".into()),
+        transport: Transport::Stdio,
+        headers: Vec::new(),
+    };
+    let policy = &mut replay.policy;
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "fs", "version": "1"}}});
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let tools = json!([{"name": "read_file", "description": "Read a file.",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}]);
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}});
+    for (request, response) in [(initialize, initialized), (list, answer)] {
+        let forwarded = policy
+            .client_message(&ctx, request.to_string().as_bytes())
+            .unwrap();
+        assert!(matches!(forwarded, Verdict::Pass));
+        let served = match policy
+            .server_message(&ctx, response.to_string().as_bytes())
+            .unwrap()
+        {
+            Verdict::Rewrite(bytes) => serde_json::from_slice(&bytes).unwrap(),
+            _ => response,
+        };
+        if served["id"] == 1 {
+            assert_eq!(
+                served["result"]["tools"].as_array().unwrap().len(),
+                1,
+                "{served}"
+            );
+        }
+    }
+    let collected = replay.sink.0.lock().unwrap();
+    let events: Vec<Value> = collected
+        .decisions
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(
+        events.last().unwrap()["schema_status"],
+        "verified",
+        "{events:?}"
+    );
+}

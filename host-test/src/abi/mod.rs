@@ -16,6 +16,7 @@ pub mod maps;
 pub mod metrics;
 pub mod properties;
 pub mod shared;
+pub mod shared_store;
 pub mod state;
 pub mod types;
 pub mod wasi;

@@ -1,9 +1,14 @@
 //! Shared data (key → value with a compare-and-swap token) and shared queues, with Envoy's
 //! semantics: CAS tokens start at 1 and are never 0; a write to a missing key ignores the
 //! CAS it carries (which is why the plugin must seed keys at start); a write with a
-//! non-zero CAS that differs from the stored one fails with [`Status::CasMismatch`].
+//! non-zero CAS that differs from the stored one fails with [`Status::CasMismatch`]. The
+//! CAS counter is one for the whole store, as in Envoy. The hostcalls reach the map through
+//! a [`super::shared_store::SharedStore`] handle, which several worker VMs may share.
 
-use super::guest::{Fail, Guest, HostcallResult, finish, read_lossy, return_bytes, write_u32};
+use super::guest::{
+    Fail, Guest, HostcallResult, Trap, finish, read_lossy, return_bytes, write_u32,
+};
+use super::shared_store::Refusal;
 use super::types::Status;
 use std::collections::{HashMap, VecDeque};
 
@@ -39,6 +44,16 @@ impl SharedData {
         self.entries.values()
     }
 
+    /// Every key with its `(value, cas)`, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Vec<u8>, &(Vec<u8>, u32))> {
+        self.entries.iter()
+    }
+
+    /// The CAS token of the last write (0 before any).
+    pub fn last_cas(&self) -> u32 {
+        self.last_cas
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -70,8 +85,9 @@ pub fn get_shared_data(
 ) -> HostcallResult {
     finish((|| {
         let key = g.read(key_ptr, key_len)?;
-        let (value, cas) = match g.host().vm.shared_data.get(&key) {
-            Some((value, cas)) => (value.to_vec(), cas),
+        let store = g.host().vm.shared_data.clone();
+        let (value, cas) = match store.get(&key).map_err(fail)? {
+            Some(found) => found,
             None => return Err(Status::NotFound.into()),
         };
         write_u32(g, cas_ptr, 0)?;
@@ -92,12 +108,18 @@ pub fn set_shared_data(
     finish((|| {
         let key = g.read(key_ptr, key_len)?;
         let value = g.read(value_ptr, value_len)?;
-        g.host()
-            .vm
-            .shared_data
-            .set(&key, &value, cas)
-            .map_err(Fail::Status)
+        let store = g.host().vm.shared_data.clone();
+        store.set(&key, &value, cas).map_err(fail)
     })())
+}
+
+/// A store refusal as a hostcall failure: a status for the guest, or a trap when the
+/// worker's turn never came.
+fn fail(refused: Refusal) -> Fail {
+    match refused {
+        Refusal::Status(status) => Fail::Status(status),
+        Refusal::NoTurn(why) => Fail::Trap(Trap(why)),
+    }
 }
 
 /// One named queue.

@@ -10,7 +10,8 @@ use super::buffers::ConfigPhase;
 use super::faults::HostcallLog;
 use super::header_map::HeaderMap;
 use super::metrics::Metrics;
-use super::shared::{SharedData, SharedQueues};
+use super::shared::SharedQueues;
+use super::shared_store::SharedStore;
 use super::types::{LogLevel, StreamType};
 use std::collections::BTreeMap;
 
@@ -62,8 +63,8 @@ pub struct VmState {
     pub plugin_configuration: Vec<u8>,
     /// Route, cluster and plugin names.
     pub identity: Identity,
-    /// `proxy_get/set_shared_data`.
-    pub shared_data: SharedData,
+    /// `proxy_get/set_shared_data`: this VM's handle on a store other worker VMs may share.
+    pub shared_data: SharedStore,
     /// Shared queues.
     pub queues: SharedQueues,
     /// `proxy_define_metric` and friends.
@@ -97,7 +98,7 @@ impl Default for VmState {
             vm_configuration: Vec::new(),
             plugin_configuration: Vec::new(),
             identity: Identity::default(),
-            shared_data: SharedData::default(),
+            shared_data: SharedStore::default(),
             queues: SharedQueues::default(),
             metrics: Metrics::default(),
             tick_period_ms: 0,

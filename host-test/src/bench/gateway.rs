@@ -6,6 +6,7 @@
 //! everything the policy does for it; the wasm side also pays the ABI (hostcalls, copies
 //! into guest memory), which is what Envoy pays too.
 
+use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{DEFAULT_EPOCH_NS, Identity};
 use crate::abi::types::LogLevel;
 use crate::replay::exchange::{self, ExchangeSetup};
@@ -102,6 +103,7 @@ impl Wasm {
             vm_configuration: Vec::new(),
             start_ns: DEFAULT_EPOCH_NS,
             faults: Vec::new(),
+            shared_data: SharedStore::default(),
         };
         let vm = PluginVm::start(&module.engine, &module.module, settings)?;
         Ok(Wasm {

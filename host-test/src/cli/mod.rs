@@ -8,8 +8,10 @@
 //! plugin fault or a broken expectation exit 1.
 
 pub mod args;
+pub mod catalogue;
 pub mod check_config;
 pub mod replay_cmd;
+pub mod replay_workers;
 pub mod report_html;
 pub mod stdout;
 pub mod tool_source;
@@ -35,7 +37,7 @@ const COMMANDS: [(&str, &str); 9] = [
     ),
     (
         "pin",
-        "a full lock of a tool set, ready to merge into a config",
+        "a full lock of a server's tool lists (their catalogue), ready to merge into a config",
     ),
     (
         "report",

@@ -27,7 +27,9 @@ pub const USAGE: &str = "\
 usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--expect FILE]
                        [--chunk N] [--audit] [--http] [--log-level LEVEL] [--metadata FILE]
                        [--no-cache] [--fail-hostcall NAME[:N]]... [--hostcalls]
-                       TRANSCRIPT...
+                       [--workers N [--assign copies|round-robin]] [--scenario FILE]
+                       [--schedule SPEC] [--schedules K] [--preemptions P] [--keep-going]
+                       [--trace] TRANSCRIPT...
   Replays recorded MCP traffic through the built proxy-wasm plugin on wasmtime, in order,
   keeping plugin state across transcripts (so release A then release B of one server shows
   the drift), and prints one JSON line per MCP message the plugin saw (its decision record).
@@ -49,25 +51,66 @@ usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--exp
                      faulting host would; repeatable
   --hostcalls        a last line {\"hostcalls\": {NAME: calls, ...}}: how often the plugin made
                      each hostcall
-exit status: 0 replayed (and the expectation held), 1 the expectation did not hold or the
-plugin faulted, 2 unusable input.";
+  --workers N        N plugin VMs (Envoy workers) over one shared data store, taking turns
+                     at every shared-data access as --schedule decides; each schedule is
+                     checked against single-worker replays of the same exchanges
+  --assign HOW       copies (default): every worker replays every transcript; round-robin:
+                     transcript i goes to worker i mod N
+  --scenario FILE    phases of steps (which worker replays which exchanges), instead of
+                     TRANSCRIPTs; implies the workers it names
+  --schedule SPEC    random:SEED (default random:0), exhaustive[:MAX] (every schedule
+                     depth-first, at most MAX, default 10000) or fixed:C,C,... (the option
+                     chosen at each choice point, as a failure report prints it)
+  --schedules K      with random:SEED, K schedules seeded SEED, SEED+1, ... (default 1)
+  --preemptions P    with exhaustive, only schedules that take the turn from a worker that
+                     could go on at most P times
+  --keep-going       run every schedule even after one broke an invariant
+  --trace            print the shared-data accesses of failing schedules on stderr
+exit status: 0 replayed (and the expectation held, and every schedule kept every
+invariant), 1 the expectation or an invariant did not hold or the plugin faulted, 2
+unusable input.";
 
 /// The options of one `toolseal replay`.
 #[derive(Debug, Default)]
-struct ReplayArgs {
-    transcripts: Vec<PathBuf>,
-    config: Option<PathBuf>,
-    server: Option<String>,
-    wasm: Option<PathBuf>,
-    expect: Option<PathBuf>,
-    chunk: Option<String>,
-    log_level: Option<String>,
-    metadata: Option<PathBuf>,
-    fail_hostcall: Vec<String>,
-    audit: bool,
-    http: bool,
-    no_cache: bool,
-    hostcalls: bool,
+pub(super) struct ReplayArgs {
+    pub(super) transcripts: Vec<PathBuf>,
+    pub(super) config: Option<PathBuf>,
+    pub(super) server: Option<String>,
+    pub(super) wasm: Option<PathBuf>,
+    pub(super) expect: Option<PathBuf>,
+    pub(super) chunk: Option<String>,
+    pub(super) log_level: Option<String>,
+    pub(super) metadata: Option<PathBuf>,
+    pub(super) fail_hostcall: Vec<String>,
+    pub(super) audit: bool,
+    pub(super) http: bool,
+    pub(super) no_cache: bool,
+    pub(super) hostcalls: bool,
+    /// The multi-worker options (`--workers` and friends).
+    pub(super) workers: WorkerArgs,
+}
+
+/// The options of a multi-worker replay.
+#[derive(Debug, Default)]
+pub(super) struct WorkerArgs {
+    pub(super) workers: Option<String>,
+    pub(super) assign: Option<String>,
+    pub(super) scenario: Option<PathBuf>,
+    pub(super) schedule: Option<String>,
+    pub(super) schedules: Option<String>,
+    pub(super) preemptions: Option<String>,
+    pub(super) keep_going: bool,
+    pub(super) trace: bool,
+}
+
+impl WorkerArgs {
+    /// Whether a multi-worker replay is asked for.
+    fn any(&self) -> bool {
+        self.workers.is_some()
+            || self.scenario.is_some()
+            || self.schedule.is_some()
+            || self.schedules.is_some()
+    }
 }
 
 fn parse(args: &[OsString]) -> Result<Parsed<ReplayArgs>, lexopt::Error> {
@@ -92,6 +135,24 @@ fn parse(args: &[OsString]) -> Result<Parsed<ReplayArgs>, lexopt::Error> {
                 .fail_hostcall
                 .push(text_value(&mut parser, "--fail-hostcall")?),
             Arg::Long("hostcalls") => parsed.hostcalls = true,
+            Arg::Long("workers") => {
+                parsed.workers.workers = Some(text_value(&mut parser, "--workers")?)
+            }
+            Arg::Long("assign") => {
+                parsed.workers.assign = Some(text_value(&mut parser, "--assign")?)
+            }
+            Arg::Long("scenario") => parsed.workers.scenario = Some(parser.value()?.into()),
+            Arg::Long("schedule") => {
+                parsed.workers.schedule = Some(text_value(&mut parser, "--schedule")?)
+            }
+            Arg::Long("schedules") => {
+                parsed.workers.schedules = Some(text_value(&mut parser, "--schedules")?)
+            }
+            Arg::Long("preemptions") => {
+                parsed.workers.preemptions = Some(text_value(&mut parser, "--preemptions")?)
+            }
+            Arg::Long("keep-going") => parsed.workers.keep_going = true,
+            Arg::Long("trace") => parsed.workers.trace = true,
             Arg::Value(transcript) => parsed.transcripts.push(transcript.into()),
             other => return Err(other.unexpected()),
         }
@@ -119,6 +180,9 @@ pub fn run(args: &[OsString]) -> Result<i32> {
         }
         Parsed::Run(args) => args,
     };
+    if args.workers.any() {
+        return super::replay_workers::run(&args, options(&args)?);
+    }
     if args.transcripts.is_empty() {
         return Err(input_error(
             "toolseal replay needs at least one TRANSCRIPT (see `toolseal replay --help`)",
@@ -163,12 +227,18 @@ pub fn run(args: &[OsString]) -> Result<i32> {
         lines.push(hostcalls_line(&replay.hostcalls().counts));
     }
     print_lines(&lines)?;
-    let Some(expect_path) = &args.expect else {
-        return Ok(0);
-    };
+    match &args.expect {
+        Some(expect_path) => check_expectation(expect_path, &lines),
+        None => Ok(0),
+    }
+}
+
+/// Compares `lines` with the expectation file (`BLESS=1` rewrites it): 0 when they agree
+/// (or were blessed), 1 with a line diff on stderr when they do not.
+pub(super) fn check_expectation(expect_path: &Path, lines: &[String]) -> Result<i32> {
     let expect_name = expect_path.display();
     let bless = std::env::var("BLESS").is_ok_and(|v| v == "1");
-    match expect::check(expect_path, &lines, bless)? {
+    match expect::check(expect_path, lines, bless)? {
         ExpectOutcome::Holds => Ok(0),
         ExpectOutcome::Blessed => {
             eprintln!(
@@ -187,7 +257,7 @@ pub fn run(args: &[OsString]) -> Result<i32> {
     }
 }
 
-fn options(args: &ReplayArgs) -> Result<ReplayOptions> {
+pub(super) fn options(args: &ReplayArgs) -> Result<ReplayOptions> {
     let plugin_configuration = match &args.config {
         Some(file) => {
             let path = file.display();
@@ -264,7 +334,7 @@ fn metadata(path: Option<&Path>) -> Result<Map<String, Value>> {
     }
 }
 
-fn emit_records(
+pub(super) fn emit_records(
     lines: &mut Vec<String>,
     transcript: &str,
     seq: &Value,
@@ -283,7 +353,7 @@ fn emit_records(
 }
 
 /// Tells on stderr how an exchange ended when it did not simply pass.
-fn note_outcome(report: &ExchangeReport) {
+pub(super) fn note_outcome(report: &ExchangeReport) {
     let outcome = &report.outcome;
     let at = format!("{} {}", report.transcript, report.seq);
     match (&outcome.stop, &outcome.local_response) {

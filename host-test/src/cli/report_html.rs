@@ -4,7 +4,8 @@
 //! Main design decision: the page is self-contained and inert. CSS is inline, there is no
 //! script and no URL in any attribute, so opening it fetches nothing and runs nothing; every
 //! piece of text from the tool sets (names, descriptions, schema values: all written by the
-//! server, so attacker-controlled) goes through [`escape`] and nowhere else. Each changed
+//! server, so attacker-controlled) and from the server's views (values its callers sent)
+//! goes through [`escape`] and nowhere else. Each changed
 //! tool is shown side by side (baseline left, candidate right) as pretty JSON in which the
 //! node at each change's JSON pointer is highlighted; a changed description is diffed word
 //! by word. The changes themselves carry their class as a colored badge. Exit codes are
@@ -12,24 +13,21 @@
 //! release and attach the page. A removed and an added tool with the same input schema are
 //! also shown as a likely rename, side by side, without changing any class.
 
+mod command;
 mod renames;
+mod replayed;
 mod serving;
+mod views;
 mod word_diff;
 
+pub use command::{USAGE, run};
 pub use serving::ReportConfig;
+pub use views::ServerViews;
 pub use word_diff::{WordOp, word_diff};
 
-use super::args::{Parsed, invocation_error, is_help, parser, text_value};
-use super::stdout::{print, print_lines};
-use super::tool_source::load_tools;
-use crate::input_error::InputError;
-use anyhow::Result;
-use lexopt::Arg;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use toolseal_core::policy::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tools};
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 
@@ -67,9 +65,10 @@ pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
 .chg-new{background:#dafbe1;outline:1px solid #4ac26b}
 del{background:#ff8182;color:#1f2328;text-decoration:line-through}
 ins{background:#4ac26b;color:#1f2328;text-decoration:none}
-section.serving,section.visibility,section.renames{margin-top:22px}
+section.serving,section.visibility,section.renames,section.views{margin-top:22px}
 section.renames>h2{font-family:system-ui,sans-serif}
-.badge.served{background:#1a7f37}.badge.withheld{background:#cf222e}
+.badge.served{background:#1a7f37}.badge.withheld{background:#cf222e}.badge.drifted{background:#cf222e}
+tr.drift td{background:#fff8f7}
 ";
 
 /// HTML-escapes text for element content and double-quoted attributes.
@@ -393,6 +392,18 @@ pub fn render_with(
     new: &[Value],
     context: Option<&ReportConfig>,
 ) -> String {
+    render_review(names, old, new, context, &[])
+}
+
+/// [`render_with`], and the server's views as the admin API shows them (one section per
+/// answer: each Envoy keeps its own).
+pub fn render_review(
+    names: (&str, &str),
+    old: &[Value],
+    new: &[Value],
+    context: Option<&ReportConfig>,
+    views: &[ServerViews<'_>],
+) -> String {
     let drift = diff_tools(old, new);
     let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -410,6 +421,9 @@ pub fn render_with(
     }
     let likely = drift.renames();
     renames::section(&mut out, &likely);
+    for server_views in views {
+        views::views_section(&mut out, server_views);
+    }
     overview(&mut out, &drift);
     if drift.is_empty() {
         out.push_str("<p>The two tool sets are the same (same fingerprint).</p>\n");
@@ -433,90 +447,4 @@ pub fn render_with(
     }
     out.push_str("</main>\n</body></html>\n");
     out
-}
-
-/// Usage of `toolseal report`.
-pub const USAGE: &str = "\
-usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html
-  Writes the classified drift between two tool sets as one self-contained HTML page for
-  reviewers (no script, no external resource): every change with its class, and both
-  definitions of every changed tool; a removed and an added tool with the same inputSchema
-  side by side as a likely rename (still a removal and an addition).
-  OLD, NEW            a tools/list result, a bare array of tools, or a recorded transcript
-  --config FILE       the plugin configuration: the page also says what the gateway serves
-                      of the server until NEW is approved (its drift_scope: which tools are
-                      served, which withheld and why) and who is shown each tool (policy)
-  --server ID         the server's id in that configuration (default: its only server)
-exit status: 0 same, 1 additive changes only, 2 anything else or unusable input.";
-
-/// What `toolseal report` was asked.
-#[derive(Debug, Default)]
-struct ReportArgs {
-    files: Vec<PathBuf>,
-    config: Option<PathBuf>,
-    server: Option<String>,
-}
-
-fn parse(args: &[OsString]) -> Result<Parsed<ReportArgs>, lexopt::Error> {
-    let mut parsed = ReportArgs::default();
-    let mut parser = parser(args);
-    while let Some(arg) = parser.next()? {
-        match arg {
-            arg if is_help(&arg) => return Ok(Parsed::Help),
-            Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
-            Arg::Long("server") => parsed.server = Some(text_value(&mut parser, "--server")?),
-            Arg::Value(file) => parsed.files.push(PathBuf::from(file)),
-            other => return Err(other.unexpected()),
-        }
-    }
-    Ok(Parsed::Run(parsed))
-}
-
-/// `toolseal report [--config CONFIG.json [--server ID]] OLD NEW`: prints the page; exit 0
-/// same, 1 additive, 2 otherwise.
-pub fn run(args: &[OsString]) -> Result<i32> {
-    let parsed = match parse(args).map_err(|e| invocation_error("report", e))? {
-        Parsed::Help => {
-            print_lines(&[USAGE])?;
-            return Ok(0);
-        }
-        Parsed::Run(parsed) => parsed,
-    };
-    let [old, new] = parsed.files.as_slice() else {
-        return Err(InputError(
-            "usage: toolseal report [--config CONFIG.json [--server ID]] OLD NEW > report.html"
-                .into(),
-        )
-        .into());
-    };
-    let context = match &parsed.config {
-        Some(path) => {
-            let shown = path.display().to_string();
-            let bytes = std::fs::read(path).map_err(|e| {
-                crate::input_error::input_error(format!("cannot read {shown}: {e}"))
-            })?;
-            Some(ReportConfig::parse(
-                &bytes,
-                &shown,
-                parsed.server.as_deref(),
-            )?)
-        }
-        None if parsed.server.is_some() => {
-            return Err(InputError("--server needs --config CONFIG.json".into()).into());
-        }
-        None => None,
-    };
-    let old_tools = load_tools(old)?;
-    let new_tools = load_tools(new)?;
-    let names = (
-        old.to_string_lossy().into_owned(),
-        new.to_string_lossy().into_owned(),
-    );
-    print(&render_with(
-        (&names.0, &names.1),
-        &old_tools,
-        &new_tools,
-        context.as_ref(),
-    ))?;
-    Ok(diff_tools(&old_tools, &new_tools).exit_code())
 }

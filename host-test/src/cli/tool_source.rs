@@ -31,6 +31,21 @@ pub fn load_tools(path: &Path) -> Result<Vec<Value>> {
     tools_of(&value, &bytes).map_err(|why| input_error(format!("{}: {why}", path.display())))
 }
 
+/// The exchanges of `path` when it is a recorded transcript (`None` for a tool list: it
+/// carries no request, so nothing of the caller it was listed to).
+pub fn transcript_exchanges(path: &Path) -> Result<Option<Vec<HttpExchange>>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| input_error(format!("cannot read {}: {e}", path.display())))?;
+    let value = parse_strict(&bytes, MAX_DEPTH)
+        .map_err(|e| input_error(format!("{} is not usable JSON: {e}", path.display())))?;
+    if !is_transcript(&value) {
+        return Ok(None);
+    }
+    parse_transcript(&bytes)
+        .map(Some)
+        .map_err(|why| input_error(format!("{}: {why}", path.display())))
+}
+
 /// The tools held by a parsed file (`bytes` is its text, for transcripts).
 fn tools_of(value: &Value, bytes: &[u8]) -> Result<Vec<Value>, String> {
     if is_transcript(value) {
@@ -96,6 +111,22 @@ pub fn tools_from_transcript(exchanges: &[HttpExchange]) -> Result<Vec<Value>, S
         return Err("the transcript's last tools/list ends with a nextCursor whose page was not recorded; record the whole listing".into());
     }
     Ok(listing)
+}
+
+/// The tools of every `tools/list` answer in one exchange (every page it holds), and
+/// whether it holds a `tools/list` answer at all.
+pub fn listed_tools(exchange: &HttpExchange) -> (Vec<Value>, bool) {
+    let mut tools = Vec::new();
+    let mut found = false;
+    for (id, _) in list_requests(&exchange.request_body) {
+        for result in responses_to(exchange, &id) {
+            found = true;
+            if let Some(Value::Array(page)) = result.get("tools") {
+                tools.extend(page.iter().cloned());
+            }
+        }
+    }
+    (tools, found)
 }
 
 /// `(id, has cursor)` of each `tools/list` request in a request body.

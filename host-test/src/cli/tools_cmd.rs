@@ -5,6 +5,7 @@
 //! drift its plugin sees.
 
 use super::args::{Parsed, invocation_error, is_help, parser, text_value};
+use super::catalogue;
 use super::stdout::{print, print_lines};
 use super::tool_source::load_tools;
 use crate::input_error::{InputError, input_error};
@@ -12,6 +13,7 @@ use anyhow::Result;
 use lexopt::Arg;
 use serde_json::{Map, Value, json};
 use std::ffi::OsString;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use toolseal_core::config::Config;
 use toolseal_core::policy::drift::{Change, ChangeKind, DriftDiff, diff_tools};
@@ -49,16 +51,20 @@ exit status: 0 same, 1 additive changes only, 2 a breaking, semantic or authorit
 
 /// Usage of `toolseal pin`.
 pub const PIN_USAGE: &str = "\
-usage: toolseal pin [--server ID] [--config CONFIG.json] FILE
+usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
   Prints {\"servers\": {\"ID\": {\"lock\": {\"fingerprint\": ..., \"tools\": [...]}}}}: a full lock
   of the tool set in FILE, ready to merge into a plugin configuration (a lock replaces the
   server's previous `pin` or `lock`; a server holds at most one).
+  Several FILEs are lists of one server as different kinds of caller see it (its views:
+  docs/views.md): the lock is their catalogue, every tool of every list once. A tool two
+  lists define two ways (different digests) is refused, naming the tool and both files.
   FILE           a tools/list result, a bare array of tools, or a recorded transcript
-  --server ID    the server id (default: FILE's name without extension)
+  --server ID    the server id (default: FILE's name without extension; needed with
+                 several FILEs)
   --config FILE  fingerprint with that configuration's `fingerprint.fields`; give it when
                  the lock goes into a configuration that names extra fields, or the plugin
                  refuses the lock (its fingerprint would not match)
-exit status: 0 printed, 2 unusable input.";
+exit status: 0 printed, 2 unusable input or a tool defined two ways.";
 
 /// Options shared by the three commands.
 #[derive(Debug, Default)]
@@ -88,11 +94,12 @@ fn parse(command: &str, args: &[OsString]) -> Result<Parsed<ToolsArgs>, lexopt::
     Ok(Parsed::Run(parsed))
 }
 
-/// Parses, or prints `usage` for `--help`; `Ok(None)` when help was printed.
+/// Parses, or prints `usage` for `--help`; `Ok(None)` when help was printed. `files`: how
+/// many files the command takes.
 fn parse_or_help(
     command: &str,
     usage: &str,
-    files: usize,
+    files: RangeInclusive<usize>,
     args: &[OsString],
 ) -> Result<Option<ToolsArgs>> {
     match parse(command, args).map_err(|e| invocation_error(command, e))? {
@@ -100,7 +107,7 @@ fn parse_or_help(
             print_lines(&[usage])?;
             Ok(None)
         }
-        Parsed::Run(parsed) if parsed.files.len() == files => Ok(Some(parsed)),
+        Parsed::Run(parsed) if files.contains(&parsed.files.len()) => Ok(Some(parsed)),
         Parsed::Run(_) => Err(InputError(usage.to_owned()).into()),
     }
 }
@@ -126,7 +133,7 @@ fn digests(tools: &[Value], fields: &FingerprintFields, source: &Path) -> Result
 
 /// `toolseal fingerprint FILE`: the fingerprint, then `name digest` lines in name order.
 pub fn fingerprint(args: &[OsString]) -> Result<i32> {
-    let Some(parsed) = parse_or_help("fingerprint", FINGERPRINT_USAGE, 1, args)? else {
+    let Some(parsed) = parse_or_help("fingerprint", FINGERPRINT_USAGE, 1..=1, args)? else {
         return Ok(0);
     };
     let fields = fingerprint_fields(parsed.config.as_deref())?;
@@ -147,7 +154,7 @@ pub fn fingerprint(args: &[OsString]) -> Result<i32> {
 /// `toolseal diff OLD NEW`: the classified diff; exit 0 same, 1 additive, 2 otherwise
 /// (unusable input is 3, decided by the caller).
 pub fn diff(args: &[OsString]) -> Result<i32> {
-    let Some(parsed) = parse_or_help("diff", DIFF_USAGE, 2, args)? else {
+    let Some(parsed) = parse_or_help("diff", DIFF_USAGE, 2..=2, args)? else {
         return Ok(0);
     };
     let [old, new] = parsed.files.as_slice() else {
@@ -223,20 +230,30 @@ pub fn lock_entry(set: &ToolDigests, tools: Vec<Value>) -> Value {
     json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}})
 }
 
-/// `toolseal pin FILE [--server ID]`: `{"servers": {"ID": {"lock": {"fingerprint", "tools"}}}}`.
+/// `toolseal pin FILE… [--server ID]`: `{"servers": {"ID": {"lock": {"fingerprint",
+/// "tools"}}}}`, the lock of one list or the catalogue of several.
 pub fn pin(args: &[OsString]) -> Result<i32> {
-    let Some(parsed) = parse_or_help("pin", PIN_USAGE, 1, args)? else {
+    let Some(parsed) = parse_or_help("pin", PIN_USAGE, 1..=usize::MAX, args)? else {
         return Ok(0);
     };
-    let [file] = parsed.files.as_slice() else {
-        return Err(InputError(PIN_USAGE.to_owned()).into());
+    let server = match (parsed.server, parsed.files.as_slice()) {
+        (Some(server), _) => server,
+        (None, [file]) => crate::replay::transcript_name(file),
+        (None, _) => {
+            return Err(InputError(
+                "pinning several files needs --server ID: the lock is one server's, and the \
+                 file names do not say which (see `toolseal pin --help`)"
+                    .into(),
+            )
+            .into());
+        }
     };
     let fields = fingerprint_fields(parsed.config.as_deref())?;
-    let tools = load_tools(file)?;
-    let set = digests(&tools, &fields, file)?;
-    let server = parsed
-        .server
-        .unwrap_or_else(|| crate::replay::transcript_name(file));
+    let mut lists = Vec::with_capacity(parsed.files.len());
+    for file in &parsed.files {
+        lists.push((file.as_path(), load_tools(file)?));
+    }
+    let (tools, set) = catalogue::union(&lists, &fields)?;
     let mut servers = Map::new();
     servers.insert(server, lock_entry(&set, tools));
     let text = serde_json::to_string_pretty(&json!({ "servers": servers }))?;

@@ -149,6 +149,33 @@ pub fn approval_conflict(views: &[Value], fingerprint: &str) -> Option<String> {
     }
 }
 
+/// Why a lock of `fingerprint` would approve nothing: on an instance where it is the
+/// baseline already and a view's list awaits review, the candidate differs from the baseline
+/// only in the names that view is listed (the catalogue is the same), and a configured lock
+/// equal to the baseline changes nothing there. The admin API's approve records the names.
+pub fn names_only_candidate(views: &[Value], server: &str, fingerprint: &str) -> Option<String> {
+    let names_only: Vec<&str> = views
+        .iter()
+        .filter(|entry| {
+            let view = entry.get("view").unwrap_or(&Value::Null);
+            view.get("baseline_fingerprint").and_then(Value::as_str) == Some(fingerprint)
+                && view.get("drifted_view").is_some_and(|d| !d.is_null())
+        })
+        .map(|entry| entry.get("instance").and_then(Value::as_str).unwrap_or("?"))
+        .collect();
+    if names_only.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{fingerprint} is already the baseline on {}: what awaits review there is the names a \
+         kind of caller is listed (drifted_view), not a new tool set, and a lock of the same set \
+         changes nothing; approve it through the admin API of each of them (POST \
+         {{prefix}}servers/{server}/approve with {{\"fingerprint\": \"{fingerprint}\"}}, \
+         docs/views.md)",
+        names_only.join(", ")
+    ))
+}
+
 impl Console {
     /// Carries out `action` on `server` for the operator and audits it.
     pub fn act(&self, server: &str, action: &Action) -> Outcome {
@@ -234,6 +261,9 @@ impl Console {
                 if let Some(conflict) = approval_conflict(views, fingerprint) {
                     return Err((409, format!("refused: {conflict}")));
                 }
+                if let Some(why) = names_only_candidate(views, server, fingerprint) {
+                    return Err((409, format!("refused: {why}")));
+                }
                 let set = candidate
                     .unwrap_or_else(|| Err("the candidate was not read".into()))
                     .map_err(|e| (409, format!("refused: {e}")))?;
@@ -291,6 +321,28 @@ mod tests {
 
     fn view(instance: &str, live: Option<&str>) -> Value {
         json!({"instance": instance, "view": {"schema_status": "changed", "live_fingerprint": live, "live_invalid": false}})
+    }
+
+    #[test]
+    fn a_candidate_that_differs_only_in_a_views_names_is_not_approved_by_a_lock() {
+        let names_only = json!({"instance": "a", "view": {"schema_status": "changed",
+            "baseline_fingerprint": FP_A, "live_fingerprint": FP_A,
+            "drifted_view": {"key": "k", "names": ["x"]}}});
+        let grown = json!({"instance": "b", "view": {"schema_status": "changed",
+            "baseline_fingerprint": FP_B, "live_fingerprint": FP_A,
+            "drifted_view": {"key": "k", "names": ["x"]}}});
+        let why = names_only_candidate(&[names_only.clone(), grown.clone()], "srv", FP_A).unwrap();
+        assert!(
+            why.starts_with(&format!("{FP_A} is already the baseline on a: ")),
+            "{why}"
+        );
+        assert!(why.contains("POST {prefix}servers/srv/approve"), "{why}");
+        // A new catalogue on every instance: the lock approves it.
+        assert_eq!(names_only_candidate(&[grown], "srv", FP_A), None);
+        // The baseline with no list awaiting review: nothing to refuse.
+        let settled = json!({"instance": "c", "view": {"schema_status": "verified",
+            "baseline_fingerprint": FP_A, "live_fingerprint": FP_A, "drifted_view": null}});
+        assert_eq!(names_only_candidate(&[settled], "srv", FP_A), None);
     }
 
     #[test]

@@ -229,12 +229,38 @@ pub fn review_page(
             .cloned()
             .unwrap_or_default(),
     };
-    Ok(report_html::render_with(
+    // Each instance's views of the server, as its admin API shows them (each Envoy keeps
+    // its own: they are told from the callers it saw).
+    let answers = reader.server_views(server);
+    let views: Vec<report_html::ServerViews<'_>> = answers
+        .iter()
+        .map(|(instance, answer)| instance_views(server, instance, answer))
+        .collect();
+    Ok(report_html::render_review(
         (&old_label, &new_label),
         &old,
         &new.tools,
         Some(&context),
+        &views,
     ))
+}
+
+/// The views section of one instance's answer to `GET servers/{id}`.
+fn instance_views<'a>(
+    server: &str,
+    instance: &str,
+    answer: &'a Result<Option<Value>, String>,
+) -> report_html::ServerViews<'a> {
+    let (admin_view, source) = match answer {
+        Ok(Some(view)) => (Some(view), format!("GET servers/{server} on {instance}")),
+        Ok(None) => (None, format!("{instance} has not seen server {server}")),
+        Err(e) => (None, format!("{instance} could not be read: {e}")),
+    };
+    report_html::ServerViews {
+        admin_view,
+        source,
+        note: None,
+    }
 }
 
 #[cfg(test)]

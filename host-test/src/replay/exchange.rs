@@ -45,6 +45,9 @@ pub struct ExchangeOutcome {
     pub stop: Option<Stop>,
     /// What the plugin logged during the exchange.
     pub logs: Vec<LogEntry>,
+    /// How many of `logs` the request phase logged (the rest: the response phase and the
+    /// end of the stream).
+    pub request_log_count: usize,
 }
 
 /// Per-exchange inputs besides the recording.
@@ -95,22 +98,83 @@ pub fn run(
     exchange: &HttpExchange,
     setup: &ExchangeSetup,
 ) -> Result<ExchangeOutcome> {
+    let pending = begin(vm, exchange, setup)?;
+    finish(vm, pending, exchange, setup)
+}
+
+/// An exchange whose request phase ran, its stream set aside until its response phase: a
+/// worker may run other streams in between, as an Envoy worker does between callbacks.
+#[derive(Debug)]
+pub struct PendingExchange {
+    context_id: u32,
+    stream: Option<StreamState>,
+    /// What the exchange produced so far: the request phase's logs, the request body
+    /// forwarded, whether the upstream was contacted.
+    pub outcome: ExchangeOutcome,
+    /// Why the request phase ended the exchange, if it did (no response phase follows).
+    ended: Option<Stop>,
+}
+
+/// Runs the request phase of `exchange` in a new HTTP context.
+pub fn begin(
+    vm: &mut PluginVm,
+    exchange: &HttpExchange,
+    setup: &ExchangeSetup,
+) -> Result<PendingExchange> {
     let context_id = vm.create_http_context_with(|id| request_stream(id, exchange, setup))?;
     let mut outcome = ExchangeOutcome::default();
-    let result = run_phases(vm, context_id, exchange, setup.chunk, &mut outcome);
+    let ended = request_phase(vm, context_id, exchange, setup.chunk, &mut outcome);
+    outcome.logs = std::mem::take(&mut vm.host_mut().vm.logs);
+    outcome.request_log_count = outcome.logs.len();
+    outcome.local_response = first_local_response(vm);
+    let stream = vm.host_mut().stream.take();
+    let ended = ended?;
+    match &ended {
+        None => outcome.upstream_contacted = true,
+        Some(stop) => outcome.stop = Some(stop.clone()),
+    }
+    Ok(PendingExchange {
+        context_id,
+        stream,
+        outcome,
+        ended,
+    })
+}
+
+/// Runs the response phase of a pending exchange (unless its request phase ended it) and
+/// ends its HTTP context.
+pub fn finish(
+    vm: &mut PluginVm,
+    pending: PendingExchange,
+    exchange: &HttpExchange,
+    setup: &ExchangeSetup,
+) -> Result<ExchangeOutcome> {
+    let PendingExchange {
+        context_id,
+        stream,
+        mut outcome,
+        ended,
+    } = pending;
+    vm.host_mut().stream = stream;
+    let result = match ended {
+        Some(stop) => Ok(Some(stop)),
+        None => response_phase(vm, context_id, exchange, setup.chunk, &mut outcome),
+    };
     let finished = result.and_then(|stop| {
         outcome.stop = stop;
         vm.finish_http_context(context_id)
     });
     outcome.local_response = first_local_response(vm);
-    outcome.logs = std::mem::take(&mut vm.host_mut().vm.logs);
+    outcome
+        .logs
+        .extend(std::mem::take(&mut vm.host_mut().vm.logs));
     vm.host_mut().stream = None;
     finished?;
     Ok(outcome)
 }
 
-/// Runs the request then the response phase; returns why the exchange stopped early.
-fn run_phases(
+/// Runs the request phase; returns why the exchange stopped there, if it did.
+fn request_phase(
     vm: &mut PluginVm,
     ctx: u32,
     exchange: &HttpExchange,
@@ -123,10 +187,17 @@ fn run_phases(
     }
     let (forwarded, stop) = body(vm, ctx, Phase::Request, &request_chunks)?;
     outcome.forwarded_request_body = forwarded;
-    if stop.is_some() {
-        return Ok(stop);
-    }
-    outcome.upstream_contacted = true;
+    Ok(stop)
+}
+
+/// Runs the response phase; returns why the exchange stopped early, if it did.
+fn response_phase(
+    vm: &mut PluginVm,
+    ctx: u32,
+    exchange: &HttpExchange,
+    chunk: usize,
+    outcome: &mut ExchangeOutcome,
+) -> Result<Option<Stop>> {
     start_response(vm, exchange);
     let response_chunks = chunks::split(&exchange.response_body, chunk);
     let stop = headers(vm, ctx, Phase::Response, response_chunks.is_empty())?;

@@ -12,11 +12,12 @@ pub mod expect;
 pub mod records;
 
 use crate::abi::faults::Fault;
+use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{DEFAULT_EPOCH_NS, Identity};
 use crate::abi::types::LogLevel;
 use crate::input_error::input_error;
 use crate::wasm::module_cache::{self, CacheOutcome};
-use crate::wasm::plugin_vm::{PluginVm, VmSettings};
+use crate::wasm::plugin_vm::{LinkedModule, PluginVm, VmSettings};
 use anyhow::{Context, Result};
 use exchange::{ExchangeOutcome, ExchangeSetup};
 use records::PluginRecord;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 use toolseal_core::transcript::{HttpExchange, parse_transcript};
 
 /// How far the clock moves per exchange.
-const EXCHANGE_STEP_NS: u64 = 1_000_000_000;
+pub const EXCHANGE_STEP_NS: u64 = 1_000_000_000;
 
 /// Names plugin, root and VM ids as an Envoy config for toolseal would.
 const PLUGIN_NAME: &str = "toolseal";
@@ -94,6 +95,15 @@ pub struct ExchangeReport {
     pub records: Vec<PluginRecord>,
 }
 
+/// An exchange whose request phase ran ([`Replay::begin_exchange`]).
+#[derive(Debug)]
+pub struct PendingReport {
+    /// Transcript name.
+    pub transcript: String,
+    /// The exchange, set aside.
+    pub pending: exchange::PendingExchange,
+}
+
 /// A replay session: one plugin VM.
 pub struct Replay {
     vm: PluginVm,
@@ -105,9 +115,19 @@ pub struct Replay {
     pub startup_records: Vec<PluginRecord>,
 }
 
-impl Replay {
-    /// Loads the module and starts the VM.
-    pub fn start(options: ReplayOptions) -> Result<Self> {
+/// The plugin module, loaded once (from the precompiled cache when it can be) and linked
+/// once, shared by every VM started from it: worker VMs, and the many replays of a
+/// schedule exploration.
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    linked: LinkedModule,
+    /// How the module was loaded.
+    pub cache: CacheOutcome,
+}
+
+impl LoadedPlugin {
+    /// Reads `options.wasm_path` and compiles it, or loads its precompiled artifact.
+    pub fn load(options: &ReplayOptions) -> Result<Self> {
         let wasm = std::fs::read(&options.wasm_path).map_err(|e| {
             input_error(format!(
                 "cannot read the plugin module {}: {e}. Build it with `cargo build -p toolseal-plugin --target wasm32-wasip1 --profile wasm` or pass --wasm PATH",
@@ -116,6 +136,27 @@ impl Replay {
         })?;
         let engine = crate::wasm::engine()?;
         let (module, cache) = module_cache::load(&engine, &wasm, options.cache_dir.as_deref())?;
+        Ok(LoadedPlugin {
+            linked: LinkedModule::new(&engine, &module)?,
+            cache,
+        })
+    }
+}
+
+impl Replay {
+    /// Loads the module and starts the VM, with shared data of its own.
+    pub fn start(options: ReplayOptions) -> Result<Self> {
+        let plugin = LoadedPlugin::load(&options)?;
+        Self::start_on(&plugin, options, SharedStore::default())
+    }
+
+    /// Starts a VM of `plugin` over `shared_data` (a store other worker VMs may hold too):
+    /// Envoy's start sequence runs in this VM, as it runs in each worker's.
+    pub fn start_on(
+        plugin: &LoadedPlugin,
+        options: ReplayOptions,
+        shared_data: SharedStore,
+    ) -> Result<Self> {
         let identity = identity_for(options.server.as_deref().unwrap_or(PLUGIN_NAME));
         let settings = VmSettings {
             identity,
@@ -124,15 +165,16 @@ impl Replay {
             vm_configuration: Vec::new(),
             start_ns: DEFAULT_EPOCH_NS,
             faults: options.faults.clone(),
+            shared_data,
         };
-        let mut vm = PluginVm::start(&engine, &module, settings)?;
+        let mut vm = PluginVm::start_linked(&plugin.linked, settings)?;
         let logs = std::mem::take(&mut vm.host_mut().vm.logs);
         let startup_records = records::parse_logs(&logs)?;
         Ok(Replay {
             vm,
             options,
             next_tick_ns: None,
-            cache,
+            cache: plugin.cache,
             startup_records,
         })
     }
@@ -149,31 +191,84 @@ impl Replay {
 
     /// Replays every exchange of `transcript`.
     pub fn run(&mut self, transcript: &Transcript) -> Result<Vec<ExchangeReport>> {
+        let mut reports = Vec::with_capacity(transcript.exchanges.len());
+        for exchange in &transcript.exchanges {
+            reports.push(self.run_exchange(&transcript.name, exchange)?);
+        }
+        Ok(reports)
+    }
+
+    /// Replays one exchange of the transcript called `transcript`, one clock step after
+    /// the previous one.
+    pub fn run_exchange(
+        &mut self,
+        transcript: &str,
+        exchange: &HttpExchange,
+    ) -> Result<ExchangeReport> {
+        let pending = self.begin_exchange(transcript, exchange)?;
+        self.finish_exchange(pending, exchange)
+    }
+
+    /// Runs the request phase of one exchange (one clock step after the previous one); the
+    /// VM may replay other exchanges before [`Replay::finish_exchange`] runs its response
+    /// phase, as a worker interleaves streams.
+    pub fn begin_exchange(
+        &mut self,
+        transcript: &str,
+        exchange: &HttpExchange,
+    ) -> Result<PendingReport> {
         let server = self
             .options
             .server
             .clone()
-            .unwrap_or_else(|| transcript.name.clone());
+            .unwrap_or_else(|| transcript.to_owned());
         self.vm.host_mut().vm.identity = identity_for(&server);
-        let setup = ExchangeSetup {
+        self.advance_clock()?;
+        let setup = self.setup();
+        let pending = exchange::begin(&mut self.vm, exchange, &setup)
+            .with_context(|| format!("replaying {transcript} exchange {}", exchange.seq))?;
+        Ok(PendingReport {
+            transcript: transcript.to_owned(),
+            pending,
+        })
+    }
+
+    /// Runs the response phase of an exchange begun with [`Replay::begin_exchange`] and
+    /// ends it.
+    pub fn finish_exchange(
+        &mut self,
+        pending: PendingReport,
+        exchange: &HttpExchange,
+    ) -> Result<ExchangeReport> {
+        let PendingReport {
+            transcript,
+            pending,
+        } = pending;
+        self.vm.host_mut().vm.identity =
+            identity_for(self.options.server.as_deref().unwrap_or(&transcript));
+        let setup = self.setup();
+        let outcome = exchange::finish(&mut self.vm, pending, exchange, &setup)
+            .with_context(|| format!("replaying {transcript} exchange {}", exchange.seq))?;
+        let records = records::parse_logs(&outcome.logs)?;
+        Ok(ExchangeReport {
+            transcript,
+            seq: records::seq_value(&exchange.seq),
+            outcome,
+            records,
+        })
+    }
+
+    fn setup(&self) -> ExchangeSetup {
+        ExchangeSetup {
             chunk: self.options.chunk,
             dynamic_metadata: self.options.dynamic_metadata.clone(),
-        };
-        let mut reports = Vec::with_capacity(transcript.exchanges.len());
-        for exchange in &transcript.exchanges {
-            self.advance_clock()?;
-            let outcome = exchange::run(&mut self.vm, exchange, &setup).with_context(|| {
-                format!("replaying {} exchange {}", transcript.name, exchange.seq)
-            })?;
-            let records = records::parse_logs(&outcome.logs)?;
-            reports.push(ExchangeReport {
-                transcript: transcript.name.clone(),
-                seq: records::seq_value(&exchange.seq),
-                outcome,
-                records,
-            });
         }
-        Ok(reports)
+    }
+
+    /// Sets the clock so that the next exchange runs at `now_ns` (workers share one clock:
+    /// each exchange starts one step after the previous one, whichever worker runs it).
+    pub fn set_next_exchange_time(&mut self, now_ns: u64) {
+        self.vm.host_mut().vm.now_ns = now_ns.saturating_sub(EXCHANGE_STEP_NS);
     }
 
     /// Moves the clock one step and fires the tick when due.

@@ -11,13 +11,14 @@ use super::caller_guest::{GuestExports, StoreData};
 use super::linker::{linker, missing_imports};
 use crate::abi::buffers::ConfigPhase;
 use crate::abi::faults::Fault;
+use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{HostState, Identity, LogEntry, StreamState};
 use crate::abi::types::{Action, LogLevel};
 use anyhow::{Context, Result, bail};
 use std::any::Any;
 use std::collections::HashMap;
 use wasmtime::{
-    Engine, Instance, Module, Store, StoreLimitsBuilder, TypedFunc, WasmParams, WasmResults,
+    Engine, Instance, Linker, Module, Store, StoreLimitsBuilder, TypedFunc, WasmParams, WasmResults,
 };
 
 /// Default fuel given to each guest call: far more than any policy decision needs, far less than
@@ -42,6 +43,9 @@ pub struct VmSettings {
     pub start_ns: u64,
     /// Hostcall faults to inject, from the first call of the start sequence on.
     pub faults: Vec<Fault>,
+    /// The shared data the VM reads and writes: a store of its own, or one shared with
+    /// other worker VMs.
+    pub shared_data: SharedStore,
 }
 
 /// The plugin returned `false` from `proxy_on_configure`: its configuration was refused.
@@ -123,10 +127,37 @@ pub struct PluginVm {
     exports: HashMap<String, Box<dyn Any>>,
 }
 
+/// A module and the import table it is instantiated with, built once: defining every
+/// hostcall costs about 2 ms in a debug build, more than the rest of a VM start, and a
+/// multi-worker exploration starts thousands of VMs of one module.
+#[derive(Clone)]
+pub struct LinkedModule {
+    engine: Engine,
+    module: Module,
+    linker: Linker<StoreData>,
+}
+
+impl LinkedModule {
+    /// Links `module` (compiled for `engine`) against this host.
+    pub fn new(engine: &Engine, module: &Module) -> Result<Self> {
+        Ok(LinkedModule {
+            engine: engine.clone(),
+            module: module.clone(),
+            linker: linker(engine)?,
+        })
+    }
+}
+
 impl PluginVm {
     /// Instantiates `module` and runs Envoy's start sequence. A refused configuration is a
     /// [`ConfigRefused`] error, a trap a [`VmFault`].
     pub fn start(engine: &Engine, module: &Module, settings: VmSettings) -> Result<Self> {
+        Self::start_linked(&LinkedModule::new(engine, module)?, settings)
+    }
+
+    /// [`PluginVm::start`] for a module linked once.
+    pub fn start_linked(linked: &LinkedModule, settings: VmSettings) -> Result<Self> {
+        let (engine, module, linker) = (&linked.engine, &linked.module, &linked.linker);
         let mut host = HostState::default();
         host.vm.identity = settings.identity;
         host.vm.log_level = settings.log_level;
@@ -134,6 +165,7 @@ impl PluginVm {
         host.vm.vm_configuration = settings.vm_configuration;
         host.vm.now_ns = settings.start_ns;
         host.vm.hostcalls.planned = settings.faults;
+        host.vm.shared_data = settings.shared_data;
         let limits = StoreLimitsBuilder::new()
             .memory_size(MAX_MEMORY_BYTES)
             .build();
@@ -144,8 +176,7 @@ impl PluginVm {
         };
         let mut store = Store::new(engine, data);
         store.limiter(|data| &mut data.limits);
-        let linker = linker(engine)?;
-        let missing = missing_imports(&linker, &mut store, module);
+        let missing = missing_imports(linker, &mut store, module);
         if !missing.is_empty() {
             bail!(
                 "the module imports functions this proxy-wasm host does not offer: {}. Is it a proxy-wasm ABI 0.2.x module built for wasm32-wasip1 or wasm32-unknown-unknown?",

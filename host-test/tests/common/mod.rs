@@ -2,6 +2,8 @@
 //! running the `toolseal` command.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+pub mod workers;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Output;

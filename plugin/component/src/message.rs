@@ -87,6 +87,14 @@ pub fn server(
         return Verdict::Pass;
     }
     let mut exchange = exchanges.take(&ctx.server_id, ctx.session_id.as_deref());
+    // Over stdio the session is the guarded process itself, known from the start: the
+    // capabilities an initialize declared are kept for it once the server answers.
+    if ctx.transport == Transport::Stdio
+        && exchange.awaits_session()
+        && let Some(session) = ctx.session_id.as_deref()
+    {
+        engine.session_assigned(&mut HostStore, &mut exchange, session);
+    }
     let replacement = match ctx.transport {
         Transport::Stdio => engine.server_message_bytes(
             &mut HostStore,

@@ -509,6 +509,7 @@ fn posture(v: &Value, field: &str) -> Result<Posture, ConfigError> {
     }
 }
 
+#[inline(never)]
 fn server_id(v: &Value) -> Result<ServerIdSource, ConfigError> {
     let obj = object(v, "server_id")?;
     known_keys(obj, "server_id", &["from", "name"])?;
@@ -551,6 +552,7 @@ fn valid_header_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
+#[inline(never)]
 fn server_config(
     v: &Value,
     field: &str,
@@ -656,6 +658,7 @@ pub fn check_fingerprint(fp: &str, field: &str) -> Result<(), ConfigError> {
     }
 }
 
+#[inline(never)]
 fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, ConfigError> {
     let obj = object(v, field)?;
     known_keys(obj, field, &["fingerprint", "tools"])?;
@@ -687,6 +690,7 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
     })
 }
 
+#[inline(never)]
 fn limits(v: &Value) -> Result<Limits, ConfigError> {
     // (key, largest value): every limit is a whole number from 1 to its largest value.
     const KEYS: [(&str, u64); 7] = [
@@ -735,6 +739,7 @@ fn limits(v: &Value) -> Result<Limits, ConfigError> {
     })
 }
 
+#[inline(never)]
 /// `views` (top level or per server): 1 to 8 distinct sources.
 fn views(v: &Value, field: &str) -> Result<Vec<ViewSource>, ConfigError> {
     let items = v.as_array().map_or(&[][..], Vec::as_slice);
@@ -770,6 +775,7 @@ fn views(v: &Value, field: &str) -> Result<Vec<ViewSource>, ConfigError> {
     Ok(sources)
 }
 
+#[inline(never)]
 fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
     let obj = object(v, "snapshots")?;
     known_keys(obj, "snapshots", &["key"])?;
@@ -801,6 +807,7 @@ fn snapshots(v: &Value) -> Result<Vec<SnapshotSource>, ConfigError> {
     Ok(sources)
 }
 
+#[inline(never)]
 fn admin(v: &Value) -> Result<AdminConfig, ConfigError> {
     let obj = object(v, "admin")?;
     known_keys(obj, "admin", &["prefix", "token_sha256", "identity"])?;
@@ -884,6 +891,7 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+#[inline(never)]
 fn telemetry(v: &Value) -> Result<TelemetryConfig, ConfigError> {
     let obj = object(v, "telemetry")?;
     known_keys(obj, "telemetry", &["filter_state"])?;
@@ -894,6 +902,7 @@ fn telemetry(v: &Value) -> Result<TelemetryConfig, ConfigError> {
     Ok(telemetry)
 }
 
+#[inline(never)]
 fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {
     let obj = object(v, "audit")?;
     known_keys(obj, "audit", &["call_allowed", "ring_size"])?;

@@ -5,8 +5,10 @@
 
 pub mod canonical;
 pub mod envelope;
+pub mod first_value;
 pub mod json;
 pub mod json_span;
 pub mod jsonrpc;
+pub mod order;
 pub mod revision;
 pub mod sse;

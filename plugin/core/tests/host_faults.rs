@@ -276,7 +276,7 @@ fn a_body_chunk_the_host_cannot_hand_over_fails_closed_and_drops_the_rest() {
         )
         .unwrap();
         engine.response_headers(&mut exchange, Some(content_type), None);
-        let mut unreadable = || None;
+        let mut unreadable = |_| None;
         // A JSON body is buffered to its end; a stream is read chunk by chunk.
         let verdict = engine.response_body(
             &mut store,
@@ -308,7 +308,7 @@ fn a_body_chunk_the_host_cannot_hand_over_fails_closed_and_drops_the_rest() {
             text.contains("could not hand over the response body"),
             "{text}"
         );
-        let mut readable = || Some(b"data: {}\n\n".to_vec());
+        let mut readable = |_| Some(b"data: {}\n\n".to_vec());
         let rest = engine.response_body(
             &mut store,
             &mut out,

@@ -298,26 +298,7 @@ fn strict_with_a_lock_of_one_view_refuses_the_other_views_new_tools() {
     // The candidate to approve is the catalogue with the new view's tools, and approving it
     // records that view's names.
     let candidate = record.live.clone().unwrap();
-    let approve = HttpExchange {
-        seq: "approve".into(),
-        http_method: "POST".into(),
-        path: format!("/toolseal/servers/{SERVER}/approve"),
-        request_headers: vec![
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-            ("content-type".into(), "application/json".into()),
-        ],
-        request_body: json!({"fingerprint": candidate}).to_string().into_bytes(),
-        status: 200,
-        response_headers: Vec::new(),
-        response_body: Vec::new(),
-    };
-    assert_eq!(
-        gw.exchange(SERVER, &approve, 64)
-            .local_reply
-            .unwrap()
-            .status,
-        200
-    );
+    assert_eq!(approve(&mut gw, &candidate), 200);
     let record = self::record(&gw);
     assert_eq!(record.status, SchemaStatus::Verified);
     assert_eq!(record.baseline.as_deref(), Some(candidate.as_str()));
@@ -484,4 +465,130 @@ fn sixteen_views_cost_a_bounded_record() {
     println!("record: 1 view {one} bytes, 16 views {sixteen} bytes, {per_view} bytes per view");
     // 17 names and two sources a view: well under a kilobyte each.
     assert!(per_view < 1024, "{per_view} bytes per view");
+}
+
+/// `name`'s recording with one more tool in its list: a deploy that adds it to every view.
+fn with_added_tool(name: &str) -> Vec<HttpExchange> {
+    let added = json!({"name": "export-data", "description": "Exports the workspace.",
+        "inputSchema": {"type": "object", "properties": {"dest": {"type": "string"}}}});
+    transcript(name)
+        .into_iter()
+        .map(|mut ex| {
+            let body = String::from_utf8(ex.response_body.clone()).unwrap();
+            let lines: Vec<String> = body
+                .split('\n')
+                .map(|line| match line.strip_prefix("data: ") {
+                    Some(data) if data.contains("\"tools\"") => {
+                        let mut message: Value = serde_json::from_str(data).unwrap();
+                        match message["result"]["tools"].as_array_mut() {
+                            Some(tools) => tools.push(added.clone()),
+                            None => return line.to_string(),
+                        }
+                        format!("data: {message}")
+                    }
+                    _ => line.to_string(),
+                })
+                .collect();
+            ex.response_body = lines.join("\n").into_bytes();
+            ex
+        })
+        .collect()
+}
+
+fn approve(gw: &mut NativeReplay, fingerprint: &str) -> u16 {
+    let ex = HttpExchange {
+        seq: "approve".into(),
+        http_method: "POST".into(),
+        path: format!("/toolseal/servers/{SERVER}/approve"),
+        request_headers: vec![
+            ("authorization".into(), format!("Bearer {TOKEN}")),
+            ("content-type".into(), "application/json".into()),
+        ],
+        request_body: json!({"fingerprint": fingerprint}).to_string().into_bytes(),
+        status: 200,
+        response_headers: Vec::new(),
+        response_body: Vec::new(),
+    };
+    gw.exchange(SERVER, &ex, 64).local_reply.unwrap().status
+}
+
+#[test]
+fn one_deploy_that_adds_a_tool_to_both_views_is_approved_once() {
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let a = replay(&mut gw, PLAIN, &with_added_tool(PLAIN), &mut lines);
+    let b = replay(&mut gw, CAPABLE, &with_added_tool(CAPABLE), &mut lines);
+    assert_eq!((listed(&a), listed(&b)), (vec![0], vec![0]));
+    let candidate = record(&gw).live.unwrap();
+    assert_eq!(approve(&mut gw, &candidate), 200);
+    let a = replay(&mut gw, PLAIN, &with_added_tool(PLAIN), &mut lines);
+    let b = replay(&mut gw, CAPABLE, &with_added_tool(CAPABLE), &mut lines);
+    assert_eq!((listed(&a), listed(&b)), (vec![14], vec![18]));
+    assert_eq!(record(&gw).status, SchemaStatus::Verified);
+}
+
+#[test]
+fn a_new_view_that_grows_the_catalogue_ends_a_list_changed_hold() {
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    // The capable session's GET stream carries a list_changed-free roots request; hold the
+    // server as a list_changed would, then let the new view's list grow the catalogue.
+    let mut held = record(&gw);
+    held.reverify = true;
+    gw.store
+        .set(
+            &format!("ts/v1/srv/{SERVER}"),
+            &serde_json::to_vec(&held).unwrap(),
+            toolseal_core::state::store::Expect::Any,
+        )
+        .unwrap();
+    lines.clear();
+    let b = replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    assert_eq!(listed(&b), [17]);
+    assert!(!record(&gw).reverify);
+    assert_eq!(
+        call_decisions(&lines),
+        [("allow".to_string(), String::new())]
+    );
+}
+
+#[test]
+fn a_lock_of_a_views_new_list_does_not_drift_again() {
+    // Strict with a lock of both views; a deploy adds a tool to the capable view, which
+    // drifts; the operator locks the new catalogue; the view's next list verifies.
+    let both = lock_of(&[PLAIN, CAPABLE]);
+    let config = |lock: &Value| json!({"posture": "strict", "servers": {SERVER: {"lock": lock}}});
+    let mut gw = gateway(config(&both));
+    let mut lines = Vec::new();
+    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let b = replay(&mut gw, CAPABLE, &with_added_tool(CAPABLE), &mut lines);
+    assert_eq!(listed(&b), [0]);
+    let mut tools = both["tools"].as_array().unwrap().clone();
+    tools.push(
+        json!({"name": "export-data", "description": "Exports the workspace.",
+        "inputSchema": {"type": "object", "properties": {"dest": {"type": "string"}}}}),
+    );
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    let fingerprint =
+        toolseal_core::policy::fingerprint::digest_tools(&Value::Array(tools.clone()), &fields)
+            .unwrap()
+            .fingerprint();
+    let relocked = json!({"fingerprint": fingerprint, "tools": tools});
+    // The new config on the same shared state (as an ECDS update does).
+    let store = std::mem::take(&mut gw.store);
+    let mut gw =
+        NativeReplay::new(Config::parse(config(&relocked).to_string().as_bytes()).unwrap());
+    gw.store = store;
+    let mut out = toolseal_core::state::audit::CollectedOutputs::default();
+    gw.engine
+        .configure(&mut gw.store, &mut out, gw.now_ms)
+        .unwrap();
+    let b = replay(&mut gw, CAPABLE, &with_added_tool(CAPABLE), &mut lines);
+    let a = replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    assert_eq!((listed(&a), listed(&b)), (vec![13], vec![18]));
+    assert_eq!(record(&gw).status, SchemaStatus::Verified);
 }

@@ -84,7 +84,7 @@ function renderServers(state) {
       el("td", {class: odd("schema_status")}, s.instances.map((i) =>
         el("div", {"data-instance": i.instance}, i.instance + " ",
           i.error ? status("unreachable") : i.view ? status(i.view.schema_status) : status("not-seen"),
-          i.view ? containment(i.view) : null))),
+          i.view ? containment(i.view) : null, i.view ? viewsNote(i.view) : null))),
       el("td", {class: odd("baseline_fingerprint")}, short(first.baseline_fingerprint)),
       el("td", {class: odd("live_fingerprint")}, short(first.live_fingerprint)),
       el("td", {}, views.filter((v) => v.drift_at_ms).map((v) => el("div", {text: when(v.drift_at_ms)}))),
@@ -103,6 +103,65 @@ function containment(view) {
   const count = (view.withheld_tools || []).length;
   return el("span", {class: "note", "data-serving": "unchanged_tools",
     text: " serving unchanged tools, " + count + " withheld"});
+}
+
+function viewsNote(view) {
+  // Surface views: how many kinds of caller this instance tells apart, and whether one's list
+  // awaits review (the detail lists them).
+  const count = Array.isArray(view.views) ? view.views.length : 0;
+  if (!count && !view.drifted_view) return null;
+  return el("span", {class: "note", "data-views": String(count),
+    text: " · " + count + (count === 1 ? " view" : " views") + (view.drifted_view ? ", a list awaits review" : "")});
+}
+
+// A view's sources as the admin API gives them ({label: value}; header and metadata values
+// already hashed by the plugin): "revision = 2025-11-25, capabilities = []".
+function sourcesText(view) {
+  const sources = view && typeof view.sources === "object" && view.sources !== null ? view.sources : {};
+  const parts = Object.entries(sources).map(([label, value]) =>
+    label + " = " + (value === null || value === undefined ? "(absent)" : valueText(value)));
+  return parts.length ? parts.join(", ") : "(no sources)";
+}
+
+function namesOf(view) {
+  return view && Array.isArray(view.names) ? view.names.map(valueText) : [];
+}
+
+function viewRow(label, view, state) {
+  const names = namesOf(view);
+  return el("tr", {"data-view": valueText(view && view.key), "data-state": state},
+    el("td", {}, label, state === "recorded" ? null : el("span", {class: "badge drifted", text: state === "drifted" ? "drifted" : "awaiting review"})),
+    el("td", {class: "text", text: sourcesText(view)}),
+    el("td", {text: String(names.length)}),
+    el("td", {class: "text", text: names.join(" ")}),
+    el("td", {text: when(view && view.first_seen_ms)}),
+    el("td", {text: when(view && view.last_seen_ms)}));
+}
+
+function viewsTable(views, drifted) {
+  // Every view this instance recorded, then the lists that made the candidate (each a
+  // recorded view's new names, or a view not recorded before).
+  const list = views.filter((v) => v && typeof v === "object");
+  const drifts = drifted.filter((d) => d && typeof d === "object");
+  const at = (d) => list.findIndex((v) => v.key === d.key);
+  const rows = list.map((v, n) => viewRow("view " + (n + 1) + " ", v,
+    drifts.some((d) => d.key === v.key) ? "drifted" : "recorded"));
+  const fresh = drifts.filter((d) => at(d) < 0).length;
+  let newViews = 0;
+  for (const d of drifts) {
+    const n = at(d);
+    const label = n >= 0 ? "view " + (n + 1) + ", as the drift listed it "
+      : (fresh === 1 ? "new view " : "new view " + (++newViews) + " ");
+    rows.push(viewRow(label, d, "drift"));
+  }
+  return el("table", {class: "grid"},
+    el("tr", {}, ["view", "sources", "tools", "names", "first seen", "last seen"].map((h) => el("th", {text: h}))), rows);
+}
+
+// The lists that made the candidate: those of drifted_views_also, then drifted_view.
+function driftedLists(view) {
+  const also = Array.isArray(view.drifted_views_also) ? view.drifted_views_also : [];
+  return view.drifted_view ? also.concat([view.drifted_view]) : also;
 }
 
 function valueText(value) {
@@ -124,6 +183,17 @@ function renderExtra(views) {
             el("td", {text: valueText(w.change)}),
             el("td", {class: "text", text: (Array.isArray(w.changes) ? w.changes : [])
               .map((c) => valueText(c.kind) + (c.path ? " " + valueText(c.path) : "")).join("; ")}))));
+      } else if (key === "views" && Array.isArray(value)) {
+        body = viewsTable(value, driftedLists(view));
+      } else if (key === "drifted_views_also") {
+        continue; // in the views table
+      } else if (key === "drifted_view") {
+        // Shown in the views table; here which kinds of caller showed the candidate.
+        const lists = driftedLists(view);
+        body = lists.length
+          ? lists.map((d) => el("div", {class: "text", text: "shown to " + sourcesText(d) + ": " + namesOf(d).length +
+              " tools"}))
+          : el("div", {class: "note", text: "no view's list awaits review"});
       } else if (Array.isArray(value) && value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
         const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
         body = el("table", {class: "grid"}, el("tr", {}, keys.map((k) => el("th", {text: k}))),

@@ -373,7 +373,8 @@ fn record_view(id: &str, record: &ServerRecord, posture: &str) -> Value {
         "posture": posture,
         "baseline_fingerprint": record.baseline,
         "live_fingerprint": record.live,
-        "candidate_fingerprint": record.live.as_ref().filter(|l| Some(*l) != record.baseline.as_ref()),
+        // A view whose names changed makes a candidate of the very baseline fingerprint.
+        "candidate_fingerprint": record.live.as_ref().filter(|l| Some(*l) != record.baseline.as_ref() || record.live_view.is_some()),
         "live_invalid": record.live_invalid,
         "drift_at_ms": record.drift_at_ms,
         "awaiting_verification": record.awaiting_verification(),

@@ -75,4 +75,6 @@ pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
     view.insert("views".into(), Value::Array(views));
     let drifted = record.live_view.as_ref().map_or(Value::Null, shown);
     view.insert("drifted_view".into(), drifted);
+    let also: Vec<Value> = record.live_views_also.iter().map(shown).collect();
+    view.insert("drifted_views_also".into(), Value::Array(also));
 }

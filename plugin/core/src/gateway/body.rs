@@ -7,13 +7,15 @@
 //! them. Buffering up to `limits.max_response_bytes`, passing an oversized body on, replacing
 //! a body that failed closed and dropping what follows it are decided here, so a fault of the
 //! host (a chunk it could not hand over) meets the same fail-closed rule as a body that
-//! cannot be parsed.
+//! cannot be parsed. So is a JSON body that goes on after its first value: it is decided
+//! when the byte that follows arrives, not when a stream that may keep sending ends.
 
 use crate::gateway::engine::{Engine, Exchange};
 use crate::gateway::response::ResponseState;
 use crate::gateway::unread::Unread;
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
+use crate::wire::first_value::Extent;
 
 /// What the host does with the response bytes it holds after one body callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +29,21 @@ pub enum BodyVerdict {
     /// Forward what is held and every later chunk without asking (the body needs no
     /// reading, or is too large to read and may pass).
     PassRest,
+    /// End the stream now (proxy-wasm: close it): the body failed closed before its end and
+    /// its headers have left, so no answer can follow them, and a client must not wait for
+    /// the end of a body that may never come.
+    Reset,
 }
 
 impl Engine {
     /// One response body callback: `size` bytes are held (all of the body so far while the
-    /// host buffers), `end` says the stream ends with them, and `read` hands them over (`None`
-    /// when the host could not). A body the engine must read whole is buffered up to
-    /// `limits.max_response_bytes`; past it before the end, it is decided on what is held,
-    /// before the host's own buffer limit would reset the stream and leave the client waiting.
+    /// host buffers), `end` says the stream ends with them, and `read(from)` hands over the
+    /// held bytes from offset `from` on (`None` when the host could not). A body the engine
+    /// must read whole is buffered up to `limits.max_response_bytes`; past it before the end,
+    /// it is decided on what is held, before the host's own buffer limit would reset the
+    /// stream and leave the client waiting. While a JSON body is held, the bytes that arrived
+    /// since the last callback are read and scanned once each, so a body holding more than
+    /// one value is decided as soon as it shows it.
     #[allow(clippy::too_many_arguments)]
     pub fn response_body(
         &mut self,
@@ -44,20 +53,20 @@ impl Engine {
         exchange: &mut Exchange,
         size: usize,
         end: bool,
-        read: &mut dyn FnMut() -> Option<Vec<u8>>,
+        read: &mut dyn FnMut(usize) -> Option<Vec<u8>>,
     ) -> BodyVerdict {
         let whole = match exchange.response {
             ResponseState::Unknown | ResponseState::Pass => return BodyVerdict::PassRest,
             // A body that failed closed: nothing more of it reaches the client.
             ResponseState::Dropped => return BodyVerdict::Replace(Vec::new()),
-            ResponseState::Json | ResponseState::Message | ResponseState::Unreadable(_) => true,
+            ResponseState::Json(_) | ResponseState::Message | ResponseState::Unreadable(_) => true,
             ResponseState::Sse(_) => false,
         };
         let limit = self.config.limits.max_response_bytes;
         if whole && !end && size <= limit {
-            return BodyVerdict::Wait;
+            return self.held_json(store, out, now_ms, exchange, size, read);
         }
-        let Some(bytes) = read() else {
+        let Some(bytes) = read(0) else {
             if self.may_pass_unread(exchange, Unread::Chunk, None) {
                 return BodyVerdict::PassRest;
             }
@@ -83,6 +92,49 @@ impl Engine {
             }
             None => BodyVerdict::Forward,
         }
+    }
+
+    /// A JSON body held before its end: the bytes that arrived since the last callback are
+    /// scanned, and a body that goes on after its first value is decided now, on what is held,
+    /// as the parser would decide it at the end. When it may not pass, it fails closed and the
+    /// stream is reset: the headers have left, and the stream may never end.
+    fn held_json(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        size: usize,
+        read: &mut dyn FnMut(usize) -> Option<Vec<u8>>,
+    ) -> BodyVerdict {
+        let ResponseState::Json(scan) = &mut exchange.response else {
+            return BodyVerdict::Wait;
+        };
+        if !scan.watching() || scan.fed() >= size {
+            return BodyVerdict::Wait;
+        }
+        let Some(arrived) = read(scan.fed()) else {
+            // Decided at the end, on the whole body, as without the scan.
+            scan.abandon();
+            return BodyVerdict::Wait;
+        };
+        if scan.feed(&arrived) != Extent::Trailing {
+            return BodyVerdict::Wait;
+        }
+        let held = read(0);
+        if let Some(held) = &held
+            && self.may_pass_unread(exchange, Unread::SeveralValues, Some(held))
+        {
+            exchange.response = ResponseState::Pass;
+            return BodyVerdict::PassRest;
+        }
+        let why = match held {
+            Some(_) => Unread::SeveralValues.why(),
+            None => Unread::Chunk.why(),
+        };
+        self.fail_closed(store, out, now_ms, exchange, why);
+        exchange.response = ResponseState::Dropped;
+        BodyVerdict::Reset
     }
 
     /// The host could not deliver what the engine decided for a response (a replacement it

@@ -253,14 +253,19 @@ impl Engine {
             if !outside {
                 return Ok(approved);
             }
-            let detail = "it is not listed to this caller's view";
-            let denial = self.denial(
+            let mut denial = self.denial(
                 ErrorCode::ToolNotApproved,
                 at.exchange,
                 at.tool,
                 Some(record),
-                detail,
+                "",
             );
+            // Listing again will not show it: the server does not offer it to this caller.
+            denial.message = format!(
+                "{} was refused: it is not listed to this caller's view of the server (the server offers it to other kinds of callers only). No side effect was started.",
+                at.tool
+            );
+            denial.required_action = "none";
             return Err(denial.into());
         }
         let dropped = record

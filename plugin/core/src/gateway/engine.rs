@@ -208,6 +208,17 @@ impl Exchange {
         if later.protocol_version.is_some() {
             self.protocol_version = later.protocol_version;
         }
+        // What the later message's request told (its view, an initialize's declared
+        // capabilities) is what its answer is checked with.
+        if later.surface.is_some() {
+            self.surface = later.surface;
+        }
+        if later.declared.is_some() {
+            self.declared = later.declared;
+        }
+        if !later.path.is_empty() {
+            self.path = later.path;
+        }
         self.pending_lists.extend(later.pending_lists);
         self.pending_calls.extend(later.pending_calls);
         self.pending_other.extend(later.pending_other);

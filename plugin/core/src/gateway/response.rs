@@ -13,6 +13,7 @@ use crate::gateway::engine::{Engine, Exchange, PendingList};
 use crate::gateway::unread::{Unread, may_hold_tools};
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
+use crate::wire::first_value::FirstValue;
 use crate::wire::jsonrpc::{self, Message, Payload};
 use crate::wire::sse::SseParser;
 use serde_json::Value;
@@ -37,8 +38,9 @@ pub enum ResponseState {
     Unknown,
     /// Passing through.
     Pass,
-    /// Buffered JSON: an HTTP body, replaced whole if it changes.
-    Json,
+    /// Buffered JSON: an HTTP body, replaced whole if it changes; the scan of what arrived
+    /// so far tells a body holding more than one value before it ends.
+    Json(FirstValue),
     /// One whole message of a transport that delivers messages one by one (stdio): it
     /// answers one of the requests in flight, not all of them.
     Message,
@@ -73,7 +75,7 @@ impl Engine {
             // Every JSON answer is read: a server can answer a tools/list id on another
             // exchange (clients route responses by id, not by stream).
             (Some("application/json"), false) => {
-                exchange.response = ResponseState::Json;
+                exchange.response = ResponseState::Json(FirstValue::default());
                 return BodyPlan::Buffer;
             }
             (Some("application/json" | "text/event-stream"), true) => Unread::Compressed,
@@ -124,7 +126,7 @@ impl Engine {
         }
         if !matches!(
             exchange.response,
-            ResponseState::Json | ResponseState::Message
+            ResponseState::Json(_) | ResponseState::Message
         ) {
             return None;
         }

@@ -28,6 +28,9 @@ pub enum Unread {
     Oversized,
     /// A JSON body the strict parser refused.
     MalformedBody,
+    /// A JSON body that goes on after its first value (newline-separated messages): found
+    /// before the body ends.
+    SeveralValues,
     /// The data of one event of a stream, refused by the strict parser.
     MalformedEvent,
 }
@@ -43,6 +46,9 @@ impl Unread {
             Unread::Withheld => "the response cannot be read",
             Unread::Oversized => "the response is over limits.max_response_bytes",
             Unread::MalformedBody => "unreadable response",
+            Unread::SeveralValues => {
+                "the response holds more than one JSON value (an application/json body is one JSON-RPC message)"
+            }
             Unread::MalformedEvent => "unreadable event data",
         }
     }
@@ -62,7 +68,8 @@ impl Engine {
     /// - A JSON body the parser refused does not pass when it answers a request of an HTTP
     ///   exchange (a lenient client would read it); over the size limit it may (a large tool
     ///   result is legitimate); neither passes when it may hold a tool list (the word
-    ///   `tools`, or a `\u` escape that can spell it).
+    ///   `tools`, or a `\u` escape that can spell it). A JSON body found to hold more than one
+    ///   value before it ends is such a refused body, decided early.
     pub fn may_pass_unread(&self, exchange: &Exchange, what: Unread, bytes: Option<&[u8]>) -> bool {
         let may_hold_tools = bytes.is_none_or(may_hold_tools);
         match what {
@@ -73,9 +80,9 @@ impl Engine {
             _ if self.must_read(exchange) => false,
             Unread::Foreign => !awaits_answer(exchange),
             Unread::Oversized | Unread::MalformedEvent => !may_hold_tools,
-            Unread::MalformedBody => {
+            Unread::MalformedBody | Unread::SeveralValues => {
                 let http_answer =
-                    matches!(exchange.response, ResponseState::Json) && awaits_answer(exchange);
+                    matches!(exchange.response, ResponseState::Json(_)) && awaits_answer(exchange);
                 !http_answer && !may_hold_tools
             }
         }

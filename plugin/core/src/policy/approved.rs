@@ -124,7 +124,7 @@ impl Approved {
                 _ => return false,
             }
         }
-        names.sort_unstable();
+        crate::wire::order::sort(&mut names);
         names.windows(2).all(|pair| pair.first() != pair.get(1))
     }
 

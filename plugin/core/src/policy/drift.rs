@@ -212,7 +212,7 @@ impl DriftDiff {
 /// `_meta` is ignored. See the module docs for the classification.
 pub fn diff_tools(old: &[Value], new: &[Value]) -> DriftDiff {
     let mut changes = tool_fields::diff_sets(old, new);
-    changes.sort_by(|a, b| {
+    crate::wire::order::sort_by(&mut changes, |a, b| {
         (a.tool.as_str(), a.path.as_str(), a.kind).cmp(&(b.tool.as_str(), b.path.as_str(), b.kind))
     });
     DriftDiff { changes }

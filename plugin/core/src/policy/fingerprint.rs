@@ -330,7 +330,7 @@ impl ToolDigests {
     /// Builds the set from `(name, digest)` pairs in any order, e.g. gathered page by page
     /// (`nextCursor`): sorts them and refuses a name seen twice (also across pages).
     pub fn from_entries(mut entries: Vec<(String, String)>) -> Result<Self, ToolSetError> {
-        entries.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
+        crate::wire::order::sort_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
         let repeated = entries.windows(2).find_map(|w| match w {
             [a, b] if a.0 == b.0 => Some(a.0.clone()),
             _ => None,
@@ -390,7 +390,9 @@ pub fn digest_tools(
 /// Does not check for repeated names; [`digest_tools`] does.
 pub fn server_fingerprint<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
-    pairs.sort_by(|a, b| cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1)));
+    crate::wire::order::sort_by(&mut pairs, |a, b| {
+        cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1))
+    });
     let mut hasher = BufferedHasher::default();
     hasher.put(b"[");
     for (i, (name, digest)) in pairs.iter().enumerate() {

@@ -159,10 +159,11 @@ pub fn screen(
 /// at most [`MAX_FINDINGS`].
 pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     let list: &[Value] = tools.as_array().map_or(&[], Vec::as_slice);
-    let names: BTreeSet<&str> = list
-        .iter()
-        .filter_map(|t| t.get("name").and_then(Value::as_str))
-        .collect();
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    names.extend(
+        list.iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str)),
+    );
     let mut screen = Screen {
         config,
         names: &names,
@@ -190,10 +191,10 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     finish(screen.raw, &config.ignore)
 }
 
+#[inline(never)]
 fn finish(mut raw: Vec<Finding>, ignore: &[Kind]) -> Vec<Finding> {
     raw.retain(|f| !ignore.contains(&f.kind));
-    // Unstable is enough: equal findings are identical, and it is smaller in the `.wasm`.
-    raw.sort_unstable();
+    crate::wire::order::sort(&mut raw);
     raw.dedup();
     if raw.len() > MAX_FINDINGS {
         let more = raw.len().saturating_sub(MAX_FINDINGS.saturating_sub(1));
@@ -242,6 +243,7 @@ impl Screen<'_> {
     }
 
     /// Names whose skeletons collide, and names that mix scripts.
+    #[inline(never)]
     fn confusables(&mut self, names: &BTreeSet<&str>) {
         let mut by_skeleton: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for name in names.iter().take(MAX_RAW_FINDINGS) {
@@ -268,6 +270,7 @@ impl Screen<'_> {
         }
     }
 
+    #[inline(never)]
     fn tool(&mut self, tool: &Value) {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
         let label = shown(name, MAX_QUOTED);
@@ -292,6 +295,7 @@ impl Screen<'_> {
     }
 
     /// Every key and string under `value`, with an explicit stack (no recursion).
+    #[inline(never)]
     fn walk(&mut self, own: &str, label: &str, root: &str, value: &Value) {
         let mut stack: Vec<(String, &Value, usize, bool)> =
             vec![(root.to_string(), value, 0, false)];
@@ -330,6 +334,7 @@ impl Screen<'_> {
     }
 
     /// The checks on one string. `own` is the tool's raw name, `label` its shown form.
+    #[inline(never)]
     fn text(&mut self, own: &str, label: &str, at: &str, text: &str, role: Role) {
         let limit = match role {
             Role::Key => self.config.max_description_chars.max(128),

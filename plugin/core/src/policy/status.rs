@@ -138,6 +138,10 @@ pub struct ServerRecord {
     /// awaits approval, with the names it listed: approving the candidate records them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_view: Option<ViewRecord>,
+    /// Other views that listed the same candidate before `live_view` did (one deploy seen
+    /// through several views): approving the candidate records their names too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live_views_also: Vec<ViewRecord>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
 }
@@ -163,6 +167,7 @@ impl ServerRecord {
             drift_whole: None,
             views: Vec::new(),
             live_view: None,
+            live_views_also: Vec::new(),
             updated_ms: now_ms,
         }
     }
@@ -404,13 +409,26 @@ fn observe_live(
                 next.reverify = false;
                 return Vec::new();
             }
+            let same_candidate = next.live.as_deref() == Some(fingerprint.as_str());
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
-            next.live_view = match next.live_matches {
+            let seen_by = match next.live_matches {
                 true => None,
                 false => view.clone(),
             };
+            // Another view listing the candidate already under review joins it: one approval
+            // records every view that showed it.
+            match (same_candidate, next.live_view.take(), &seen_by) {
+                (true, Some(earlier), Some(now)) if earlier.key != now.key => {
+                    next.live_views_also
+                        .retain(|v| v.key != earlier.key && v.key != now.key);
+                    next.live_views_also.push(earlier);
+                }
+                (true, _, Some(now)) => next.live_views_also.retain(|v| v.key != now.key),
+                _ => next.live_views_also.clear(),
+            }
+            next.live_view = seen_by;
             next.set_reach(match next.live_matches {
                 true => &DriftReach::Unknown,
                 false => reach,
@@ -559,6 +577,10 @@ fn grow(
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
     next.live_view = None;
+    next.live_views_also.clear();
+    // A list that grows the catalogue verified every tool it shows, as a first contact does.
+    next.reverify = false;
+    next.awaiting_live = false;
     next.set_reach(&DriftReach::Unknown);
     next.record_view(view);
     vec![note(
@@ -624,6 +646,9 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     next.live_matches = true;
     next.set_reach(&DriftReach::Unknown);
     // The drifted view's names are part of what was reviewed.
+    for view in std::mem::take(&mut next.live_views_also) {
+        next.record_view(&view);
+    }
     if let Some(view) = next.live_view.take() {
         next.record_view(&view);
     }
@@ -695,6 +720,11 @@ fn pin(
     next.previous = next.baseline.take();
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = next.live.as_deref() == Some(fingerprint);
+    // The views' names were recorded against the old catalogue: each view is learned again
+    // against the pinned one by its next list (trusted within the catalogue, as a new view).
+    next.views.clear();
+    next.live_view = None;
+    next.live_views_also.clear();
     // The reach was measured against the old baseline: the next list measures it again.
     next.set_reach(&DriftReach::Unknown);
     next.awaiting_live = !lock && !next.live_matches;

@@ -117,7 +117,9 @@ impl Decision {
         let id = self
             .id
             .as_deref()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            // From bytes, as every other parse in the core: a second reader type (`from_str`)
+            // compiles serde_json's whole number parser again into the `.wasm`.
+            .and_then(|t| serde_json::from_slice::<Value>(t.as_bytes()).ok())
             .unwrap_or(Value::Null);
         put(&mut obj, "id", id);
         put(&mut obj, "server", Value::from(self.server.as_str()));

@@ -88,7 +88,7 @@ pub fn write_members<'a, L: Layout, S: CanonicalSink>(
     layout: L,
     sink: &mut S,
 ) {
-    members.sort_by(|a, b| cmp_utf16(a.0, b.0));
+    crate::wire::order::sort_by(&mut members, |a, b| cmp_utf16(a.0, b.0));
     sink.put(b"{");
     let mut stack = vec![Frame::Object {
         members: Members::Sorted(members.into_iter()),
@@ -357,7 +357,7 @@ fn ordered(map: &Map<String, Value>) -> Members<'_> {
         return Members::Map(map.iter());
     }
     let mut members: Vec<_> = map.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    members.sort_by(|a, b| cmp_utf16(a.0, b.0));
+    crate::wire::order::sort_by(&mut members, |a, b| cmp_utf16(a.0, b.0));
     Members::Sorted(members.into_iter())
 }
 
@@ -444,7 +444,7 @@ fn write_set<S: CanonicalSink>(items: &[Value], sink: &mut S) {
             text
         })
         .collect();
-    texts.sort_by(|a, b| cmp_utf16_bytes(a, b));
+    crate::wire::order::sort_by(&mut texts, |a, b| cmp_utf16_bytes(a, b));
     texts.dedup();
     sink.put(b"[");
     for (i, text) in texts.iter().enumerate() {

@@ -8,7 +8,9 @@
 //! the stateless era, where every answer the gateway writes must be valid under that
 //! revision; anything else (an older version, none at all) is the handshake era, decided as
 //! before. A request that disagrees with itself (header against body) is refused before any
-//! check, because the gateway and the server could otherwise read it differently.
+//! check, because the gateway and the server could otherwise read it differently; a
+//! stateless-era request whose body does not carry its revision at all is malformed, not a
+//! disagreement, and is refused as invalid params, as that revision's servers refuse it.
 
 use crate::wire::jsonrpc::{self, Message, Payload};
 use serde_json::Value;
@@ -28,8 +30,10 @@ pub fn is_stateless(version: &str) -> bool {
 /// Why a request's revision or routing headers cannot be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
-    /// The JSON-RPC error code of the answer: `-32020` (HEADER_MISMATCH) in the stateless
-    /// era, `-32600` before it (as the gateway always answered).
+    /// The JSON-RPC error code of the answer: in the stateless era `-32020`
+    /// (HEADER_MISMATCH) for values that disagree and `-32602` (Invalid params) for a body
+    /// without its revision in `params._meta`; `-32600` before it (as the gateway always
+    /// answered).
     pub code: i64,
     /// What disagrees, for the answer and the audit trail.
     pub reason: Cow<'static, str>,
@@ -52,6 +56,15 @@ impl Mismatch {
             code: jsonrpc::HEADER_MISMATCH,
             reason: Cow::Borrowed(reason),
             version: Some(version.unwrap_or(STATELESS).to_string()),
+        }
+    }
+
+    /// A stateless-era request whose `params._meta` does not say its revision: there is
+    /// nothing for the header to disagree with, the body is malformed.
+    fn malformed(reason: &'static str, version: Option<&str>) -> Self {
+        Mismatch {
+            code: jsonrpc::INVALID_PARAMS,
+            ..Mismatch::header(reason, version)
         }
     }
 }
@@ -118,7 +131,7 @@ pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<St
         Payload::Single(message) => message,
     };
     let meta = meta_version(message).map_err(|reason| match header_stateless {
-        true => Mismatch::header(reason, header),
+        true => Mismatch::malformed(reason, header),
         false => Mismatch::legacy(reason),
     })?;
     if !header_stateless && !meta.is_some_and(is_stateless) {
@@ -129,6 +142,15 @@ pub fn read(headers: &RoutingHeaders<'_>, payload: &Payload) -> Result<Option<St
         }
         legacy_headers(headers, payload)?;
         return Ok(None);
+    }
+    if let (true, None, Message::Request { params, .. }) = (header_stateless, meta, message) {
+        let reason = match params.as_ref().and_then(|p| p.get("_meta")) {
+            None => "an MCP 2026-07-28 request must carry params._meta",
+            Some(_) => {
+                "an MCP 2026-07-28 request must carry its revision in params._meta[\"io.modelcontextprotocol/protocolVersion\"]"
+            }
+        };
+        return Err(Mismatch::malformed(reason, header));
     }
     if headers.present {
         stateless_headers(headers, message, meta).map_err(|reason| {

@@ -33,7 +33,7 @@ impl Engine {
     /// pending on the exchange gets the error: a request left unanswered would keep its client
     /// waiting. A stdio message answers one request among those in flight: there, only the
     /// answers that must be inspected (tool lists, enforced result contracts) are replaced.
-    pub(super) fn fail_closed(
+    pub(crate) fn fail_closed(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,

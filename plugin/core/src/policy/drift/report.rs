@@ -16,12 +16,13 @@ impl DriftDiff {
             classes.insert(class.as_str().to_owned(), json!(count));
         }
         let names = |pick: &dyn Fn(&Change) -> bool| -> Vec<&str> {
-            let set: BTreeSet<&str> = self
-                .changes
-                .iter()
-                .filter(|c| pick(c))
-                .map(|c| c.tool.as_str())
-                .collect();
+            let mut set: BTreeSet<&str> = BTreeSet::new();
+            set.extend(
+                self.changes
+                    .iter()
+                    .filter(|c| pick(c))
+                    .map(|c| c.tool.as_str()),
+            );
             set.into_iter().collect()
         };
         let whole_tool =

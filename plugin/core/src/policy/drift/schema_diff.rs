@@ -196,7 +196,8 @@ fn diff_keywords(
     depth: usize,
 ) {
     diff_properties(rec, path, old, new, depth);
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut keys: BTreeSet<&String> = BTreeSet::new();
+    keys.extend(old.keys().chain(new.keys()));
     for key in keys {
         let (before, after) = (old.get(key), new.get(key));
         if key == "properties" || key == "required" || opt_eq(before, after) {
@@ -306,12 +307,25 @@ fn type_names(v: Option<&Value>) -> Option<BTreeSet<&str>> {
     const ALL: [&str; 7] = [
         "null", "boolean", "object", "array", "number", "integer", "string",
     ];
+    let mut names = BTreeSet::new();
     match v {
-        None => Some(ALL.into_iter().collect()),
-        Some(Value::String(s)) => Some(BTreeSet::from([s.as_str()])),
-        Some(Value::Array(list)) => list.iter().map(Value::as_str).collect(),
-        Some(_) => None,
+        None => names.extend(ALL),
+        Some(Value::String(s)) => {
+            names.insert(s.as_str());
+        }
+        Some(Value::Array(list)) => names.extend(list_of_names(list)?),
+        Some(_) => return None,
     }
+    Some(names)
+}
+
+/// The strings of `list`, or `None` if one item is not a string.
+fn list_of_names(list: &[Value]) -> Option<Vec<&str>> {
+    let mut names = Vec::with_capacity(list.len());
+    for item in list {
+        names.push(item.as_str()?);
+    }
+    Some(names)
 }
 
 fn diff_type(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<&Value>) {
@@ -342,7 +356,9 @@ fn diff_type(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<&Val
 /// Canonical keys of enum members; a member too deep to key gets a key of its own.
 fn member_keys(list: &[Value]) -> BTreeSet<String> {
     let key = |(i, v): (usize, &Value)| canonical_key(v).unwrap_or_else(|| format!("\u{0}{i}"));
-    list.iter().enumerate().map(key).collect()
+    let mut keys = BTreeSet::new();
+    keys.extend(list.iter().enumerate().map(key));
+    keys
 }
 
 fn diff_enum(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<&Value>) {
@@ -425,7 +441,8 @@ fn diff_map(
     if old.is_empty() && new.is_empty() {
         return presence_only(rec, at, b, a);
     }
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut keys: BTreeSet<&String> = BTreeSet::new();
+    keys.extend(old.keys().chain(new.keys()));
     for key in keys {
         let entry = child(at, key);
         match (old.get(key), new.get(key)) {
@@ -446,11 +463,13 @@ fn presence_only(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<
 
 /// The names in a `required` list (`None` if malformed).
 fn required_names(v: Option<&Value>) -> Option<BTreeSet<&str>> {
+    let mut names = BTreeSet::new();
     match v {
-        None => Some(BTreeSet::new()),
-        Some(Value::Array(list)) => list.iter().map(Value::as_str).collect(),
-        Some(_) => None,
+        None => {}
+        Some(Value::Array(list)) => names.extend(list_of_names(list)?),
+        Some(_) => return None,
     }
+    Some(names)
 }
 
 /// `properties` and `required` together: a new property is optional or required, and a
@@ -478,7 +497,8 @@ fn diff_properties(
     if old_req.is_empty() && new_req.is_empty() {
         presence_only(rec, &child(path, "required"), or, nr);
     }
-    let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
+    let mut keys: BTreeSet<&String> = BTreeSet::new();
+    keys.extend(om.keys().chain(nm.keys()));
     for key in keys {
         let at = child(&props_at, key);
         match (om.get(key), nm.get(key)) {

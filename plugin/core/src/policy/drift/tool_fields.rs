@@ -39,6 +39,7 @@ pub(super) fn diff_sets(old: &[Value], new: &[Value]) -> Vec<Change> {
 }
 
 /// Tools by name; tools without a string name, and repeated names, become `invalid_tool`.
+#[inline(never)]
 fn index<'a>(
     tools: &'a [Value],
     baseline: bool,
@@ -81,6 +82,7 @@ fn visible(tool: &Map<String, Value>) -> Value {
     Value::Object(copy)
 }
 
+#[inline(never)]
 fn whole_tool(
     name: &str,
     kind: ChangeKind,
@@ -106,6 +108,7 @@ fn whole_tool(
 /// while the tool's digest over every fingerprintable field moved (a spelling the walk
 /// considers equivalent but the fingerprint does not), one unclassified `schema_changed`
 /// (breaking) is reported for the whole tool: drift never passes silently.
+#[inline(never)]
 fn diff_tool(
     name: &str,
     old: &Map<String, Value>,
@@ -131,13 +134,15 @@ fn diff_tool(
     }
 }
 
+#[inline(never)]
 fn diff_fields(
     name: &str,
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     changes: &mut Vec<Change>,
 ) {
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut keys: BTreeSet<&String> = BTreeSet::new();
+    keys.extend(old.keys().chain(new.keys()));
     let mut rec = Recorder::new(name, changes);
     for key in keys {
         if IGNORED.contains(&key.as_str()) {
@@ -190,6 +195,7 @@ const HINTS: [(&str, bool, Option<bool>); 4] = [
     ("openWorldHint", true, Some(true)),
 ];
 
+#[inline(never)]
 fn diff_annotations(
     rec: &mut Recorder<'_>,
     path: &str,
@@ -218,7 +224,8 @@ fn diff_annotations(
         (old, new),
         (before, after),
     );
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut keys: BTreeSet<&String> = BTreeSet::new();
+    keys.extend(old.keys().chain(new.keys()));
     for key in keys {
         let (b, a) = (old.get(key), new.get(key));
         if opt_eq(b, a) {
@@ -258,6 +265,7 @@ fn task_modes(value: Option<&Value>) -> Option<(bool, bool)> {
     }
 }
 
+#[inline(never)]
 fn diff_execution(
     rec: &mut Recorder<'_>,
     path: &str,
@@ -285,7 +293,8 @@ fn diff_execution(
         (old, new),
         (before, after),
     );
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut keys: BTreeSet<&String> = BTreeSet::new();
+    keys.extend(old.keys().chain(new.keys()));
     for key in keys {
         let (b, a) = (old.get(key), new.get(key));
         if opt_eq(b, a) {

@@ -134,6 +134,7 @@ impl Compiler<'_> {
         Ok(id)
     }
 
+    #[inline(never)]
     fn checks(
         &mut self,
         map: &Map<String, Value>,
@@ -161,6 +162,7 @@ impl Compiler<'_> {
     }
 
     /// A keyword that compiles on its own.
+    #[inline(never)]
     fn single_check(
         &mut self,
         key: &str,
@@ -228,6 +230,7 @@ impl Compiler<'_> {
         self.conditional_checks(map, path, depth, checks)
     }
 
+    #[inline(never)]
     fn array_checks(
         &mut self,
         map: &Map<String, Value>,
@@ -292,6 +295,7 @@ impl Compiler<'_> {
         Ok(())
     }
 
+    #[inline(never)]
     fn object_checks(
         &mut self,
         map: &Map<String, Value>,
@@ -331,6 +335,7 @@ impl Compiler<'_> {
         Ok(())
     }
 
+    #[inline(never)]
     fn conditional_checks(
         &mut self,
         map: &Map<String, Value>,
@@ -444,6 +449,7 @@ impl Compiler<'_> {
     }
 
     /// Resolves a local `$ref` and compiles its target.
+    #[inline(never)]
     fn reference(&mut self, value: &Value, at: &str, depth: usize) -> Result<NodeId, SchemaError> {
         let text = value
             .as_str()

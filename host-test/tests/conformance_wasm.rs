@@ -1,0 +1,231 @@
+//! What the official MCP conformance suite found, through the built plugin `.wasm` on
+//! wasmtime with Envoy's buffering model: a 2026-07-28 request whose `params._meta` lacks its
+//! revision is answered `-32602` with HTTP 400 before the upstream; an `application/json`
+//! answer that goes on after its first JSON value resets the stream at the chunk where the
+//! next value starts (the rest is never delivered, nothing unchecked reaches the client),
+//! while one value cut into the same chunks passes byte for byte.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod common;
+
+use serde_json::{Map, Value, json};
+use toolseal::abi::types::LogLevel;
+use toolseal::replay::exchange::Stop;
+use toolseal::replay::records::PluginRecord;
+use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript};
+use toolseal_core::transcript::HttpExchange;
+
+const V2026: &str = "2026-07-28";
+/// Small chunks: every body below arrives in several callbacks.
+const CHUNK: usize = 16;
+
+fn replay(exchanges: Vec<HttpExchange>) -> Vec<ExchangeReport> {
+    let mut replay = Replay::start(ReplayOptions {
+        wasm_path: common::plugin_wasm(),
+        plugin_configuration: Vec::new(),
+        server: Some("conformance".into()),
+        chunk: CHUNK,
+        log_level: LogLevel::Debug,
+        dynamic_metadata: Map::new(),
+        cache_dir: Some(common::workspace().join("target/toolseal-cache")),
+        faults: Vec::new(),
+    })
+    .unwrap();
+    let transcript = Transcript {
+        name: "conformance".into(),
+        exchanges,
+    };
+    replay.run(&transcript).unwrap()
+}
+
+fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": V2026,
+        "io.modelcontextprotocol/clientInfo": {"name": "conformance-client", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+/// A 2026-07-28 POST of `body` answered `application/json` with `response`.
+fn exchange(seq: usize, body: &Value, response: &[u8]) -> HttpExchange {
+    HttpExchange {
+        seq: seq.to_string(),
+        http_method: "POST".into(),
+        path: "/mcp".into(),
+        request_headers: vec![
+            ("content-type".into(), "application/json".into()),
+            (
+                "accept".into(),
+                "application/json, text/event-stream".into(),
+            ),
+            ("mcp-protocol-version".into(), V2026.into()),
+            ("mcp-method".into(), body["method"].as_str().unwrap().into()),
+        ],
+        request_body: body.to_string().into_bytes(),
+        status: 200,
+        response_headers: vec![("content-type".into(), "application/json".into())],
+        response_body: response.to_vec(),
+    }
+}
+
+fn last_decision(report: &ExchangeReport) -> &Map<String, Value> {
+    report
+        .records
+        .iter()
+        .rev()
+        .find_map(|r| match r {
+            PluginRecord::Decision(d) => Some(d),
+            PluginRecord::Audit(_) => None,
+        })
+        .unwrap()
+}
+
+fn local(report: &ExchangeReport) -> (u32, Value) {
+    let reply = report.outcome.local_response.as_ref().unwrap();
+    (reply.status, serde_json::from_slice(&reply.body).unwrap())
+}
+
+#[test]
+fn a_2026_request_without_its_revision_in_meta_is_invalid_params_before_the_upstream() {
+    let without_version = json!({"_meta": {
+        "io.modelcontextprotocol/clientInfo": {"name": "conformance-client", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}}});
+    let mut disagreeing = meta();
+    disagreeing["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 101, "method": "server/discover", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 102, "method": "server/discover", "params": without_version}),
+        json!({"jsonrpc": "2.0", "id": 103, "method": "server/discover",
+            "params": {"_meta": disagreeing}}),
+    ];
+    let exchanges = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| exchange(i, r, b"{}"))
+        .collect();
+    let reports = replay(exchanges);
+    let answers: Vec<(u32, Value, Value, bool)> = reports
+        .iter()
+        .map(|r| {
+            let (status, body) = local(r);
+            let contacted = r.outcome.upstream_contacted;
+            (
+                status,
+                body["id"].clone(),
+                body["error"]["code"].clone(),
+                contacted,
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (400, json!(101), json!(-32602), false),
+            (400, json!(102), json!(-32602), false),
+            (400, json!(103), json!(-32020), false),
+        ]
+    );
+}
+
+fn listen() -> Value {
+    json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"_meta": meta(), "notifications": {"toolsListChanged": true}}})
+}
+
+fn ack() -> String {
+    json!({"jsonrpc": "2.0", "id": "listen-1", "result": {"resultType": "complete"}}).to_string()
+        + "\n"
+}
+
+fn list_changed() -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).to_string() + "\n"
+}
+
+#[test]
+fn a_subscriptions_listen_answered_as_newline_separated_json_resets_before_the_stream_ends() {
+    // Two messages and more after them: the stream is reset where the second one starts.
+    let tail = list_changed().repeat(8);
+    let several = format!("{}{tail}", ack());
+    let one = ack();
+    let reports = replay(vec![
+        exchange(0, &listen(), several.as_bytes()),
+        exchange(1, &listen(), one.as_bytes()),
+    ]);
+    let cut = &reports[0];
+    assert_eq!(cut.outcome.stop, Some(Stop::Reset));
+    assert!(
+        cut.outcome.response_body.is_empty(),
+        "nothing of it reached the client: {:?}",
+        String::from_utf8_lossy(&cut.outcome.response_body)
+    );
+    let record = last_decision(cut);
+    assert_eq!(
+        (&record["method"], &record["id"], &record["error_code"]),
+        (
+            &json!("subscriptions/listen"),
+            &json!("listen-1"),
+            &json!("UNINSPECTABLE_RESPONSE")
+        )
+    );
+    // The callbacks stopped at the chunk where the second value starts, long before the end.
+    let withheld = cut
+        .records
+        .iter()
+        .find_map(|r| match r {
+            PluginRecord::Audit(a) if a["event"] == "response.withheld" => Some(a),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        withheld["reason"]
+            .as_str()
+            .unwrap()
+            .contains("more than one JSON value"),
+        "{withheld}"
+    );
+    // One value in the same chunks passes unchanged.
+    let whole = &reports[1];
+    assert_eq!(whole.outcome.stop, None);
+    assert_eq!(whole.outcome.response_body, one.as_bytes());
+}
+
+#[test]
+fn a_tool_list_followed_by_another_message_is_withheld_and_calls_wait() {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+        "params": {"_meta": meta()}});
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete",
+        "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}});
+    let body = format!("{answer}\n{}", list_changed().repeat(4));
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {}, "_meta": meta()}});
+    let mut call_exchange = exchange(1, &call, b"{}");
+    call_exchange
+        .request_headers
+        .push(("mcp-name".into(), "echo".into()));
+    let reports = replay(vec![exchange(0, &list, body.as_bytes()), call_exchange]);
+    assert_eq!(reports[0].outcome.stop, Some(Stop::Reset));
+    assert!(reports[0].outcome.response_body.is_empty());
+    let record = last_decision(&reports[0]);
+    assert_eq!(
+        (
+            &record["method"],
+            &record["tools_out"],
+            &record["error_code"]
+        ),
+        (
+            &json!("tools/list"),
+            &json!(0),
+            &json!("UNINSPECTABLE_RESPONSE")
+        )
+    );
+    let (status, denied) = local(&reports[1]);
+    assert_eq!(status, 200);
+    assert_eq!(
+        denied["result"]["structuredContent"]["error_code"],
+        "SCHEMA_UNVERIFIED"
+    );
+    assert!(!reports[1].outcome.upstream_contacted);
+}
