@@ -330,7 +330,10 @@ impl ToolDigests {
     /// Builds the set from `(name, digest)` pairs in any order, e.g. gathered page by page
     /// (`nextCursor`): sorts them and refuses a name seen twice (also across pages).
     pub fn from_entries(mut entries: Vec<(String, String)>) -> Result<Self, ToolSetError> {
-        crate::wire::order::sort_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
+        // The standard sort, not `wire::order`'s: this runs on every list (one entry per
+        // tool), where sorting positions through a `dyn` comparator cost 2.8% of a filtered
+        // list's instructions.
+        entries.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
         let repeated = entries.windows(2).find_map(|w| match w {
             [a, b] if a.0 == b.0 => Some(a.0.clone()),
             _ => None,
@@ -390,9 +393,8 @@ pub fn digest_tools(
 /// Does not check for repeated names; [`digest_tools`] does.
 pub fn server_fingerprint<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
-    crate::wire::order::sort_by(&mut pairs, |a, b| {
-        cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1))
-    });
+    // The standard sort, as in `ToolDigests::from_entries`: one pair per tool, on every list.
+    pairs.sort_by(|a, b| cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1)));
     let mut hasher = BufferedHasher::default();
     hasher.put(b"[");
     for (i, (name, digest)) in pairs.iter().enumerate() {
