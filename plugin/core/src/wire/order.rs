@@ -1,5 +1,7 @@
-//! The one stable sort that the core's orderings share (canonical JSON members and sets, tool
-//! digests, drift changes, approved names, screening findings).
+//! The one stable sort that the core's orderings share (canonical JSON members and sets, drift
+//! changes, approved names, screening findings). The tool-digest sorts, which run on every
+//! list with one entry per tool, keep the standard sort: through the comparator below they
+//! cost a filtered list 2.8% more instructions.
 //!
 //! Main design decision: the standard library's sort is compiled anew for every element type
 //! and comparator, about 10 KB of `.wasm` each; the core had ten of them, a tenth of the
