@@ -346,7 +346,9 @@ impl ToolDigests {
 
     /// The server fingerprint: `sha256:` + hex SHA-256 of the JCS array of `[name, digest]`.
     pub fn fingerprint(&self) -> String {
-        server_fingerprint(
+        // Sorted by name, names unique: already in the order `server_fingerprint` sorts to,
+        // so no sort runs on this path (one per list).
+        fingerprint_of_sorted(
             self.entries
                 .iter()
                 .map(|(name, digest)| (name.as_str(), digest.as_str())),
@@ -393,11 +395,19 @@ pub fn digest_tools(
 /// Does not check for repeated names; [`digest_tools`] does.
 pub fn server_fingerprint<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
-    // The standard sort, as in `ToolDigests::from_entries`: one pair per tool, on every list.
-    pairs.sort_by(|a, b| cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1)));
+    // Not on the data path (lists go through `ToolDigests::fingerprint`, already sorted):
+    // the shared sort, not one more copy of the standard one.
+    crate::wire::order::sort_by(&mut pairs, |a, b| {
+        cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1))
+    });
+    fingerprint_of_sorted(pairs.into_iter())
+}
+
+/// [`server_fingerprint`] of pairs already in its order (UTF-16 name, then digest).
+fn fingerprint_of_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let mut hasher = BufferedHasher::default();
     hasher.put(b"[");
-    for (i, (name, digest)) in pairs.iter().enumerate() {
+    for (i, (name, digest)) in pairs.enumerate() {
         hasher.put(if i == 0 { b"[" } else { b",[" });
         canonical::write_string(name, &mut hasher);
         hasher.put(b",");

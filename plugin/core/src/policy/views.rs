@@ -14,7 +14,7 @@
 //! it swaps.
 
 use crate::policy::approved::Approved;
-use crate::policy::fingerprint::{ToolDigests, server_fingerprint, sha256_hex};
+use crate::policy::fingerprint::{ToolDigests, sha256_hex};
 use crate::wire::canonical::to_canonical_string;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -90,7 +90,7 @@ pub fn capability_names(declared: &Value, revision: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    names.sort();
+    crate::wire::order::sort(&mut names);
     names
 }
 
@@ -206,7 +206,12 @@ pub fn candidate<'v>(
     others: impl Iterator<Item = &'v ViewRecord>,
     allow_subset: bool,
 ) -> Candidate {
-    let listed_names: BTreeSet<&str> = listed.entries.iter().map(|(n, _)| n.as_str()).collect();
+    // Sets filled by insertion: collecting into one sorts through another copy of the
+    // standard sort.
+    let mut listed_names = BTreeSet::new();
+    for (name, _) in &listed.entries {
+        listed_names.insert(name.as_str());
+    }
     let mut added = Vec::new();
     let mut redefined = Vec::new();
     for (name, digest) in &listed.entries {
@@ -219,8 +224,14 @@ pub fn candidate<'v>(
     let (names_hold, dropped) = match view {
         None => (true, BTreeSet::new()),
         Some(view) => {
-            let recorded: BTreeSet<&str> = view.names.iter().map(String::as_str).collect();
-            let dropped: BTreeSet<&str> = recorded.difference(&listed_names).copied().collect();
+            let mut recorded = BTreeSet::new();
+            for name in &view.names {
+                recorded.insert(name.as_str());
+            }
+            let mut dropped = BTreeSet::new();
+            for name in recorded.difference(&listed_names) {
+                dropped.insert(*name);
+            }
             let equal = recorded == listed_names;
             let subset = allow_subset && listed_names.is_subset(&recorded);
             // An allowed subset drops nothing from the catalogue.
@@ -245,12 +256,7 @@ pub fn candidate<'v>(
     entries.extend(listed.entries.iter().cloned());
     // Names are unique: the catalogue's, less those listed, plus the listed ones.
     let digests = ToolDigests::from_entries(entries).unwrap_or_default();
-    let fingerprint = server_fingerprint(
-        digests
-            .entries
-            .iter()
-            .map(|(n, d)| (n.as_str(), d.as_str())),
-    );
+    let fingerprint = digests.fingerprint();
     Candidate {
         digests,
         fingerprint,
@@ -268,7 +274,10 @@ pub fn candidate_definitions(
     listed: &[Value],
 ) -> Vec<Value> {
     let name_of = |tool: &Value| tool.get("name").and_then(Value::as_str).map(str::to_string);
-    let listed_names: BTreeSet<String> = listed.iter().filter_map(name_of).collect();
+    let mut listed_names = BTreeSet::new();
+    for name in listed.iter().filter_map(name_of) {
+        listed_names.insert(name);
+    }
     let mut definitions: Vec<Value> = candidate
         .digests
         .entries
@@ -283,6 +292,6 @@ pub fn candidate_definitions(
 /// The sorted names of a list's digests.
 pub fn names_of(listed: &ToolDigests) -> Vec<String> {
     let mut names: Vec<String> = listed.entries.iter().map(|(n, _)| n.clone()).collect();
-    names.sort();
+    crate::wire::order::sort(&mut names);
     names
 }
