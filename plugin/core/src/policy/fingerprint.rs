@@ -333,7 +333,7 @@ impl ToolDigests {
         // Not `wire::order::sort_by`: this runs on every list (one entry per tool), where
         // sorting positions through a `dyn` comparator cost 2.8% of a filtered list's
         // instructions.
-        crate::wire::order::merge_sort_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
+        crate::wire::order::sort_hot_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
         let repeated = entries.windows(2).find_map(|w| match w {
             [a, b] if a.0 == b.0 => Some(a.0.clone()),
             _ => None,
