@@ -93,7 +93,7 @@ fn insertion_sort<T>(items: &mut [T], compare: &mut impl FnMut(&T, &T) -> Orderi
 
 /// Sorts `items` stably by `compare` (the order `items.sort_by(compare)` gives), compiled
 /// for its element type like the standard sort but a tenth of its size: runs of
-/// [`IN_PLACE`] items sorted by insertion, then merged pairwise, a run that already follows
+/// 16 items sorted by insertion, then merged pairwise, a run that already follows
 /// its neighbour moved whole.
 pub fn merge_sort_by<T: Default>(items: &mut Vec<T>, mut compare: impl FnMut(&T, &T) -> Ordering) {
     let len = items.len();
