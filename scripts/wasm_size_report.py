@@ -453,7 +453,8 @@ def main() -> int:
     by_module: dict[str, int] = defaultdict(int)
     for size, path, crate in functions:
         if crate.startswith("toolseal"):
-            segments = re.match(r"[^<]*", path).group().split("::")
+            # A method's module is its type's (`<toolseal_core::gateway::engine::Engine>::f`).
+            segments = re.match(r"[^<> ]*", path.lstrip("<&*")).group().split("::")
             by_module["::".join(segments[:3] if len(segments) > 3 else segments[:2])] += size
     rows = sorted(by_module.items(), key=lambda kv: -kv[1])
     table("toolseal code by module", ("module", "bytes", "share"),

@@ -183,13 +183,18 @@ impl Scenario {
         }
     }
 
-    /// Exchanges that bring a fresh gateway into the scenario's state: a first `tools/list`
-    /// (trust on first use makes it the baseline), then for the drifted paths a drifted one.
+    /// Exchanges that bring a fresh gateway into the scenario's state: in the handshake era
+    /// the session's `initialize`, then a first `tools/list` (trust on first use makes it the
+    /// baseline), then for the drifted paths a drifted one.
     pub fn setup(&self) -> Vec<HttpExchange> {
         let list = |id, tools: &[serde_json::Value]| {
             workload::list_exchange_in(self.revision, id, tools, self.framing)
         };
-        let mut setup = vec![list(1, &workload::tools(self.tool_count, false))];
+        let mut setup = Vec::new();
+        if self.revision == Revision::Handshake {
+            setup.push(workload::initialize_exchange(0));
+        }
+        setup.push(list(1, &workload::tools(self.tool_count, false)));
         if matches!(self.path, Path::Filtered | Path::Contained) {
             setup.push(list(2, &self.listed(self.tool_count)));
         }

@@ -319,3 +319,25 @@ pub fn call_exchange_in(
         }
     }
 }
+
+/// The `initialize` that opens [`SESSION`] (2025-06-18): the server names the session in
+/// its answer, so the gateway keeps what the client declared for it; without one, every
+/// later message of the session has a view that cannot be told.
+pub fn initialize_exchange(id: u64) -> HttpExchange {
+    let request = json!({
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1.0.0"}}
+    });
+    let response = json!({
+        "jsonrpc": "2.0", "id": id,
+        "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bench", "version": "1.0.0"}}
+    });
+    let seq = usize::try_from(id).unwrap_or(0);
+    let mut exchange = exchange(seq, &request, &response, Framing::Json);
+    exchange
+        .request_headers
+        .retain(|(k, _)| k != "mcp-session-id" && k != "mcp-protocol-version");
+    exchange
+}

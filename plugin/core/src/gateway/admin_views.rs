@@ -67,7 +67,11 @@ pub fn drift_scope(
 /// names it listed (approving the candidate records them).
 pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
     let shown = |v: &crate::policy::views::ViewRecord| {
-        let sources: Map<String, Value> = v.sources.iter().cloned().collect();
+        // Filled by insertion: collecting sorts through a copy of the standard sort.
+        let mut sources = Map::new();
+        for (name, value) in &v.sources {
+            sources.insert(name.clone(), value.clone());
+        }
         json!({"key": v.key, "sources": sources, "names": v.names,
             "first_seen_ms": v.first_ms, "last_seen_ms": v.last_ms})
     };

@@ -330,7 +330,10 @@ impl ToolDigests {
     /// Builds the set from `(name, digest)` pairs in any order, e.g. gathered page by page
     /// (`nextCursor`): sorts them and refuses a name seen twice (also across pages).
     pub fn from_entries(mut entries: Vec<(String, String)>) -> Result<Self, ToolSetError> {
-        crate::wire::order::sort_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
+        // Not `wire::order::sort_by`: this runs on every list (one entry per tool), where
+        // sorting positions through a `dyn` comparator cost 2.8% of a filtered list's
+        // instructions.
+        crate::wire::order::sort_hot_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
         let repeated = entries.windows(2).find_map(|w| match w {
             [a, b] if a.0 == b.0 => Some(a.0.clone()),
             _ => None,
@@ -343,7 +346,9 @@ impl ToolDigests {
 
     /// The server fingerprint: `sha256:` + hex SHA-256 of the JCS array of `[name, digest]`.
     pub fn fingerprint(&self) -> String {
-        server_fingerprint(
+        // Sorted by name, names unique: already in the order `server_fingerprint` sorts to,
+        // so no sort runs on this path (one per list).
+        fingerprint_of_sorted(
             self.entries
                 .iter()
                 .map(|(name, digest)| (name.as_str(), digest.as_str())),
@@ -390,12 +395,19 @@ pub fn digest_tools(
 /// Does not check for repeated names; [`digest_tools`] does.
 pub fn server_fingerprint<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+    // Not on the data path (lists go through `ToolDigests::fingerprint`, already sorted):
+    // the shared sort, not one more copy of the standard one.
     crate::wire::order::sort_by(&mut pairs, |a, b| {
         cmp_utf16(a.0, b.0).then_with(|| a.1.cmp(b.1))
     });
+    fingerprint_of_sorted(pairs.into_iter())
+}
+
+/// [`server_fingerprint`] of pairs already in its order (UTF-16 name, then digest).
+fn fingerprint_of_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let mut hasher = BufferedHasher::default();
     hasher.put(b"[");
-    for (i, (name, digest)) in pairs.iter().enumerate() {
+    for (i, (name, digest)) in pairs.enumerate() {
         hasher.put(if i == 0 { b"[" } else { b",[" });
         canonical::write_string(name, &mut hasher);
         hasher.put(b",");

@@ -22,7 +22,7 @@ pub use settings::ScreeningConfig;
 
 use crate::policy::status::ServerRecord;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Most findings kept for one tool set (the last one says how many more there were).
@@ -159,8 +159,7 @@ pub fn screen(
 /// at most [`MAX_FINDINGS`].
 pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     let list: &[Value] = tools.as_array().map_or(&[], Vec::as_slice);
-    let mut names: BTreeSet<&str> = BTreeSet::new();
-    names.extend(
+    let names = crate::wire::order::name_set(
         list.iter()
             .filter_map(|t| t.get("name").and_then(Value::as_str)),
     );
@@ -225,7 +224,8 @@ enum Role {
 
 struct Screen<'a> {
     config: &'a ScreeningConfig,
-    names: &'a BTreeSet<&'a str>,
+    /// The set's names, sorted and unique.
+    names: &'a [&'a str],
     raw: Vec<Finding>,
     budget: usize,
     incomplete: bool,
@@ -244,7 +244,7 @@ impl Screen<'_> {
 
     /// Names whose skeletons collide, and names that mix scripts.
     #[inline(never)]
-    fn confusables(&mut self, names: &BTreeSet<&str>) {
+    fn confusables(&mut self, names: &[&str]) {
         let mut by_skeleton: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for name in names.iter().take(MAX_RAW_FINDINGS) {
             by_skeleton

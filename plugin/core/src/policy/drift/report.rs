@@ -2,7 +2,6 @@
 
 use super::{Change, ChangeClass, ChangeKind, DriftDiff};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeSet;
 
 impl DriftDiff {
     /// Counts per class and the names of tools added, removed and changed:
@@ -16,14 +15,12 @@ impl DriftDiff {
             classes.insert(class.as_str().to_owned(), json!(count));
         }
         let names = |pick: &dyn Fn(&Change) -> bool| -> Vec<&str> {
-            let mut set: BTreeSet<&str> = BTreeSet::new();
-            set.extend(
+            crate::wire::order::name_set(
                 self.changes
                     .iter()
                     .filter(|c| pick(c))
                     .map(|c| c.tool.as_str()),
-            );
-            set.into_iter().collect()
+            )
         };
         let whole_tool =
             |c: &Change| matches!(c.kind, ChangeKind::ToolAdded | ChangeKind::ToolRemoved);

@@ -13,6 +13,7 @@ use super::tool_fields::opt_eq;
 use super::{Change, ChangeClass, ChangeKind};
 use crate::policy::schema::json_value::{canonical_key, json_eq};
 use crate::policy::schema::number;
+use crate::wire::order::name_set;
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -302,21 +303,18 @@ fn diff_multiple(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<
     }
 }
 
-/// The type names of a `type` value (absent: every type); `None` if malformed.
-fn type_names(v: Option<&Value>) -> Option<BTreeSet<&str>> {
+/// The type names of a `type` value (absent: every type), sorted and unique; `None` if
+/// malformed.
+fn type_names(v: Option<&Value>) -> Option<Vec<&str>> {
     const ALL: [&str; 7] = [
         "null", "boolean", "object", "array", "number", "integer", "string",
     ];
-    let mut names = BTreeSet::new();
-    match v {
-        None => names.extend(ALL),
-        Some(Value::String(s)) => {
-            names.insert(s.as_str());
-        }
-        Some(Value::Array(list)) => names.extend(list_of_names(list)?),
+    Some(match v {
+        None => name_set(ALL),
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) => name_set(list_of_names(list)?),
         Some(_) => return None,
-    }
-    Some(names)
+    })
 }
 
 /// The strings of `list`, or `None` if one item is not a string.
@@ -332,8 +330,8 @@ fn diff_type(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<&Val
     let (Some(old), Some(new)) = (type_names(b), type_names(a)) else {
         return rec.push(at, TypeChanged, Breaking, b, a);
     };
-    let covers = |set: &BTreeSet<&str>, t: &str| {
-        set.contains(t) || (t == "integer" && set.contains("number"))
+    let covers = |set: &[&str], t: &str| {
+        set.binary_search(&t).is_ok() || (t == "integer" && set.binary_search(&"number").is_ok())
     };
     let widened = old.iter().all(|t| covers(&new, t));
     let narrowed = new.iter().all(|t| covers(&old, t));
@@ -461,15 +459,13 @@ fn presence_only(rec: &mut Recorder<'_>, at: &str, b: Option<&Value>, a: Option<
     }
 }
 
-/// The names in a `required` list (`None` if malformed).
-fn required_names(v: Option<&Value>) -> Option<BTreeSet<&str>> {
-    let mut names = BTreeSet::new();
+/// The names in a `required` list, sorted and unique (`None` if malformed).
+fn required_names(v: Option<&Value>) -> Option<Vec<&str>> {
     match v {
-        None => {}
-        Some(Value::Array(list)) => names.extend(list_of_names(list)?),
-        Some(_) => return None,
+        None => Some(Vec::new()),
+        Some(Value::Array(list)) => Some(name_set(list_of_names(list)?)),
+        Some(_) => None,
     }
-    Some(names)
 }
 
 /// `properties` and `required` together: a new property is optional or required, and a
@@ -504,7 +500,7 @@ fn diff_properties(
         match (om.get(key), nm.get(key)) {
             (Some(o), Some(n)) => diff_schema(rec, &at, o, n, depth + 1),
             (Some(o), None) => rec.push(&at, PropertyRemoved, Breaking, Some(o), None),
-            (None, Some(n)) if new_req.contains(key.as_str()) => {
+            (None, Some(n)) if new_req.binary_search(&key.as_str()).is_ok() => {
                 rec.push(&at, PropertyAddedRequired, Breaking, None, Some(n));
             }
             (None, n) => rec.push(&at, PropertyAddedOptional, Additive, None, n),
@@ -519,10 +515,11 @@ fn diff_required(
     rec: &mut Recorder<'_>,
     path: &str,
     (om, nm): (&Map<String, Value>, &Map<String, Value>),
-    (old_req, new_req): (&BTreeSet<&str>, &BTreeSet<&str>),
+    (old_req, new_req): (&[&str], &[&str]),
 ) {
     let required_at = |name: &str| child(&child(path, "required"), name);
-    for name in new_req.difference(old_req) {
+    let not_in = |set: &[&str], name: &&str| set.binary_search(name).is_err();
+    for name in new_req.iter().filter(|n| not_in(old_req, n)) {
         if !nm.contains_key(*name) || om.contains_key(*name) {
             let after = Value::String((*name).to_owned());
             rec.push(
@@ -534,7 +531,7 @@ fn diff_required(
             );
         }
     }
-    for name in old_req.difference(new_req) {
+    for name in old_req.iter().filter(|n| not_in(new_req, n)) {
         if !om.contains_key(*name) || nm.contains_key(*name) {
             let before = Value::String((*name).to_owned());
             rec.push(

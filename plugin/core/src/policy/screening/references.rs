@@ -7,8 +7,6 @@
 //! shadows tools, its own or another server's. Outside the set, a word counts as a tool name
 //! when it is shaped like one (`send_email`, `sendEmail`, `github.create_issue` with `_`).
 
-use std::collections::BTreeSet;
-
 /// Phrases after which the next word is the tool being redirected.
 const BEFORE: &[&str] = &[
     "instead of calling",
@@ -79,12 +77,7 @@ fn next_word(text: &str) -> &str {
 
 /// The first redirecting reference in `text` (folded with case kept; `folded` is the same
 /// text lower-cased, so byte offsets agree): the phrase and the tool it names.
-pub fn find_reference(
-    text: &str,
-    folded: &str,
-    names: &BTreeSet<&str>,
-    own: &str,
-) -> Option<String> {
+pub fn find_reference(text: &str, folded: &str, names: &[&str], own: &str) -> Option<String> {
     // One pass over word starts; a phrase is only tried where its first word begins.
     let bytes = folded.as_bytes();
     for (start, _) in folded.match_indices(BEFORE_FIRST_WORDS) {
@@ -99,7 +92,7 @@ pub fn find_reference(
         for phrase in BEFORE.iter().filter(|p| rest.starts_with(*p)) {
             let end = start.saturating_add(phrase.len());
             let word = next_word(text.get(end..).unwrap_or(""));
-            let named = names.contains(word) && word != own;
+            let named = names.binary_search(&word).is_ok() && word != own;
             if !word.is_empty() && (named || (looks_like_tool(word) && word != own)) {
                 return Some(format!("{phrase} {word}"));
             }
@@ -119,7 +112,7 @@ pub fn find_reference(
                 .as_bytes()
                 .get(end)
                 .is_some_and(|b| b.is_ascii_alphanumeric());
-            if ends_word && word != own && names.contains(word) {
+            if ends_word && word != own && names.binary_search(&word).is_ok() {
                 return Some(format!("{word}{after}"));
             }
             from = end;
