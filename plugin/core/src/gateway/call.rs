@@ -15,6 +15,7 @@ use crate::policy::approved::{Approved, ApprovedTool};
 use crate::policy::containment::Serving;
 use crate::policy::rules::CallFacts;
 use crate::policy::status::ServerRecord;
+use crate::policy::views::ViewRecord;
 use crate::state;
 use crate::state::audit::Counter;
 use crate::state::snapshot_key::KeyRead;
@@ -121,7 +122,7 @@ impl Engine {
             store,
             exchange,
             info,
-            call.key,
+            call,
             &record,
             &tool,
             arguments.as_ref(),
@@ -142,18 +143,19 @@ impl Engine {
         store: &dyn StateStore,
         exchange: &Exchange,
         info: &RequestInfo<'_>,
-        key: &KeyRead<'_>,
+        call: &Call<'_>,
         record: &Result<Option<Rc<ServerRecord>>, state::StateError>,
         tool: &str,
         arguments: Option<&Value>,
     ) -> Result<bool, Box<Denial>> {
+        let key = call.key;
         let at = Checking { exchange, tool };
         let record = self.recorded(&at, record)?;
         self.still_serving(&at, &record)?;
         let baseline_fp = self.verified_baseline(&at, &record)?;
         let r = Some(&*record);
         let baseline = self.baseline_set(store, &at, r, &baseline_fp)?;
-        let approved = self.approved_tool(store, &at, &record, &baseline)?;
+        let approved = self.approved_tool(store, &at, (info, call.params), &record, &baseline)?;
         self.not_stale(store, &at, r, key, &baseline_fp, &approved.digest)?;
         self.arguments_valid(&at, r, approved, arguments)?;
         self.policy_allows(&at, r, info, approved, arguments)?;
@@ -241,15 +243,30 @@ impl Engine {
         &mut self,
         store: &dyn StateStore,
         at: &Checking<'_>,
+        (info, params): (&RequestInfo<'_>, Option<&Value>),
         record: &ServerRecord,
         baseline: &'b Approved,
     ) -> Result<&'b ApprovedTool, Box<Denial>> {
         if let Some(approved) = baseline.tools.get(at.tool) {
             // Once the caller's view is recorded, only the tools listed to it may be called.
-            let view = at.exchange.surface.as_ref().and_then(|v| v.as_ref().ok());
-            let outside = view
-                .and_then(|v| record.view(&v.key))
-                .is_some_and(|v| !v.names.iter().any(|n| n == at.tool));
+            // A tool every recorded view lists is listed to any recorded view: which view the
+            // caller is (a capabilities slot read and a hash, on every call) is asked only
+            // when some view does not list it.
+            let listed = |v: &ViewRecord| v.names.iter().any(|n| n == at.tool);
+            let outside = !record.views.iter().all(listed) && {
+                let read;
+                let view = match &at.exchange.surface {
+                    Some(surface) => surface,
+                    None => {
+                        read = self.view_of(store, at.exchange, info, params);
+                        &read
+                    }
+                };
+                view.as_ref()
+                    .ok()
+                    .and_then(|v| record.view(&v.key))
+                    .is_some_and(|v| !listed(v))
+            };
             if !outside {
                 return Ok(approved);
             }

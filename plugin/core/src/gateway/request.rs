@@ -189,9 +189,10 @@ impl Engine {
             true => self.config.policy.caller_view(info.caller),
             false => None,
         };
-        // The view of the request (a stateless request is one message, and a batch of the
+        // The view of a list (a stateless request is one message, and a batch of the
         // handshake era tells its view from its session, so the first list or call decides).
-        exchange.surface = match lists || calls {
+        // A call alone asks for its view only when the record makes it matter.
+        exchange.surface = match lists {
             true => {
                 let params = payload.messages().iter().find_map(|m| match m {
                     Message::Request { method, params, .. }
