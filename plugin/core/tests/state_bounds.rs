@@ -180,3 +180,56 @@ fn one_million_fingerprints_and_one_million_snapshot_keys() {
     assert!(set_keys < 300);
     assert!(keys < 300 + 4096 + SET_SLOTS + 8);
 }
+
+/// Two sessions whose first capabilities slot is the same both keep their capabilities (each
+/// has a second slot), and a third of that slot only displaces the first slot's holder.
+#[test]
+fn sessions_of_one_capabilities_slot_keep_their_capabilities() {
+    use toolseal_core::state::{get_capabilities, put_capabilities};
+    let slots = 64;
+    let first_slot = |session: &str| {
+        let mut store = MemoryStore::new();
+        put_capabilities(&mut store, "s", session, &[], slots).unwrap();
+        store.entries().next().unwrap().0.to_string()
+    };
+    let anchor = first_slot("session-0");
+    let mates: Vec<String> = (1..10_000)
+        .map(|n| format!("session-{n}"))
+        .filter(|s| first_slot(s) == anchor)
+        .take(2)
+        .collect();
+    let [a, b] = [&mates[0], &mates[1]];
+    let mut store = MemoryStore::new();
+    let names = |n: &str| vec![n.to_string()];
+    put_capabilities(&mut store, "s", "session-0", &names("roots"), slots).unwrap();
+    put_capabilities(&mut store, "s", a, &names("sampling"), slots).unwrap();
+    assert_eq!(
+        get_capabilities(&store, "s", "session-0", slots).unwrap(),
+        Some(names("roots"))
+    );
+    assert_eq!(
+        get_capabilities(&store, "s", a, slots).unwrap(),
+        Some(names("sampling"))
+    );
+    // A session writing again keeps its slot, whichever of its two it is in.
+    put_capabilities(&mut store, "s", a, &names("elicitation"), slots).unwrap();
+    assert_eq!(
+        get_capabilities(&store, "s", "session-0", slots).unwrap(),
+        Some(names("roots"))
+    );
+    assert_eq!(
+        get_capabilities(&store, "s", a, slots).unwrap(),
+        Some(names("elicitation"))
+    );
+    // A third session of the same first slot, its second slot taken or not, never reads as
+    // another's: what it reads is its own or nothing.
+    put_capabilities(&mut store, "s", b, &names("sampling"), slots).unwrap();
+    assert_eq!(
+        get_capabilities(&store, "s", b, slots).unwrap(),
+        Some(names("sampling"))
+    );
+    for session in ["session-0", a.as_str()] {
+        let read = get_capabilities(&store, "s", session, slots).unwrap();
+        assert!(read.is_none() || read.as_ref().is_some_and(|n| n != &names("sampling")));
+    }
+}
