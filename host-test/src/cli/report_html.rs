@@ -324,6 +324,24 @@ fn overview(out: &mut String, drift: &DriftDiff) {
     out.push_str("</table>\n");
 }
 
+/// One table row per change of a tool (its class, kind and where), with `class` on the row.
+fn change_rows<'c>(out: &mut String, changes: impl Iterator<Item = &'c Change>, class: &str) {
+    for change in changes {
+        let path = if change.path.is_empty() {
+            "(whole tool)"
+        } else {
+            change.path.as_str()
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            badge(change.class),
+            change.kind.as_str(),
+            escape(path)
+        );
+    }
+}
+
 fn tool_section(
     out: &mut String,
     name: &str,
@@ -342,20 +360,7 @@ fn tool_section(
         "<section class=\"tool\"><h2>{}<span class=\"state\">{state}{rename}</span></h2>\n<table class=\"changes\">",
         escape(name)
     );
-    for change in changes {
-        let path = if change.path.is_empty() {
-            "(whole tool)"
-        } else {
-            change.path.as_str()
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"in-tool\"><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            badge(change.class),
-            change.kind.as_str(),
-            escape(path)
-        );
-    }
+    change_rows(out, changes.iter().copied(), "in-tool");
     out.push_str("</table>\n<div class=\"sides\">");
     for (side, value, title) in [(Side::Old, old, "baseline"), (Side::New, new, "candidate")] {
         let _ = write!(out, "<div class=\"side {title}\"><h3>{title}</h3>");

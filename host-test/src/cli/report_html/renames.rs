@@ -8,7 +8,7 @@
 //! probably one tool, and lists ambiguous groups without pairing them
 //! (`toolseal_core::policy::drift::renames`).
 
-use super::{Marks, Side, badge, escape, marks_for, write_json};
+use super::{Marks, Side, badge, change_rows, escape, marks_for, write_json};
 use std::fmt::Write as _;
 use toolseal_core::policy::drift::{Change, Rename, Renames};
 
@@ -105,20 +105,7 @@ fn pair_section(out: &mut String, rename: &Rename) {
         escape(&rename.from),
         escape(&rename.to)
     );
-    for change in &rename.changes {
-        let path = if change.path.is_empty() {
-            "(whole tool)"
-        } else {
-            change.path.as_str()
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"in-rename\"><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            badge(change.class),
-            change.kind.as_str(),
-            escape(path)
-        );
-    }
+    change_rows(out, rename.changes.iter(), "in-rename");
     out.push_str("</table>\n<div class=\"sides\">");
     let changes: Vec<&Change> = rename.changes.iter().collect();
     for (side, value, title) in [
