@@ -431,19 +431,28 @@ pub fn get_tool_set(
     }
 }
 
-/// The slot a (server, session) pair hashes to.
-pub fn slot(server: &str, session: &str, slots: usize) -> usize {
+/// The first two 64-bit words (little-endian) of the SHA-256 of a (server, session) pair.
+fn pair_words(server: &str, session: &str) -> [u64; 2] {
     let mut h = Sha256::new();
     h.update(server.as_bytes());
     h.update([0u8]);
     h.update(session.as_bytes());
     let digest = h.finalize();
-    let mut n = [0u8; 8];
-    for (dst, src) in n.iter_mut().zip(digest.iter()) {
-        *dst = *src;
-    }
+    let word = |half: usize| {
+        let mut n = [0u8; 8];
+        for (dst, src) in n.iter_mut().zip(digest.iter().skip(half * 8)) {
+            *dst = *src;
+        }
+        u64::from_le_bytes(n)
+    };
+    [word(0), word(1)]
+}
+
+/// The slot a (server, session) pair hashes to.
+pub fn slot(server: &str, session: &str, slots: usize) -> usize {
     let slots = u64::try_from(slots.max(1)).unwrap_or(u64::MAX);
-    usize::try_from(u64::from_le_bytes(n) % slots).unwrap_or(0)
+    let [first, _] = pair_words(server, session);
+    usize::try_from(first % slots).unwrap_or(0)
 }
 
 /// The slot identity of a client key: the session id itself (as it always was), or the
@@ -666,24 +675,13 @@ pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
 /// the first that is its own or free, so two sessions of one slot do not make each other's
 /// views untellable (with one slot, 16 sessions among 4,096 slots collide 3% of the time).
 fn caps_keys(server: &str, session: &str, slots: usize) -> [String; 2] {
-    let mut h = Sha256::new();
-    h.update(server.as_bytes());
-    h.update([0u8]);
-    h.update(session.as_bytes());
-    let digest = h.finalize();
     let slots = u64::try_from(slots.max(1)).unwrap_or(u64::MAX);
-    let word = |half: usize| {
-        let mut n = [0u8; 8];
-        for (dst, src) in n.iter_mut().zip(digest.iter().skip(half * 8)) {
-            *dst = *src;
-        }
-        u64::from_le_bytes(n)
-    };
-    // The second slot is another one whenever there are two.
-    let first = word(0) % slots;
+    let [one, two] = pair_words(server, session);
+    // The first is the pair's slot; the second is another one whenever there are two.
+    let first = one % slots;
     let second = match slots {
         1 => first,
-        _ => (first + 1 + word(1) % (slots - 1)) % slots,
+        _ => (first + 1 + two % (slots - 1)) % slots,
     };
     [first, second].map(|index| format!("ts/v1/caps/{index}"))
 }
