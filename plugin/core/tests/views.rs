@@ -592,3 +592,31 @@ fn a_lock_of_a_views_new_list_does_not_drift_again() {
     assert_eq!((listed(&a), listed(&b)), (vec![13], vec![18]));
     assert_eq!(record(&gw).status, SchemaStatus::Verified);
 }
+
+#[test]
+fn a_drifted_servers_clients_listing_on_do_not_rewrite_its_record_on_every_list() {
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    replay(&mut gw, CAPABLE, &capable_with_poisoned_echo(), &mut lines);
+    let (drifted, first) = (record(&gw), version(&gw));
+    assert_eq!(drifted.status, SchemaStatus::Changed);
+    let sighted = drifted.live_view.as_ref().unwrap().last_ms;
+    // The same view lists the same drifted set again, seconds later: refused, nothing written.
+    let again = replay(&mut gw, CAPABLE, &capable_with_poisoned_echo(), &mut lines);
+    assert_eq!(listed(&again), [0]);
+    assert_eq!(version(&gw), first);
+    assert_eq!(record(&gw), drifted);
+    // A step later the sighting moves, once.
+    gw.now_ms += toolseal_core::policy::views::LAST_SEEN_STEP_MS;
+    replay(&mut gw, CAPABLE, &capable_with_poisoned_echo(), &mut lines);
+    let moved = record(&gw);
+    assert_ne!(version(&gw), first);
+    assert!(moved.live_view.as_ref().unwrap().last_ms > sighted);
+    assert_eq!(moved.live, drifted.live);
+    assert_eq!(moved.status, SchemaStatus::Changed);
+}
+
+fn version(gw: &NativeReplay) -> u32 {
+    state::load_record(&gw.store, SERVER).unwrap().unwrap().1
+}

@@ -416,13 +416,17 @@ impl Engine {
             Some(f) => self.approved(store, &server, f)?,
             None => None,
         };
-        let remembered = fingerprint.and_then(|f| Some((f, self.listed.get(f)?.clone())));
-        let digests = match (cached, remembered) {
-            (Some(set), _) => Ok(LiveDigests::Cached(set)),
-            (None, Some((f, digests))) => Ok(LiveDigests::Computed(digests, Some(f.to_string()))),
-            (None, None) => self
-                .live_digests(store, &server, tools)
-                .map_err(|e| format!("INVALID_TOOL_SET: {e}")),
+        // The remembered digests are copied only when no cached set stands for the list
+        // (copying them anyway cost each verified 100-tool list 65K instructions).
+        let remembered = || fingerprint.and_then(|f| Some((f, self.listed.get(f)?.clone())));
+        let digests = match cached {
+            Some(set) => Ok(LiveDigests::Cached(set)),
+            None => match remembered() {
+                Some((f, digests)) => Ok(LiveDigests::Computed(digests, Some(f.to_string()))),
+                None => self
+                    .live_digests(store, &server, tools)
+                    .map_err(|e| format!("INVALID_TOOL_SET: {e}")),
+            },
         };
         if let Ok(LiveDigests::Computed(digests, None)) = &digests {
             if self.listed.len() >= LISTED_ENTRIES {

@@ -413,13 +413,24 @@ fn observe_live(
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
             next.live_matches = *matches && next.baseline.is_some();
-            let seen_by = match next.live_matches {
-                true => None,
-                false => view.clone(),
+            let earlier = next.live_view.take();
+            let seen_by = match (next.live_matches, same_candidate, &earlier, view) {
+                (true, ..) => None,
+                // The view that showed the candidate showing it again keeps its sighting to
+                // the step: a drifted server's clients list on, and a sighting moved on every
+                // list rewrote the server's record on every list.
+                (false, true, Some(e), Some(now))
+                    if e.key == now.key
+                        && e.names == now.names
+                        && now.last_ms.saturating_sub(e.last_ms) < LAST_SEEN_STEP_MS =>
+                {
+                    Some(e.clone())
+                }
+                (false, ..) => view.clone(),
             };
             // Another view listing the candidate already under review joins it: one approval
             // records every view that showed it.
-            match (same_candidate, next.live_view.take(), &seen_by) {
+            match (same_candidate, earlier, &seen_by) {
                 (true, Some(earlier), Some(now)) if earlier.key != now.key => {
                     next.live_views_also
                         .retain(|v| v.key != earlier.key && v.key != now.key);

@@ -19,6 +19,7 @@ use crate::wire::canonical::to_canonical_string;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 /// Where a request's view comes from (`views`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,8 +155,9 @@ pub struct ViewRecord {
     pub key: String,
     /// [`ViewId::sources`].
     pub sources: Vec<(String, Value)>,
-    /// The tool names listed to this view, sorted.
-    pub names: Vec<String>,
+    /// The tool names listed to this view, sorted. Shared: the record is copied on every
+    /// list's decision, and a view's names change only when a list shows others.
+    pub names: Rc<[String]>,
     /// When it was first seen (ms since the epoch).
     pub first_ms: u64,
     /// When a list of it last verified (ms since the epoch, kept to [`LAST_SEEN_STEP_MS`]).
@@ -197,11 +199,12 @@ impl Candidate {
     }
 }
 
-/// The candidate a list (`listed`, its digests) of view `view` makes of `catalogue`, given
-/// the names the server's other views list. `view`: the view's record when it is known.
+/// The candidate a list (`listed`, its digests, whose fingerprint is `listed_fingerprint`)
+/// of view `view` makes of `catalogue`, given the names the server's other views list.
+/// `view`: the view's record when it is known.
 pub fn candidate<'v>(
     catalogue: &Approved,
-    listed: &ToolDigests,
+    (listed, listed_fingerprint): (&ToolDigests, &str),
     view: Option<&ViewRecord>,
     others: impl Iterator<Item = &'v ViewRecord>,
     allow_subset: bool,
@@ -251,8 +254,8 @@ pub fn candidate<'v>(
     // fingerprint is known (hashing every digest again cost each verified 100-tool list
     // more than half a million instructions).
     let unchanged = added.is_empty() && redefined.is_empty() && dropped.is_empty();
-    let digests = match unchanged && listed.len() == catalogue.tools.len() {
-        true => listed.clone(),
+    let (digests, fingerprint) = match unchanged && listed.len() == catalogue.tools.len() {
+        true => (listed.clone(), catalogue.fingerprint.clone()),
         false => {
             let mut entries: Vec<(String, String)> = catalogue
                 .tools
@@ -260,14 +263,22 @@ pub fn candidate<'v>(
                 .filter(|(name, _)| !is_listed(name) && !orphaned(name))
                 .map(|(name, tool)| (name.clone(), tool.digest.clone()))
                 .collect();
-            entries.extend(listed.entries.iter().cloned());
-            // Names are unique: the catalogue's, less those listed, plus the listed ones.
-            ToolDigests::from_entries(entries).unwrap_or_default()
+            match (entries.is_empty(), unchanged) {
+                // The list is the whole candidate: its fingerprint is known (hashing again
+                // cost each list of a drifted 100-tool server 0.54M instructions).
+                (true, _) => (listed.clone(), listed_fingerprint.to_string()),
+                (false, unchanged) => {
+                    entries.extend(listed.entries.iter().cloned());
+                    // Names are unique: the catalogue's, less those listed, plus the listed.
+                    let digests = ToolDigests::from_entries(entries).unwrap_or_default();
+                    let fingerprint = match unchanged {
+                        true => catalogue.fingerprint.clone(),
+                        false => digests.fingerprint(),
+                    };
+                    (digests, fingerprint)
+                }
+            }
         }
-    };
-    let fingerprint = match unchanged {
-        true => catalogue.fingerprint.clone(),
-        false => digests.fingerprint(),
     };
     Candidate {
         digests,

@@ -17,6 +17,7 @@ use crate::policy::views::{self, ViewId, ViewRead, ViewRecord};
 use crate::state::store::StateStore;
 use crate::state::{self, StateError};
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 /// The digests of a live tool set: computed from its definitions, or those of the cached set
@@ -36,14 +37,6 @@ impl LiveDigests {
             LiveDigests::Cached(set) => set.fingerprint.clone(),
         }
     }
-
-    /// The `(name, digest)` pairs.
-    fn digests(&self) -> ToolDigests {
-        match self {
-            LiveDigests::Computed(digests, _) => digests.clone(),
-            LiveDigests::Cached(set) => set.digests().unwrap_or_default(),
-        }
-    }
 }
 
 /// A complete live list's own facts, computed once from the list.
@@ -54,8 +47,10 @@ pub(super) enum LiveCheck<'t> {
     Valid {
         /// Its own server fingerprint.
         fingerprint: String,
-        /// Its digests.
-        digests: ToolDigests,
+        /// Its digests, as computed or as the cached set it equals.
+        digests: LiveDigests,
+        /// The cached set's digests as pairs, made only when a decision needs them.
+        pairs: OnceCell<ToolDigests>,
         /// Its definitions.
         tools: &'t Value,
         /// The view it was listed to.
@@ -95,7 +90,8 @@ impl LiveCheck<'_> {
             Err(reason) => LiveCheck::Invalid(reason),
             Ok(digests) => LiveCheck::Valid {
                 fingerprint: digests.fingerprint(),
-                digests: digests.digests(),
+                digests,
+                pairs: OnceCell::new(),
                 tools,
                 view,
             },
@@ -127,11 +123,12 @@ impl LiveCheck<'_> {
             LiveCheck::Valid {
                 fingerprint,
                 digests,
+                pairs,
                 tools,
                 view,
             } => (
                 fingerprint,
-                digests,
+                Listed { digests, pairs },
                 *tools,
                 view.and_then(|v| v.as_ref().ok()),
             ),
@@ -142,7 +139,7 @@ impl LiveCheck<'_> {
             // First contact: the list is the candidate (screened as a first contact).
             let Some(view) = view else {
                 return Ok(Decided::CatalogueAlone {
-                    withheld: views::names_of(listed),
+                    withheld: views::names_of(listed.pairs()),
                     past_bound: false,
                 });
             };
@@ -151,7 +148,7 @@ impl LiveCheck<'_> {
                 cache,
                 (config, at.server, record),
                 fingerprint,
-                listed_defs.to_vec(),
+                &|| listed_defs.to_vec(),
             )?;
             let findings = crate::policy::screening::screen(tools, Some(record), &config.screening);
             let live = LiveSet::Valid {
@@ -159,7 +156,7 @@ impl LiveCheck<'_> {
                 matches: false,
                 findings,
                 reach: DriftReach::Unknown,
-                view: Some(seen(view, listed, None, at.now_ms)),
+                view: Some(seen(view, listed.pairs(), None, at.now_ms)),
                 grows: false,
             };
             return Ok(Decided::Apply(live, false));
@@ -173,7 +170,7 @@ impl LiveCheck<'_> {
                 cache,
                 (config, at.server, record),
                 fingerprint,
-                listed_defs.to_vec(),
+                &|| listed_defs.to_vec(),
             )?;
             let reach = match matches {
                 true => DriftReach::Unknown,
@@ -187,7 +184,7 @@ impl LiveCheck<'_> {
                 matches,
                 findings: Vec::new(),
                 reach,
-                view: view.map(|v| seen(v, listed, record.view(&v.key), at.now_ms)),
+                view: view.map(|v| seen(v, listed.pairs(), record.view(&v.key), at.now_ms)),
                 grows: false,
             };
             return Ok(Decided::Apply(live, !matches));
@@ -196,12 +193,44 @@ impl LiveCheck<'_> {
         let past_bound =
             view.is_some() && known.is_none() && record.views.len() >= config.limits.max_views;
         let told = view.filter(|_| !past_bound);
+        if *fingerprint == catalogue.fingerprint {
+            // The list is the catalogue itself (equal fingerprints, equal digests name for
+            // name): nothing is added, redefined or dropped, so it verifies when its view is
+            // new or was recorded with the catalogue's names, decided without building a
+            // candidate (that cost each verified 100-tool list 190K instructions). Any other
+            // record is decided below.
+            match (told, known) {
+                (None, _) => {
+                    return Ok(Decided::CatalogueAlone {
+                        withheld: Vec::new(),
+                        past_bound,
+                    });
+                }
+                (Some(view), Some(known)) if names_are(&known.names, &catalogue) => {
+                    let seen = view_record(view, known.names.clone(), Some(known), at.now_ms);
+                    return Ok(verified(fingerprint.clone(), seen));
+                }
+                (Some(view), None) => {
+                    let names = catalogue.tools.keys().cloned().collect();
+                    let seen = view_record(view, names, None, at.now_ms);
+                    return Ok(verified(fingerprint.clone(), seen));
+                }
+                (Some(_), Some(_)) => {}
+            }
+        }
+        let listed = listed.pairs();
         let allow_subset = config.server(at.server).allow_subset;
         let others = record
             .views
             .iter()
             .filter(|o| told.is_none_or(|v| o.key != v.key));
-        let candidate = views::candidate(&catalogue, listed, known, others, allow_subset);
+        let candidate = views::candidate(
+            &catalogue,
+            (listed, fingerprint),
+            known,
+            others,
+            allow_subset,
+        );
         let Some(view) = told else {
             if candidate.redefined.is_empty() {
                 return Ok(Decided::CatalogueAlone {
@@ -222,19 +251,12 @@ impl LiveCheck<'_> {
         };
         if candidate.verifies(&catalogue) {
             // An allowed subset keeps the names recorded for the view.
-            let mut seen = seen(view, listed, known, at.now_ms);
-            if let Some(known) = known {
-                seen.names.clone_from(&known.names);
-            }
-            let live = LiveSet::Valid {
-                fingerprint: candidate.fingerprint,
-                matches: true,
-                findings: Vec::new(),
-                reach: DriftReach::Unknown,
-                view: Some(seen),
-                grows: false,
+            let names = match known {
+                Some(known) => known.names.clone(),
+                None => views::names_of(listed).into(),
             };
-            return Ok(Decided::Apply(live, false));
+            let seen = view_record(view, names, known, at.now_ms);
+            return Ok(verified(candidate.fingerprint, seen));
         }
         let seen = seen(view, listed, known, at.now_ms);
         let grows = known.is_none()
@@ -265,13 +287,12 @@ impl LiveCheck<'_> {
         let fresh = ServerRecord::new(at.now_ms);
         let findings =
             crate::policy::screening::screen(&Value::Array(added), Some(&fresh), &config.screening);
-        let definitions = views::candidate_definitions(&catalogue, &candidate, listed_defs);
         store_set(
             store,
             cache,
             (config, at.server, record),
             &candidate.fingerprint,
-            definitions,
+            &|| views::candidate_definitions(&catalogue, &candidate, listed_defs),
         )?;
         let live = LiveSet::Valid {
             fingerprint: candidate.fingerprint,
@@ -296,13 +317,12 @@ fn drift(
     listed: &[Value],
     view: Option<ViewRecord>,
 ) -> Result<Decided, StateError> {
-    let definitions = views::candidate_definitions(catalogue, &candidate, listed);
     store_set(
         store,
         cache,
         (at.config, at.server, record),
         &candidate.fingerprint,
-        definitions,
+        &|| views::candidate_definitions(catalogue, &candidate, listed),
     )?;
     let reach = DriftReach::Tools(containment::classify(catalogue, &candidate.digests, true));
     let live = LiveSet::Valid {
@@ -316,6 +336,47 @@ fn drift(
     Ok(Decided::Apply(live, true))
 }
 
+/// A live list's digests, with the cached set's as pairs made on first need.
+struct Listed<'l> {
+    digests: &'l LiveDigests,
+    pairs: &'l OnceCell<ToolDigests>,
+}
+
+impl Listed<'_> {
+    /// The `(name, digest)` pairs.
+    fn pairs(&self) -> &ToolDigests {
+        match self.digests {
+            LiveDigests::Computed(digests, _) => digests,
+            LiveDigests::Cached(set) => {
+                self.pairs.get_or_init(|| set.digests().unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// Whether `names` (a view's recorded names) are exactly the catalogue's, in its order
+/// (recorded names are kept sorted; any other record is left to the full decision).
+fn names_are(names: &[String], catalogue: &Approved) -> bool {
+    names.len() == catalogue.tools.len()
+        && names
+            .iter()
+            .zip(catalogue.tools.keys())
+            .all(|(a, b)| a == b)
+}
+
+/// A list that verifies against the catalogue, seen through `seen`.
+fn verified(fingerprint: String, seen: ViewRecord) -> Decided {
+    let live = LiveSet::Valid {
+        fingerprint,
+        matches: true,
+        findings: Vec::new(),
+        reach: DriftReach::Unknown,
+        view: Some(seen),
+        grows: false,
+    };
+    Decided::Apply(live, false)
+}
+
 /// The view record a list of `view` makes: the names it listed.
 fn seen(
     view: &ViewId,
@@ -323,7 +384,16 @@ fn seen(
     known: Option<&ViewRecord>,
     now_ms: u64,
 ) -> ViewRecord {
-    let names = views::names_of(listed);
+    view_record(view, views::names_of(listed).into(), known, now_ms)
+}
+
+/// The record of `view` listed `names` now (first seen when `known` was, or now).
+fn view_record(
+    view: &ViewId,
+    names: Rc<[String]>,
+    known: Option<&ViewRecord>,
+    now_ms: u64,
+) -> ViewRecord {
     ViewRecord {
         key: view.key.clone(),
         sources: view.sources.clone(),
@@ -334,13 +404,15 @@ fn seen(
 }
 
 /// Stores a set the lifecycle is handed (a candidate for review, a first contact, a set
-/// whose definitions were known by fingerprint only) unless it is stored already.
+/// whose definitions were known by fingerprint only) unless it is stored already. The
+/// definitions are gathered only to be stored: copying them for every list of a drifted
+/// server cost each 100-tool list 1.5M instructions.
 fn store_set(
     store: &mut dyn StateStore,
     cache: &mut ApprovedCache,
     at: (&Config, &str, &ServerRecord),
     fingerprint: &str,
-    definitions: Vec<Value>,
+    definitions: &dyn Fn() -> Vec<Value>,
 ) -> Result<(), StateError> {
     let (config, server, record) = at;
     // A set the record names is stored (nothing replaces a named set).
@@ -350,6 +422,7 @@ fn store_set(
     {
         return Ok(());
     }
+    let definitions = definitions();
     state::put_tool_set(store, server, fingerprint, &definitions)?;
     if let Some(approved) =
         Approved::from_definitions(fingerprint, definitions, &config.fingerprint)
