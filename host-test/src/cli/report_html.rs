@@ -306,11 +306,7 @@ fn overview(out: &mut String, drift: &DriftDiff) {
     changes.sort_by_key(|c| std::cmp::Reverse(c.class));
     out.push_str("<table class=\"overview\"><tr><th>class</th><th>tool</th><th>change</th><th>where</th><th>what</th></tr>\n");
     for change in changes {
-        let path = if change.path.is_empty() {
-            "(whole tool)"
-        } else {
-            change.path.as_str()
-        };
+        let path = where_changed(change);
         let _ = writeln!(
             out,
             "<tr class=\"change\"><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td class=\"detail\">{}</td></tr>",
@@ -324,14 +320,18 @@ fn overview(out: &mut String, drift: &DriftDiff) {
     out.push_str("</table>\n");
 }
 
+/// Where in the tool a change is, as the report shows it.
+fn where_changed(change: &Change) -> &str {
+    match change.path.is_empty() {
+        true => "(whole tool)",
+        false => &change.path,
+    }
+}
+
 /// One table row per change of a tool (its class, kind and where), with `class` on the row.
 fn change_rows<'c>(out: &mut String, changes: impl Iterator<Item = &'c Change>, class: &str) {
     for change in changes {
-        let path = if change.path.is_empty() {
-            "(whole tool)"
-        } else {
-            change.path.as_str()
-        };
+        let path = where_changed(change);
         let _ = write!(
             out,
             "<tr class=\"{class}\"><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
