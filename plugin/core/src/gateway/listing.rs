@@ -420,7 +420,7 @@ impl Engine {
         // (copying them anyway cost each verified 100-tool list 65K instructions).
         let remembered = || fingerprint.and_then(|f| Some((f, self.listed.get(f)?.clone())));
         let digests = match cached {
-            Some(set) => Ok(LiveDigests::Cached(set)),
+            Some(set) => Ok(LiveDigests::Cached(set, Default::default())),
             None => match remembered() {
                 Some((f, digests)) => Ok(LiveDigests::Computed(digests, Some(f.to_string()))),
                 None => self

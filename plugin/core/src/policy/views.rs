@@ -250,34 +250,27 @@ pub fn candidate<'v>(
         dropped.binary_search(&name).is_ok()
             && !others.iter().any(|o| o.names.iter().any(|n| n == name))
     };
-    // Nothing added, redefined or dropped: the candidate is the catalogue itself, whose
-    // fingerprint is known (hashing every digest again cost each verified 100-tool list
-    // more than half a million instructions).
     let unchanged = added.is_empty() && redefined.is_empty() && dropped.is_empty();
-    let (digests, fingerprint) = match unchanged && listed.len() == catalogue.tools.len() {
-        true => (listed.clone(), catalogue.fingerprint.clone()),
+    let mut entries: Vec<(String, String)> = catalogue
+        .tools
+        .iter()
+        .filter(|(name, _)| !is_listed(name) && !orphaned(name))
+        .map(|(name, tool)| (name.clone(), tool.digest.clone()))
+        .collect();
+    let (digests, fingerprint) = match entries.is_empty() {
+        // The list is the whole candidate: its fingerprint is known (hashing every digest
+        // again cost each 100-tool list more than half a million instructions).
+        true => (listed.clone(), listed_fingerprint.to_string()),
         false => {
-            let mut entries: Vec<(String, String)> = catalogue
-                .tools
-                .iter()
-                .filter(|(name, _)| !is_listed(name) && !orphaned(name))
-                .map(|(name, tool)| (name.clone(), tool.digest.clone()))
-                .collect();
-            match (entries.is_empty(), unchanged) {
-                // The list is the whole candidate: its fingerprint is known (hashing again
-                // cost each list of a drifted 100-tool server 0.54M instructions).
-                (true, _) => (listed.clone(), listed_fingerprint.to_string()),
-                (false, unchanged) => {
-                    entries.extend(listed.entries.iter().cloned());
-                    // Names are unique: the catalogue's, less those listed, plus the listed.
-                    let digests = ToolDigests::from_entries(entries).unwrap_or_default();
-                    let fingerprint = match unchanged {
-                        true => catalogue.fingerprint.clone(),
-                        false => digests.fingerprint(),
-                    };
-                    (digests, fingerprint)
-                }
-            }
+            entries.extend(listed.entries.iter().cloned());
+            // Names are unique: the catalogue's, less those listed, plus the listed ones.
+            let digests = ToolDigests::from_entries(entries).unwrap_or_default();
+            // Nothing added, redefined or dropped: the candidate is the catalogue itself.
+            let fingerprint = match unchanged {
+                true => catalogue.fingerprint.clone(),
+                false => digests.fingerprint(),
+            };
+            (digests, fingerprint)
         }
     };
     Candidate {

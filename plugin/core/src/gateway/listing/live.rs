@@ -25,8 +25,9 @@ use std::rc::Rc;
 pub(super) enum LiveDigests {
     /// Digested from the list (or taken from a cached set the list was compared with).
     Computed(ToolDigests, Option<String>),
-    /// The list is known to be exactly this cached set.
-    Cached(Rc<Approved>),
+    /// The list is known to be exactly this cached set (its digests as pairs made only when
+    /// a decision needs them).
+    Cached(Rc<Approved>, OnceCell<ToolDigests>),
 }
 
 impl LiveDigests {
@@ -34,7 +35,17 @@ impl LiveDigests {
         match self {
             LiveDigests::Computed(_, Some(known)) => known.clone(),
             LiveDigests::Computed(digests, None) => digests.fingerprint(),
-            LiveDigests::Cached(set) => set.fingerprint.clone(),
+            LiveDigests::Cached(set, _) => set.fingerprint.clone(),
+        }
+    }
+
+    /// The `(name, digest)` pairs.
+    fn pairs(&self) -> &ToolDigests {
+        match self {
+            LiveDigests::Computed(digests, _) => digests,
+            LiveDigests::Cached(set, pairs) => {
+                pairs.get_or_init(|| set.digests().unwrap_or_default())
+            }
         }
     }
 }
@@ -49,8 +60,6 @@ pub(super) enum LiveCheck<'t> {
         fingerprint: String,
         /// Its digests, as computed or as the cached set it equals.
         digests: LiveDigests,
-        /// The cached set's digests as pairs, made only when a decision needs them.
-        pairs: OnceCell<ToolDigests>,
         /// Its definitions.
         tools: &'t Value,
         /// The view it was listed to.
@@ -91,7 +100,6 @@ impl LiveCheck<'_> {
             Ok(digests) => LiveCheck::Valid {
                 fingerprint: digests.fingerprint(),
                 digests,
-                pairs: OnceCell::new(),
                 tools,
                 view,
             },
@@ -123,12 +131,11 @@ impl LiveCheck<'_> {
             LiveCheck::Valid {
                 fingerprint,
                 digests,
-                pairs,
                 tools,
                 view,
             } => (
                 fingerprint,
-                Listed { digests, pairs },
+                digests,
                 *tools,
                 view.and_then(|v| v.as_ref().ok()),
             ),
@@ -336,32 +343,10 @@ fn drift(
     Ok(Decided::Apply(live, true))
 }
 
-/// A live list's digests, with the cached set's as pairs made on first need.
-struct Listed<'l> {
-    digests: &'l LiveDigests,
-    pairs: &'l OnceCell<ToolDigests>,
-}
-
-impl Listed<'_> {
-    /// The `(name, digest)` pairs.
-    fn pairs(&self) -> &ToolDigests {
-        match self.digests {
-            LiveDigests::Computed(digests, _) => digests,
-            LiveDigests::Cached(set) => {
-                self.pairs.get_or_init(|| set.digests().unwrap_or_default())
-            }
-        }
-    }
-}
-
 /// Whether `names` (a view's recorded names) are exactly the catalogue's, in its order
 /// (recorded names are kept sorted; any other record is left to the full decision).
 fn names_are(names: &[String], catalogue: &Approved) -> bool {
-    names.len() == catalogue.tools.len()
-        && names
-            .iter()
-            .zip(catalogue.tools.keys())
-            .all(|(a, b)| a == b)
+    names.iter().eq(catalogue.tools.keys())
 }
 
 /// A list that verifies against the catalogue, seen through `seen`.
