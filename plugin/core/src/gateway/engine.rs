@@ -255,6 +255,9 @@ pub struct Engine {
     /// could not read or write the state): their live set is unknown, so calls to them are
     /// refused until a list verifies here. At most `limits.max_servers` entries.
     pub(crate) held: std::collections::BTreeSet<String>,
+    /// The candidate catalogues this worker made of drifted lists lately (see
+    /// `listing::live::CandidateMemo`).
+    pub(crate) candidates: crate::gateway::listing::live::CandidateMemo,
 }
 
 impl Engine {
@@ -268,6 +271,7 @@ impl Engine {
             known_lists: crate::gateway::known_list::KnownLists::default(),
             checked_list: None,
             listed: std::collections::BTreeMap::new(),
+            candidates: Default::default(),
             held: std::collections::BTreeSet::new(),
         }
     }

@@ -9,7 +9,7 @@
 //! ([`crate::policy::containment`]) and those policy refuses this caller whatever the arguments.
 
 mod answer;
-mod live;
+pub(crate) mod live;
 mod pages;
 
 use crate::gateway::engine::{Engine, Exchange, PendingList};
@@ -437,6 +437,8 @@ impl Engine {
         let live = LiveCheck::new(digests, tools, view);
         let checked = live.fingerprint().map(str::to_string);
         let (mut drifted, mut alone) = (false, None);
+        // Taken for the decision and put back (`transition_deciding` borrows the engine).
+        let mut memo = std::mem::take(&mut self.candidates);
         let record = self.transition_deciding(
             store,
             out,
@@ -450,7 +452,7 @@ impl Engine {
                     server: &server,
                     now_ms,
                 };
-                match live.decide(store, cache, &at, record)? {
+                match live.decide(store, cache, &mut memo, &at, record)? {
                     Decided::Apply(event, differs) => {
                         (drifted, alone) = (differs, None);
                         Ok(Some(Event::Live(event)))
@@ -464,7 +466,9 @@ impl Engine {
                     }
                 }
             },
-        )?;
+        );
+        self.candidates = memo;
+        let record = record?;
         if drifted {
             out.count(Counter::ListsChanged, None);
         }
