@@ -8,7 +8,8 @@
 # names carry the generic arguments (`sort::<(&str, &str), …>`), so it never invalidates the
 # main build. Not run by CI.
 #
-# Usage: scripts/wasm-size-report.sh [--top N] [--markdown]     (options go to the report)
+# Usage: scripts/wasm-size-report.sh [--top N] [--markdown] [--retained REGEX]   (options go to the report;
+#        --retained: the code only each matching function keeps, read with wasm2wat from wabt)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"

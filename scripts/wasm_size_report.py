@@ -8,14 +8,21 @@ enough to tell the crate and the path. The crate of a function is the crate of t
 was compiled from; a generic function instantiated for another crate's types counts for the
 crate that defines it (``serde_json::de::...<toolseal_core::...>`` is serde_json's).
 
-    wasm_size_report.py MODULE.wasm [--top N] [--markdown]
+    wasm_size_report.py MODULE.wasm [--top N] [--markdown] [--retained REGEX]
+
+``--retained REGEX`` adds, for every function whose demangled name matches, the code that only
+it keeps in the module: what leaves if that function goes (its share of the direct-call graph
+from the exports and the function table). It reads the calls from `wasm2wat` (wabt, a Debian
+package), the only part of the report that needs a tool.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import signal
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -407,11 +414,58 @@ def without_arguments(path: str) -> str:
     return "".join(out)
 
 
+def call_graph(path: Path) -> tuple[dict[str, set[str]], set[str]]:
+    """Direct calls by function name, and the roots (exports and the function table), read from
+    the module's text form."""
+    wat = subprocess.run(["wasm2wat", str(path)], check=True, capture_output=True,
+                         text=True).stdout
+    calls: dict[str, set[str]] = defaultdict(set)
+    roots: set[str] = set()
+    current = None
+    for line in wat.split("\n"):
+        if line.startswith("  (func $"):
+            current = line.split()[1][1:].rstrip(")")
+        elif line.startswith("  (export ") and "(func $" in line:
+            roots.add(line.split("(func $")[1].split(")")[0])
+        elif line.startswith("  (elem "):
+            roots.update(n.rstrip(")") for n in re.findall(r"\$(\S+)", line))
+        elif current and "call $" in line:
+            calls[current].add(line.split("call $")[1].split()[0].rstrip(")"))
+    return calls, roots
+
+
+def retained(path: Path, sizes: dict[str, int], pattern: str) -> list[tuple[int, int, str]]:
+    """For each function matching `pattern`: the bytes and the number of functions reachable
+    only through it."""
+    calls, roots = call_graph(path)
+
+    def reach(without: str | None) -> set[str]:
+        seen: set[str] = set()
+        stack = [r for r in roots if r != without]
+        while stack:
+            name = stack.pop()
+            if name in seen or name == without:
+                continue
+            seen.add(name)
+            stack.extend(c for c in calls.get(name, ()) if c not in seen)
+        return seen
+
+    everything = reach(None)
+    rows = []
+    for name in everything:
+        if name in sizes and re.search(pattern, demangle(name)):
+            lost = everything - reach(name)
+            rows.append((sum(sizes.get(n, 0) for n in lost), len(lost), demangle(name)))
+    return sorted(rows, reverse=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("module", type=Path)
     parser.add_argument("--top", type=int, default=40, help="functions to list (default 40)")
     parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    parser.add_argument("--retained", metavar="REGEX",
+                        help="the code only each matching function keeps (needs wasm2wat)")
     args = parser.parse_args()
     data = args.module.read_bytes()
     module = Module(data)
@@ -471,6 +525,16 @@ def main() -> int:
     top = sorted(functions, key=lambda f: -f[0])[:args.top]
     table(f"the {args.top} largest functions", ("bytes", "function"),
           [(f"{size:,}", path[:150]) for size, path, _ in top])
+    if args.retained:
+        if shutil.which("wasm2wat") is None:
+            print("--retained needs wasm2wat (Debian package wabt)", file=sys.stderr)
+            return 1
+        sizes = {module.names.get(module.imported_functions + i, f"func[{i}]"): size
+                 for i, size in enumerate(module.bodies)}
+        rows = retained(args.module, sizes, args.retained)[:args.top]
+        table(f"code kept only by functions matching {args.retained!r}",
+              ("bytes", "functions", "function"),
+              [(f"{b:,}", str(n), path[:150]) for b, n, path in rows])
     return 0
 
 
