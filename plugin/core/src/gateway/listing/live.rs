@@ -485,12 +485,13 @@ impl CandidateMemo {
         allow_subset: bool,
         make: impl FnOnce() -> Candidate,
     ) -> Rc<Made> {
+        let others_len = others.clone().count();
         let hit = self.entries.iter().find(|m| {
             m.catalogue == catalogue.fingerprint
                 && m.listed == listed
                 && m.allow_subset == allow_subset
                 && same_names(m.view.as_ref(), view)
-                && m.others.len() == others.clone().count()
+                && m.others.len() == others_len
                 && m.others.iter().zip(others.clone()).all(|(a, b)| same(a, b))
         });
         if let Some(hit) = hit {
