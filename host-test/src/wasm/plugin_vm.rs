@@ -11,6 +11,7 @@ use super::caller_guest::{GuestExports, StoreData};
 use super::linker::{linker, missing_imports};
 use crate::abi::buffers::ConfigPhase;
 use crate::abi::faults::Fault;
+use crate::abi::http_call::CallAnswer;
 use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{HostState, Identity, LogEntry, StreamState};
 use crate::abi::types::{Action, LogLevel};
@@ -216,6 +217,7 @@ impl PluginVm {
         }
         let root = self.root_id;
         self.host_mut().vm.live_contexts.push(root);
+        self.host_mut().vm.effective_context = root;
         self.call::<(u32, u32), ()>("proxy_on_context_create", (root, 0))?;
         let vm_config_len = len_u32(self.host().vm.vm_configuration.len());
         self.host_mut().vm.config_phase = ConfigPhase::VmStart;
@@ -290,6 +292,7 @@ impl PluginVm {
         self.host_mut().vm.live_contexts.push(id);
         self.host_mut().stream = Some(stream(id));
         let root = self.root_id;
+        self.host_mut().vm.effective_context = id;
         self.call::<(u32, u32), ()>("proxy_on_context_create", (id, root))?;
         Ok(id)
     }
@@ -303,21 +306,45 @@ impl PluginVm {
         size: u32,
         end_of_stream: bool,
     ) -> Result<Action> {
+        self.host_mut().vm.effective_context = context_id;
         let raw =
             self.call::<(u32, u32, u32), u32>(name, (context_id, size, u32::from(end_of_stream)))?;
         Ok(Action::from_u32(raw))
     }
 
-    /// Ends an HTTP context: `proxy_on_log`, `proxy_on_done`, `proxy_on_delete`.
+    /// Ends an HTTP context: `proxy_on_log`, `proxy_on_done`, `proxy_on_delete`. Its
+    /// callouts still in flight are cancelled, as Envoy cancels them when the stream's
+    /// context is destroyed (their answers are never delivered).
     pub fn finish_http_context(&mut self, context_id: u32) -> Result<()> {
+        self.host_mut().vm.effective_context = context_id;
         self.call::<u32, ()>("proxy_on_log", context_id)?;
         self.call::<u32, u32>("proxy_on_done", context_id)?;
         self.call::<u32, ()>("proxy_on_delete", context_id)?;
-        self.host_mut()
-            .vm
-            .live_contexts
-            .retain(|c| *c != context_id);
+        let vm = &mut self.host_mut().vm;
+        vm.live_contexts.retain(|c| *c != context_id);
+        vm.callouts.cancel_context(context_id);
         Ok(())
+    }
+
+    /// Delivers the answer of callout `token` (`None`: the call failed, delivered as Envoy
+    /// does with no headers and no body) to the context that made it, through
+    /// `proxy_on_http_call_response`. Returns `false` when no such call is in flight.
+    pub fn deliver_http_call(&mut self, token: u32, answer: Option<CallAnswer>) -> Result<bool> {
+        let Some(call) = self.host_mut().vm.callouts.take(token) else {
+            return Ok(false);
+        };
+        let (headers, body) = answer.as_ref().map_or((0, 0), |a| {
+            (len_u32(a.headers.len()), len_u32(a.body.len()))
+        });
+        let vm = &mut self.host_mut().vm;
+        vm.callouts.delivering = Some(answer);
+        vm.effective_context = call.context_id;
+        let delivered = self.call::<(u32, u32, u32, u32, u32), ()>(
+            "proxy_on_http_call_response",
+            (call.context_id, token, headers, body, 0),
+        );
+        self.host_mut().vm.callouts.delivering = None;
+        delivered.map(|()| true)
     }
 
     /// Runs `proxy_on_tick` on the root context, if the plugin exports it.
@@ -330,6 +357,7 @@ impl PluginVm {
             return Ok(());
         }
         let root = self.root_id;
+        self.host_mut().vm.effective_context = root;
         self.call::<u32, ()>("proxy_on_tick", root)
     }
 
