@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use toolseal::abi::types::LogLevel;
+use toolseal::fleet::invariants::verdict;
+use toolseal::fleet::perturb::{Perturbation, every};
+use toolseal::fleet::{Action as FleetAction, Fleet, Scenario, Step as FleetStep, explore};
 use toolseal::replay::exchange::Stop;
 use toolseal::replay::fleet_store::{CalloutServer, FleetStore};
 use toolseal::replay::records::PluginRecord;
@@ -579,4 +582,108 @@ fn a_store_call_the_host_will_not_send_fails_closed_and_never_stalls() {
     let (tools, _) = listed_of(&report);
     assert!(tools.is_empty(), "nothing opens without the store");
     assert_eq!(store.calls(), 0);
+}
+
+/// The fleet scenario every perturbation runs: two instances of two workers each. A first
+/// contact on A, B takes the record, calls on both, the rug pull seen on A, B's sync, then
+/// B refusing and filtering without having seen the drift itself.
+fn fleet_scenario() -> Scenario {
+    let step = |instance, worker, action| FleetStep {
+        instance,
+        worker,
+        action,
+    };
+    let ex = |e: HttpExchange| FleetAction::Exchange(e);
+    let weather = |s: &str| {
+        post(
+            s,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "Oslo"}}}),
+            Some(
+                &json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "ok"}]}}),
+            ),
+        )
+    };
+    Scenario {
+        instances: 2,
+        workers: 2,
+        server: SERVER.into(),
+        steps: vec![
+            step(0, 0, ex(list_exchange("s1", &honest()))),
+            step(1, 1, ex(list_exchange("t1", &honest()))),
+            step(0, 1, ex(weather("s1"))),
+            step(1, 0, ex(weather("t1"))),
+            step(0, 0, ex(list_exchange("s2", &rug_pull()))),
+            step(1, 0, FleetAction::Tick),
+            step(1, 1, ex(weather("t1"))),
+            step(1, 0, ex(list_exchange("t1", &honest()))),
+            step(0, 1, ex(weather("s1"))),
+        ],
+    }
+}
+
+fn fleet() -> Fleet {
+    Fleet::new(
+        options(&config(&json!({})), Some(SERVER), None),
+        fleet_scenario(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_fleet_scenario_decides_as_designed_without_perturbation() {
+    let fleet = fleet();
+    let run = fleet.run(&Perturbation::None).unwrap();
+    assert_eq!(run.failure, None);
+    let verdicts: Vec<String> = run
+        .steps
+        .iter()
+        .filter_map(|s| s.report.as_ref().map(verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            r#"tools ["deploy_preview", "get_weather"]"#,
+            r#"tools ["deploy_preview", "get_weather"]"#,
+            "forwarded",
+            "forwarded",
+            "tools []",
+            "local 200 \"SCHEMA_CHANGED\"",
+            "tools []",
+            "local 200 \"SCHEMA_CHANGED\"",
+        ]
+    );
+    assert!(run.final_record.unwrap().contains(r#""status":"changed""#));
+}
+
+#[test]
+fn restarts_conflicts_outages_and_late_answers_break_no_invariant() {
+    let fleet = fleet();
+    let steps = fleet.scenario().steps.len();
+    let perturbations = every(steps, fleet.scenario().instances);
+    let started = std::time::Instant::now();
+    let (runs, violations) = explore(&fleet, &perturbations).unwrap();
+    let shown: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    assert!(shown.is_empty(), "{runs} runs:\n{}", shown.join("\n"));
+    eprintln!(
+        "fleet harness: {runs} runs ({} perturbations) in {:?}",
+        perturbations.len(),
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_plugin_that_served_before_the_stores_yes_would_be_caught() {
+    // The store says yes to the first contact's transaction without writing it: what the
+    // list serves is then in no store, exactly as if the plugin had not waited.
+    let fleet = fleet();
+    let (_, violations) = explore(&fleet, &[Perturbation::LyingYes { at: 0 }]).unwrap();
+    let caught: Vec<&str> = violations.iter().map(|v| v.invariant).collect();
+    assert!(caught.contains(&"served-without-yes"), "{violations:?}");
+    // And a first contact served while the store is down is named as such.
+    let run = fleet.run(&Perturbation::Outage { from: 0, to: 1 }).unwrap();
+    assert_eq!(
+        run.steps[0].report.as_ref().map(verdict).as_deref(),
+        Some("tools []"),
+        "nothing opens without the store"
+    );
 }
