@@ -295,12 +295,18 @@ fn body(
             u32::try_from(size).unwrap_or(u32::MAX),
             end_of_stream,
         )?;
+        // What a callback lets through leaves at once, before any callout it made is
+        // answered (Envoy does not wait for a call the plugin did not wait for).
+        let flowed = after_callback(vm, phase, action);
+        if flowed == Ok(true) {
+            forwarded.extend(with_stream(vm, |s| phase.body(s).take()).unwrap_or_default());
+        }
         wait_for_callouts(vm, setup)?;
         match after_callback(vm, phase, action) {
-            Ok(true) => {
+            Ok(true) if flowed != Ok(true) => {
                 forwarded.extend(with_stream(vm, |s| phase.body(s).take()).unwrap_or_default())
             }
-            Ok(false) => {}
+            Ok(_) => {}
             Err(stop) => return Ok((forwarded, Some(stop))),
         }
     }
