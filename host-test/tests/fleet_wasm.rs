@@ -687,3 +687,75 @@ fn a_plugin_that_served_before_the_stores_yes_would_be_caught() {
         "nothing opens without the store"
     );
 }
+
+#[test]
+fn toolseal_replay_store_sim_serves_the_store_and_shows_what_it_holds() {
+    let config_path = common::scratch("fleet-config.json");
+    std::fs::write(&config_path, config(&json!({})).to_string()).unwrap();
+    let wasm = common::plugin_wasm();
+    let a = common::transcript("everything-2025.11.25");
+    let b = common::transcript("everything-2026.1.26");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = vec!["replay".into(), "--wasm".into()];
+        args.push(wasm.display().to_string());
+        args.extend(extra.iter().map(|s| (*s).to_string()));
+        args
+    };
+    let config_arg = config_path.display().to_string();
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+    let out = common::toolseal(&args(&[
+        "--config",
+        &config_arg,
+        "--store",
+        "sim",
+        "--server",
+        "everything",
+        &a,
+        &b,
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let key = format!("{PREFIX}servers/everything");
+    assert_eq!(
+        last["store"]["keys"][&key]["record"]["status"], "changed",
+        "{last}"
+    );
+    assert!(last["store"]["calls"].as_u64().unwrap() > 0);
+
+    // Unusable: a configuration without a store, another store, --workers.
+    let plain = common::scratch("plain-config.json");
+    std::fs::write(&plain, "{}").unwrap();
+    let plain = plain.display().to_string();
+    for bad in [
+        args(&["--config", &plain, "--store", "sim", &a]),
+        args(&["--config", &config_arg, "--store", "etcd", &a]),
+        args(&[
+            "--config",
+            &config_arg,
+            "--store",
+            "sim",
+            "--workers",
+            "2",
+            &a,
+        ]),
+    ] {
+        let out = common::toolseal(&bad);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--store"),
+            "{bad:?}"
+        );
+    }
+    let help = common::toolseal(&["replay", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--store sim"));
+}
