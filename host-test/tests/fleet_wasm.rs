@@ -18,7 +18,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use toolseal::abi::types::LogLevel;
 use toolseal::fleet::invariants::verdict;
-use toolseal::fleet::perturb::{Perturbation, every};
+use toolseal::fleet::perturb::{Perturbation, every, interleavings};
 use toolseal::fleet::{Action as FleetAction, Fleet, Scenario, Step as FleetStep, explore};
 use toolseal::replay::exchange::Stop;
 use toolseal::replay::fleet_store::{CalloutServer, FleetStore};
@@ -667,6 +667,64 @@ fn restarts_conflicts_outages_and_late_answers_break_no_invariant() {
     eprintln!(
         "fleet harness: {runs} runs ({} perturbations) in {:?}",
         perturbations.len(),
+        started.elapsed()
+    );
+}
+
+/// Two instances whose first contacts see different sets (B's upstream already rugged),
+/// then calls, syncs and a list on each.
+fn racing_scenario() -> Scenario {
+    let step = |instance, worker, action| FleetStep {
+        instance,
+        worker,
+        action,
+    };
+    let ex = |e: HttpExchange| FleetAction::Exchange(e);
+    let weather = |s: &str| {
+        post(
+            s,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "Oslo"}}}),
+            Some(
+                &json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "ok"}]}}),
+            ),
+        )
+    };
+    Scenario {
+        instances: 2,
+        workers: 1,
+        server: SERVER.into(),
+        steps: vec![
+            step(0, 0, ex(list_exchange("s1", &honest()))),
+            step(1, 0, ex(list_exchange("t1", &rug_pull()))),
+            step(0, 0, ex(weather("s1"))),
+            step(1, 0, ex(weather("t1"))),
+            step(0, 0, FleetAction::Tick),
+            step(1, 0, FleetAction::Tick),
+            step(0, 0, ex(list_exchange("s1", &honest()))),
+        ],
+    }
+}
+
+#[test]
+fn a_callout_held_while_another_instances_step_runs_decides_as_a_serial_order() {
+    let started = std::time::Instant::now();
+    let (mut total_runs, mut total_interleavings) = (0, 0);
+    for scenario in [fleet_scenario(), racing_scenario()] {
+        let fleet = Fleet::new(options(&config(&json!({})), Some(SERVER), None), scenario).unwrap();
+        let instances: Vec<usize> = fleet.scenario().steps.iter().map(|s| s.instance).collect();
+        let mut perturbations = interleavings(&instances);
+        total_interleavings += perturbations.len();
+        if fleet.scenario().workers == 1 {
+            // The race of two first contacts under the other perturbations too.
+            perturbations.extend(every(instances.len(), fleet.scenario().instances));
+        }
+        let (runs, violations) = explore(&fleet, &perturbations).unwrap();
+        total_runs += runs;
+        let shown: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        assert!(shown.is_empty(), "{runs} runs:\n{}", shown.join("\n"));
+    }
+    eprintln!(
+        "fleet harness: {total_runs} runs ({total_interleavings} interleavings) in {:?}",
         started.elapsed()
     );
 }

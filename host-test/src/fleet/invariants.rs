@@ -99,8 +99,17 @@ fn record_field(record: Option<&str>, field: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Every invariant `run` broke; `reference` is the unperturbed run of the same scenario.
-pub fn check(fleet: &Fleet, run: &Run, reference: &Run) -> Vec<Violation> {
+/// The verdict of every exchange step of `run`, by step index.
+fn verdicts(run: &Run) -> std::collections::BTreeMap<usize, String> {
+    run.steps
+        .iter()
+        .filter_map(|s| Some((s.step, verdict(s.report.as_ref()?))))
+        .collect()
+}
+
+/// Every invariant `run` broke; `reference` is the unperturbed run of the same scenario,
+/// `serial` (for an interleaving) the serial order it may stand for instead.
+pub fn check(fleet: &Fleet, run: &Run, reference: &Run, serial: Option<&Run>) -> Vec<Violation> {
     let name = run.perturbation.to_string();
     let mut found = Vec::new();
     let mut broke = |invariant, step, detail: String| {
@@ -121,6 +130,8 @@ pub fn check(fleet: &Fleet, run: &Run, reference: &Run) -> Vec<Violation> {
         .ok();
     // Per instance: whether it has held the server's record since its last start.
     let mut knows = vec![false; fleet.scenario.instances];
+    // The store's record before the step being checked.
+    let mut previous_record: Option<String> = None;
     for step in &run.steps {
         let Some(scenario_step) = fleet.scenario.steps.get(step.step) else {
             continue;
@@ -188,14 +199,11 @@ pub fn check(fleet: &Fleet, run: &Run, reference: &Run) -> Vec<Violation> {
             *known = true;
         }
         if !run.perturbation.may_change_decisions()
-            && let Some(expected) = reference
-                .steps
-                .get(step.step)
-                .and_then(|s| s.report.as_ref())
-                .map(super::invariants::verdict)
-            && expected != verdict
+            && let Some(expected) = verdicts(reference).get(&step.step)
+            && *expected != verdict
+            && !closed_by_the_fleet(&verdict, expected, previous_record.as_deref())
         {
-            let invariant = match run.perturbation {
+            let invariant = match &run.perturbation {
                 Perturbation::Restart { .. } => "restart-changed-decision",
                 _ => "conflict-changed-decision",
             };
@@ -205,20 +213,52 @@ pub fn check(fleet: &Fleet, run: &Run, reference: &Run) -> Vec<Violation> {
                 format!("decided {verdict} where the run without it decided {expected}"),
             );
         }
+        previous_record.clone_from(&step.store_record);
     }
-    // The store must end as it ends without the perturbation, when both runs' fleets
-    // trusted the same set first.
-    if !matches!(run.perturbation, Perturbation::LyingYes { .. })
+    // An interleaving decides every step as one of the two serial orders of its steps
+    // does. Per step, not as a whole: a closure reaches another instance within sync_ms
+    // (docs/fleet), so an instance whose read came before another's closure landed may
+    // still decide as if it ran first, while the closing instance decides as if it ran
+    // second. A decision neither order makes (a second baseline, a drift that is none) is
+    // not serializable.
+    if let Some(serial) = serial {
+        let (first, second) = (verdicts(reference), verdicts(serial));
+        for (step, ours) in verdicts(run) {
+            let (a, b) = (first.get(&step), second.get(&step));
+            if a != Some(&ours) && b != Some(&ours) {
+                broke(
+                    "not-serializable",
+                    Some(step),
+                    format!(
+                        "decided {ours}; in the scenario's order {}, in {} {}",
+                        a.map_or("nothing", String::as_str),
+                        serial.perturbation,
+                        b.map_or("nothing", String::as_str)
+                    ),
+                );
+            }
+        }
+    }
+    let ends_as = |other: &Run| {
+        (
+            record_field(other.final_record.as_deref(), "status"),
+            record_field(other.final_record.as_deref(), "baseline"),
+        )
+    };
+    // Without an outage or a lost answer, the store must end as it ends without the
+    // perturbation (or in the serial order an interleaving stands for), when both runs'
+    // fleets trusted the same set first. With one, a first contact answered closed is
+    // recorded nowhere (by design), so only this holds: a closure some instance made (a
+    // call it refused as changed) reaches the store once it is back.
+    let lossy = matches!(
+        run.perturbation,
+        Perturbation::Outage { .. } | Perturbation::Late { .. } | Perturbation::LyingYes { .. }
+    );
+    if !lossy
         && first_served(reference) == honest
+        && serial.is_none_or(|s| ends_as(s) != ends_as(run))
     {
-        let ours = (
-            record_field(run.final_record.as_deref(), "status"),
-            record_field(run.final_record.as_deref(), "baseline"),
-        );
-        let theirs = (
-            record_field(reference.final_record.as_deref(), "status"),
-            record_field(reference.final_record.as_deref(), "baseline"),
-        );
+        let (ours, theirs) = (ends_as(run), ends_as(reference));
         if ours != theirs {
             broke(
                 "lost-update",
@@ -229,5 +269,37 @@ pub fn check(fleet: &Fleet, run: &Run, reference: &Run) -> Vec<Violation> {
             );
         }
     }
+    let refused_changed = run
+        .steps
+        .iter()
+        .filter_map(|s| s.report.as_ref())
+        .any(|r| verdict(r).contains("SCHEMA_CHANGED"));
+    if lossy
+        && refused_changed
+        && !matches!(run.perturbation, Perturbation::LyingYes { .. })
+        && ends_as(run).0.as_deref() != Some("changed")
+    {
+        broke(
+            "closure-lost",
+            None,
+            format!(
+                "an instance refused calls as changed, and the store ends {:?}",
+                ends_as(run)
+            ),
+        );
+    }
     found
+}
+
+/// Whether a decision that differs from the run without the perturbation is the fleet's
+/// closure taking effect sooner: a refusal or an empty list where that run served, while
+/// the store's record (before the step) was not `verified`. A restarted instance reads the
+/// fleet's record before deciding, so it may close within the sync window in which a
+/// running one still serves from its replica (docs/fleet); it never opens what that run
+/// closed.
+fn closed_by_the_fleet(ours: &str, theirs: &str, store_record: Option<&str>) -> bool {
+    let closed = |v: &str| v.starts_with("local ") || v == "tools []";
+    closed(ours)
+        && !closed(theirs)
+        && record_field(store_record, "status").as_deref() != Some("verified")
 }

@@ -5,12 +5,14 @@
 //! the store is down, another writer writes, an answer comes too late, the store lies), at
 //! one place in the scenario, so a violation names the smallest change that caused it.
 
+use super::instance::Event;
 use crate::abi::header_map::HeaderMap;
 use crate::abi::http_call::{CallAnswer, HttpCall};
 use crate::replay::fleet_store::{CalloutServer, FleetStore, MAX_ROUNDS_PER_WAIT};
 use crate::wasm::plugin_vm::PluginVm;
 use anyhow::Result;
 use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender};
 
 /// One change to how a scenario runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +47,24 @@ pub enum Perturbation {
         /// The step.
         at: usize,
     },
+    /// Step `at`'s first transaction is held (sent, not yet at the store) while step
+    /// `other` (a later step of another instance) runs whole; then it reaches the store.
+    /// The run must decide as one of the two serial orders does (`other` after `at`, the
+    /// scenario's, or before it: [`Perturbation::Reorder`]).
+    Interleave {
+        /// The step whose callout is held.
+        at: usize,
+        /// The step that runs meanwhile.
+        other: usize,
+    },
+    /// The scenario with step `other` moved just before step `at` (the serial order an
+    /// interleaving may stand for).
+    Reorder {
+        /// The step `other` runs before.
+        at: usize,
+        /// The step moved.
+        other: usize,
+    },
     /// In step `at`, the store answers every transaction "succeeded" without writing: a
     /// host-side stand-in for a plugin that serves before the store's yes (what it serves
     /// is then in no store). The invariants must catch it.
@@ -67,12 +87,36 @@ impl Perturbation {
 
     /// Whether a decision may legitimately differ from the reference run's under it: an
     /// outage and a late answer fail closed what needed the store; a lie is meant to be
-    /// caught. A restart and a conflict must change no decision.
+    /// caught; another order of steps decides as that order does. A restart and a conflict
+    /// must change no decision.
     pub fn may_change_decisions(&self) -> bool {
-        matches!(
+        !matches!(
             self,
-            Perturbation::Outage { .. } | Perturbation::Late { .. } | Perturbation::LyingYes { .. }
+            Perturbation::None | Perturbation::Restart { .. } | Perturbation::Conflict { .. }
         )
+    }
+
+    /// The steps in the order they run (an interleaved step runs inside the one it is
+    /// interleaved with when that one holds a callout, and is then skipped here; when it
+    /// holds none, the interleaving is the scenario's order).
+    pub fn order(&self, steps: usize) -> Vec<usize> {
+        match *self {
+            Perturbation::Reorder { at, other } => {
+                let mut order: Vec<usize> = (0..steps).filter(|s| *s != other).collect();
+                let place = order.iter().position(|s| *s == at).unwrap_or(order.len());
+                order.insert(place, other);
+                order
+            }
+            _ => (0..steps).collect(),
+        }
+    }
+
+    /// The step that runs while step `step`'s callout is held, if any.
+    pub fn interleaved_with(&self, step: usize) -> Option<usize> {
+        match *self {
+            Perturbation::Interleave { at, other } if at == step => Some(other),
+            _ => None,
+        }
     }
 }
 
@@ -87,8 +131,24 @@ impl std::fmt::Display for Perturbation {
             Perturbation::Conflict { at } => write!(f, "conflict@{at}"),
             Perturbation::Late { at } => write!(f, "late@{at}"),
             Perturbation::LyingYes { at } => write!(f, "lying-yes@{at}"),
+            Perturbation::Interleave { at, other } => write!(f, "interleave:{other}@{at}"),
+            Perturbation::Reorder { at, other } => write!(f, "reorder:{other}@{at}"),
         }
     }
+}
+
+/// Every interleaving of a scenario whose steps are on `instances` (the instance of each
+/// step): each step's first transaction held while each later step of another instance runs.
+pub fn interleavings(instances: &[usize]) -> Vec<Perturbation> {
+    let mut all = Vec::new();
+    for (at, a) in instances.iter().enumerate() {
+        for (other, b) in instances.iter().enumerate().skip(at + 1) {
+            if a != b {
+                all.push(Perturbation::Interleave { at, other });
+            }
+        }
+    }
+    all
 }
 
 /// Every perturbation of the usual kinds for a scenario of `steps` steps on `instances`
@@ -116,12 +176,24 @@ pub fn every(steps: usize, instances: usize) -> Vec<Perturbation> {
     all
 }
 
+/// Where a held callout tells the run it is held, and waits to go on.
+#[derive(Debug)]
+pub struct Gate {
+    /// The run's events.
+    pub paused: Mutex<Sender<Event>>,
+    /// The run's word to go on (a hang-up ends the wait too).
+    pub resume: Mutex<Receiver<()>>,
+}
+
 /// The callout server of a fleet run: the store's answers, perturbed in the step the
 /// perturbation names.
 #[derive(Debug)]
 pub struct Perturbed {
     store: FleetStore,
     perturbation: Perturbation,
+    gate: Gate,
+    /// Whether the interleaving's callout was held already (once per run).
+    held: Mutex<bool>,
     /// The step running, and whether its conflict was written already (once per step: one
     /// other writer, not a livelock).
     step: Mutex<(usize, bool)>,
@@ -129,10 +201,12 @@ pub struct Perturbed {
 
 impl Perturbed {
     /// A server answering from `store` under `perturbation`.
-    pub fn new(store: FleetStore, perturbation: Perturbation) -> Self {
+    pub fn new(store: FleetStore, perturbation: Perturbation, gate: Gate) -> Self {
         Perturbed {
             store,
             perturbation,
+            gate,
+            held: Mutex::new(false),
             step: Mutex::new((0, false)),
         }
     }
@@ -157,9 +231,32 @@ impl Perturbed {
         })
     }
 
+    /// Holds the interleaving's callout until the run says go on.
+    fn hold(&self) {
+        let first = self
+            .held
+            .lock()
+            .is_ok_and(|mut held| !std::mem::replace(&mut *held, true));
+        if !first {
+            return;
+        }
+        let told = self
+            .gate
+            .paused
+            .lock()
+            .is_ok_and(|paused| paused.send(Event::Paused).is_ok());
+        if told && let Ok(resume) = self.gate.resume.lock() {
+            let _resumed = resume.recv();
+        }
+    }
+
     fn answer(&self, call: &HttpCall) -> Option<CallAnswer> {
         let txn = call.path() == "/v3/kv/txn";
         match self.perturbation {
+            Perturbation::Interleave { at, .. } if txn && self.in_step(at) => {
+                self.hold();
+                self.store.answer(call)
+            }
             Perturbation::Conflict { at } if txn && self.conflict_due(at) => {
                 self.rewrite_compared_keys(call);
                 self.store.answer(call)
