@@ -500,6 +500,52 @@ fn a_restart_after_a_drift_still_refuses() {
 }
 
 #[test]
+fn a_quarantine_a_release_and_an_approval_on_one_instance_hold_on_the_other() {
+    let store = FleetStore::new();
+    let mut a = Instance::on(&store);
+    let mut b = Instance::on(&store);
+    assert_eq!(listed(&mut a, "s1", &honest()), 2);
+    let (code, view) = admin(
+        &mut a,
+        "POST",
+        "servers/deploy/quarantine",
+        &json!({"reason": "incident"}),
+    );
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(listed(&mut b, "t1", &honest()), 0, "B reads the quarantine");
+    assert_eq!(weather_call(&mut b, "t1"), "SERVER_QUARANTINED");
+    // A release without a body: answered from the request headers' callback, held there
+    // for the store, resumed by the answer.
+    let (code, view) = admin(&mut b, "POST", "servers/deploy/release", &Value::Null);
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(b.audited("server.released"), 1);
+    a.tick();
+    assert_eq!(weather_call(&mut a, "s1"), "FORWARDED");
+
+    // A drift on A, approved on B: A serves the approved set after its sync.
+    assert_eq!(listed(&mut a, "s2", &rug_pull()), 0);
+    b.tick();
+    let (code, view) = admin(
+        &mut b,
+        "POST",
+        "servers/deploy/approve",
+        &json!({"fingerprint": fp(&rug_pull())}),
+    );
+    assert_eq!(code, 200, "{view}");
+    a.tick();
+    assert_eq!(listed(&mut a, "s3", &rug_pull()), 2);
+    assert_eq!(
+        call(
+            &mut a,
+            "s3",
+            "deploy_preview",
+            &json!({"branch": "main", "region": "x"})
+        ),
+        "FORWARDED"
+    );
+}
+
+#[test]
 fn an_outage_opens_nothing_keeps_known_servers_and_pushes_the_drift_when_back() {
     let store = FleetStore::new();
     let mut a = Instance::on(&store);

@@ -27,7 +27,7 @@ pub enum Event {
     Paused,
     /// An instance finished a command: the exchange's report (`None` for a tick, a
     /// restart), or why it failed.
-    Done(usize, Result<Option<ExchangeReport>, String>),
+    Done(usize, Box<Result<Option<ExchangeReport>, String>>),
 }
 
 /// What an instance needs to run.
@@ -64,7 +64,7 @@ pub fn main(setup: &Setup<'_>, index: usize, commands: &Receiver<Command>, event
                 )
             }),
         };
-        if events.send(Event::Done(index, result)).is_err() {
+        if events.send(Event::Done(index, Box::new(result))).is_err() {
             return;
         }
     }

@@ -250,7 +250,7 @@ impl Driver<'_> {
                             instance == step.instance,
                             "an instance answered out of turn"
                         );
-                        let report = result.map_err(|why| anyhow::anyhow!(why))?;
+                        let report = (*result).map_err(|why| anyhow::anyhow!(why))?;
                         self.record(run, index, report, down);
                         break;
                     }
