@@ -110,123 +110,154 @@ fn verdicts(run: &Run) -> std::collections::BTreeMap<usize, String> {
 /// Every invariant `run` broke; `reference` is the unperturbed run of the same scenario,
 /// `serial` (for an interleaving) the serial order it may stand for instead.
 pub fn check(fleet: &Fleet, run: &Run, reference: &Run, serial: Option<&Run>) -> Vec<Violation> {
-    let name = run.perturbation.to_string();
-    let mut found = Vec::new();
-    let mut broke = |invariant, step, detail: String| {
-        found.push(Violation {
+    let mut checker = Checker {
+        run,
+        reference,
+        found: Vec::new(),
+    };
+    if let Some(why) = &run.failure {
+        checker.broke("run-failed", None, why.clone());
+        return checker.found;
+    }
+    let honest = first_served(run);
+    checker.steps(fleet, &honest);
+    if let Some(serial) = serial {
+        checker.serializable(serial);
+    }
+    checker.end(&honest, serial);
+    checker.found
+}
+
+/// One run's checks and what they found.
+struct Checker<'a> {
+    run: &'a Run,
+    reference: &'a Run,
+    found: Vec<Violation>,
+}
+
+impl Checker<'_> {
+    fn broke(&mut self, invariant: &'static str, step: Option<usize>, detail: String) {
+        self.found.push(Violation {
             invariant,
-            perturbation: name.clone(),
+            perturbation: self.run.perturbation.to_string(),
             step,
             detail,
         });
-    };
-    if let Some(why) = &run.failure {
-        broke("run-failed", None, why.clone());
-        return found;
     }
-    let honest = first_served(run);
-    let honest_fp = digest_tools(&Value::Array(honest.clone()), &FingerprintFields::default())
+
+    /// What each step delivered, forwarded and audited.
+    fn steps(&mut self, fleet: &Fleet, honest: &[Value]) {
+        let (run, reference) = (self.run, self.reference);
+        let honest_fp = digest_tools(
+            &Value::Array(honest.to_vec()),
+            &FingerprintFields::default(),
+        )
         .map(|d| d.fingerprint())
         .ok();
-    // Per instance: whether it has held the server's record since its last start.
-    let mut knows = vec![false; fleet.scenario.instances];
-    // The store's record before the step being checked.
-    let mut previous_record: Option<String> = None;
-    for step in &run.steps {
-        let Some(scenario_step) = fleet.scenario.steps.get(step.step) else {
-            continue;
-        };
-        let instance = scenario_step.instance;
-        if matches!(run.perturbation, Perturbation::Restart { at, instance: i } if at == step.step && i == instance)
-            && let Some(known) = knows.get_mut(instance)
-        {
-            *known = false;
-        }
-        let Some(report) = &step.report else {
-            continue;
-        };
-        let verdict = verdict(report);
-        if verdict.starts_with("stalled") {
-            broke("stream-stalled", Some(step.step), verdict.clone());
-        }
-        for record in &report.records {
-            let PluginRecord::Audit(event) = record else {
+        // Per instance: whether it has held the server's record since its last start.
+        let mut knows = vec![false; fleet.scenario.instances];
+        // The store's record before the step being checked.
+        let mut previous_record: Option<String> = None;
+        for step in &run.steps {
+            let Some(scenario_step) = fleet.scenario.steps.get(step.step) else {
                 continue;
             };
-            let live = event.get("live").and_then(Value::as_str);
-            if event.get("event").and_then(Value::as_str) == Some("schema.changed")
-                && event.get("status_before").and_then(Value::as_str) != Some("changed")
-                && live.is_some()
-                && live == event.get("baseline").and_then(Value::as_str)
+            let instance = scenario_step.instance;
+            if matches!(run.perturbation, Perturbation::Restart { at, instance: i } if at == step.step && i == instance)
+                && let Some(known) = knows.get_mut(instance)
             {
-                broke("false-drift", Some(step.step), event.to_string());
+                *known = false;
             }
-        }
-        let delivered = delivered_tools(&report.outcome.response_body).unwrap_or_default();
-        if let Some(tool) = delivered.iter().find(|t| !honest.contains(t)) {
-            broke(
-                "drifted-tool-delivered",
-                Some(step.step),
-                format!("a list delivered {tool}, which is not in the baseline"),
-            );
-        }
-        if !delivered.is_empty() {
-            let stored = record_field(step.store_record.as_deref(), "baseline");
-            if stored != honest_fp {
-                broke(
-                    "served-without-yes",
-                    Some(step.step),
-                    format!(
-                        "a list delivered {} tools while the store's baseline was {stored:?}",
-                        delivered.len()
-                    ),
-                );
-            }
-            let known = knows.get(instance).copied().unwrap_or(false);
-            if step.store_down && !known {
-                broke(
-                    "opened-without-store",
-                    Some(step.step),
-                    format!("instance {instance} served a first contact while the store was down"),
-                );
-            }
-        }
-        // Served with the store up: the instance holds the record from now on.
-        if !step.store_down
-            && (!delivered.is_empty() || report.outcome.upstream_contacted)
-            && let Some(known) = knows.get_mut(instance)
-        {
-            *known = true;
-        }
-        if !run.perturbation.may_change_decisions()
-            && let Some(expected) = verdicts(reference).get(&step.step)
-            && *expected != verdict
-            && !closed_by_the_fleet(&verdict, expected, previous_record.as_deref())
-        {
-            let invariant = match &run.perturbation {
-                Perturbation::Restart { .. } => "restart-changed-decision",
-                _ => "conflict-changed-decision",
+            let Some(report) = &step.report else {
+                continue;
             };
-            broke(
-                invariant,
-                Some(step.step),
-                format!("decided {verdict} where the run without it decided {expected}"),
-            );
+            let verdict = verdict(report);
+            if verdict.starts_with("stalled") {
+                self.broke("stream-stalled", Some(step.step), verdict.clone());
+            }
+            for record in &report.records {
+                let PluginRecord::Audit(event) = record else {
+                    continue;
+                };
+                let live = event.get("live").and_then(Value::as_str);
+                if event.get("event").and_then(Value::as_str) == Some("schema.changed")
+                    && event.get("status_before").and_then(Value::as_str) != Some("changed")
+                    && live.is_some()
+                    && live == event.get("baseline").and_then(Value::as_str)
+                {
+                    self.broke("false-drift", Some(step.step), event.to_string());
+                }
+            }
+            let delivered = delivered_tools(&report.outcome.response_body).unwrap_or_default();
+            if let Some(tool) = delivered.iter().find(|t| !honest.contains(t)) {
+                self.broke(
+                    "drifted-tool-delivered",
+                    Some(step.step),
+                    format!("a list delivered {tool}, which is not in the baseline"),
+                );
+            }
+            if !delivered.is_empty() {
+                let stored = record_field(step.store_record.as_deref(), "baseline");
+                if stored != honest_fp {
+                    self.broke(
+                        "served-without-yes",
+                        Some(step.step),
+                        format!(
+                            "a list delivered {} tools while the store's baseline was {stored:?}",
+                            delivered.len()
+                        ),
+                    );
+                }
+                let known = knows.get(instance).copied().unwrap_or(false);
+                if step.store_down && !known {
+                    self.broke(
+                        "opened-without-store",
+                        Some(step.step),
+                        format!(
+                            "instance {instance} served a first contact while the store was down"
+                        ),
+                    );
+                }
+            }
+            // Served with the store up: the instance holds the record from now on.
+            if !step.store_down
+                && (!delivered.is_empty() || report.outcome.upstream_contacted)
+                && let Some(known) = knows.get_mut(instance)
+            {
+                *known = true;
+            }
+            if !run.perturbation.may_change_decisions()
+                && let Some(expected) = verdicts(reference).get(&step.step)
+                && *expected != verdict
+                && !closed_by_the_fleet(&verdict, expected, previous_record.as_deref())
+            {
+                let invariant = match &run.perturbation {
+                    Perturbation::Restart { .. } => "restart-changed-decision",
+                    _ => "conflict-changed-decision",
+                };
+                self.broke(
+                    invariant,
+                    Some(step.step),
+                    format!("decided {verdict} where the run without it decided {expected}"),
+                );
+            }
+            previous_record.clone_from(&step.store_record);
         }
-        previous_record.clone_from(&step.store_record);
     }
-    // An interleaving decides every step as one of the two serial orders of its steps
-    // does. Per step, not as a whole: a closure reaches another instance within sync_ms
-    // (docs/fleet), so an instance whose read came before another's closure landed may
-    // still decide as if it ran first, while the closing instance decides as if it ran
-    // second. A decision neither order makes (a second baseline, a drift that is none) is
-    // not serializable.
-    if let Some(serial) = serial {
+
+    /// An interleaving decides every step as one of the two serial orders of its steps
+    /// does. Per step, not as a whole: a closure reaches another instance within sync_ms
+    /// (docs/fleet), so an instance whose read came before another's closure landed may
+    /// still decide as if it ran first, while the closing instance decides as if it ran
+    /// second. A decision neither order makes (a second baseline, a drift that is none) is
+    /// not serializable.
+    fn serializable(&mut self, serial: &Run) {
+        let (run, reference) = (self.run, self.reference);
         let (first, second) = (verdicts(reference), verdicts(serial));
         for (step, ours) in verdicts(run) {
             let (a, b) = (first.get(&step), second.get(&step));
             if a != Some(&ours) && b != Some(&ours) {
-                broke(
+                self.broke(
                     "not-serializable",
                     Some(step),
                     format!(
@@ -239,56 +270,60 @@ pub fn check(fleet: &Fleet, run: &Run, reference: &Run, serial: Option<&Run>) ->
             }
         }
     }
-    let ends_as = |other: &Run| {
-        (
-            record_field(other.final_record.as_deref(), "status"),
-            record_field(other.final_record.as_deref(), "baseline"),
-        )
-    };
-    // Without an outage or a lost answer, the store must end as it ends without the
-    // perturbation (or in the serial order an interleaving stands for), when both runs'
-    // fleets trusted the same set first. With one, a first contact answered closed is
-    // recorded nowhere (by design), so only this holds: a closure some instance made (a
-    // call it refused as changed) reaches the store once it is back.
-    let lossy = matches!(
-        run.perturbation,
-        Perturbation::Outage { .. } | Perturbation::Late { .. } | Perturbation::LyingYes { .. }
-    );
-    if !lossy
-        && first_served(reference) == honest
-        && serial.is_none_or(|s| ends_as(s) != ends_as(run))
-    {
-        let (ours, theirs) = (ends_as(run), ends_as(reference));
-        if ours != theirs {
-            broke(
-                "lost-update",
+
+    /// How the store ends.
+    fn end(&mut self, honest: &[Value], serial: Option<&Run>) {
+        let (run, reference) = (self.run, self.reference);
+        let ends_as = |other: &Run| {
+            (
+                record_field(other.final_record.as_deref(), "status"),
+                record_field(other.final_record.as_deref(), "baseline"),
+            )
+        };
+        // Without an outage or a lost answer, the store must end as it ends without the
+        // perturbation (or in the serial order an interleaving stands for), when both runs'
+        // fleets trusted the same set first. With one, a first contact answered closed is
+        // recorded nowhere (by design), so only this holds: a closure some instance made (a
+        // call it refused as changed) reaches the store once it is back.
+        let lossy = matches!(
+            run.perturbation,
+            Perturbation::Outage { .. } | Perturbation::Late { .. } | Perturbation::LyingYes { .. }
+        );
+        if !lossy
+            && first_served(reference) == honest
+            && serial.is_none_or(|s| ends_as(s) != ends_as(run))
+        {
+            let (ours, theirs) = (ends_as(run), ends_as(reference));
+            if ours != theirs {
+                self.broke(
+                    "lost-update",
+                    None,
+                    format!(
+                        "the store ends with (status, baseline) {ours:?}, the run without it with {theirs:?}"
+                    ),
+                );
+            }
+        }
+        let refused_changed = run
+            .steps
+            .iter()
+            .filter_map(|s| s.report.as_ref())
+            .any(|r| verdict(r).contains("SCHEMA_CHANGED"));
+        if lossy
+            && refused_changed
+            && !matches!(run.perturbation, Perturbation::LyingYes { .. })
+            && ends_as(run).0.as_deref() != Some("changed")
+        {
+            self.broke(
+                "closure-lost",
                 None,
                 format!(
-                    "the store ends with (status, baseline) {ours:?}, the run without it with {theirs:?}"
+                    "an instance refused calls as changed, and the store ends {:?}",
+                    ends_as(run)
                 ),
             );
         }
     }
-    let refused_changed = run
-        .steps
-        .iter()
-        .filter_map(|s| s.report.as_ref())
-        .any(|r| verdict(r).contains("SCHEMA_CHANGED"));
-    if lossy
-        && refused_changed
-        && !matches!(run.perturbation, Perturbation::LyingYes { .. })
-        && ends_as(run).0.as_deref() != Some("changed")
-    {
-        broke(
-            "closure-lost",
-            None,
-            format!(
-                "an instance refused calls as changed, and the store ends {:?}",
-                ends_as(run)
-            ),
-        );
-    }
-    found
 }
 
 /// Whether a decision that differs from the run without the perturbation is the fleet's
