@@ -822,8 +822,10 @@ impl Engine {
     ) -> Option<FleetCall> {
         let settings = self.config.store.clone()?;
         for server in state::server_ids(store) {
+            // Through the worker's parse cache: a record that did not change is not parsed
+            // again on every tick.
             let dirty = matches!(
-                state::load_record(store, &server),
+                state::load_record_cached(store, &mut self.records, &server),
                 Ok(Some((record, _))) if record.fleet_dirty
             );
             if dirty && !self.fleet.pushes.contains(&server) {
