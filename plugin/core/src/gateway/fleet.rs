@@ -276,8 +276,16 @@ impl Engine {
         }
         let index = self.fleet.decided.iter().position(|(t, _)| *t == ticket)?;
         let (_, decided) = self.fleet.decided.remove(index);
+        // The keys several workers move with compare-and-swap (the server registry, the audit
+        // ring's head) are not written over: the registry was brought up to date when the
+        // record was taken, and the run's audit events enter the ring now.
         for (key, value) in &decided.writes {
-            let _written = store.set(key, value, Expect::Any);
+            if !state::is_shared_counter(key) {
+                let _written = store.set(key, value, Expect::Any);
+            }
+        }
+        for event in &decided.outputs.audits {
+            state::push_audit(store, &event.to_json(), self.config.audit.ring_size);
         }
         replay(&decided.outputs, out);
         *exchange = decided.exchange;
