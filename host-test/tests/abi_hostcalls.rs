@@ -779,7 +779,7 @@ fn http_calls_are_recorded_for_the_served_cluster_only() {
         Status::ParseFailure as u32
     );
     assert_eq!(g.host.vm.callouts.pending.len(), 2);
-    // A context that ends cancels its calls.
+    // A runner can drop the calls made from a context.
     assert_eq!(g.host.vm.callouts.cancel_context(7).len(), 2);
     assert!(g.host.vm.callouts.pending.is_empty());
 }
@@ -820,6 +820,16 @@ fn a_call_answer_is_readable_only_while_delivered_and_a_failed_one_has_no_header
     assert_eq!(
         buffers::set_buffer_bytes(&mut g, 4, 0, 0, v.0, v.1).unwrap(),
         BAD_ARGUMENT
+    );
+    // A stream's held body is not handed over while an answer is delivered (Envoy hands a
+    // body only during a body callback).
+    g.host.stream = Some(StreamState {
+        response_body: Some(b"held".to_vec()),
+        ..StreamState::default()
+    });
+    assert_eq!(
+        buffers::get_buffer_bytes(&mut g, 1, 0, 100, PTR, SIZE).unwrap(),
+        NOT_FOUND
     );
     // A failed call (reset, timeout): delivered with no headers and no body.
     g.host.vm.callouts.delivering = Some(None);

@@ -23,7 +23,10 @@ pub enum ConfigPhase {
 
 /// The bytes of buffer `buffer_type`, if it exists now.
 fn buffer_ref(state: &HostState, buffer_type: BufferType) -> Option<&[u8]> {
-    let stream = state.stream.as_ref();
+    // Envoy hands a stream's body over only during a body callback, not while a callout's
+    // answer is delivered (measured on Envoy 1.40): a plugin must keep what it needs.
+    let delivering = state.vm.callouts.delivering.is_some();
+    let stream = state.stream.as_ref().filter(|_| !delivering);
     match buffer_type {
         BufferType::RequestBody => stream.and_then(|s| s.request_body.as_deref()),
         BufferType::ResponseBody => stream.and_then(|s| s.response_body.as_deref()),

@@ -5,12 +5,14 @@
 //! Main design decision: the hostcall only records the call, as Envoy only starts it; when
 //! and how it is answered (at once, later, after another instance's write, never, as a
 //! failure) is the runner's to decide, so a replay can put a callout's answer anywhere
-//! between two callbacks. Envoy's rules are kept: only a cluster the host knows is served
-//! (another one answers [`Status::BadArgument`], as Envoy does for an unknown cluster), a call
-//! without `:method`, `:path` or `:authority` is refused the same way, tokens are unique per
-//! VM, a call whose context ends before its answer is cancelled (never delivered), and a call
-//! that fails is delivered with no headers and no body (its header map and body buffer then
-//! do not exist: [`Status::BadArgument`] and [`Status::NotFound`]).
+//! between two callbacks. Envoy's rules are kept (some measured on Envoy 1.40 by the
+//! adapter's author): only a cluster the host knows is served (another one answers
+//! [`Status::BadArgument`], as Envoy does for an unknown cluster), a call without `:method`,
+//! `:path` or `:authority` is refused the same way, tokens are unique per VM, every answer
+//! arrives on the root context (whichever stream asked), a stream's body cannot be read
+//! while an answer is delivered, and a call that fails is delivered with no headers and no
+//! body (its header map and body buffer then do not exist: [`Status::BadArgument`] and
+//! [`Status::NotFound`]).
 
 use super::guest::{Fail, Guest, HostcallResult, finish, read_lossy, write_u32};
 use super::header_map::HeaderMap;
@@ -21,7 +23,8 @@ use super::types::Status;
 pub struct HttpCall {
     /// The token the plugin got back (and is answered with).
     pub token: u32,
-    /// The context that made it (its `proxy_on_http_call_response` receives the answer).
+    /// The context that was effective when it was made (the answer arrives on the root
+    /// context all the same).
     pub context_id: u32,
     /// The cluster it was sent to.
     pub cluster: String,
@@ -80,8 +83,8 @@ impl Callouts {
         Some(self.pending.remove(at))
     }
 
-    /// Cancels the calls of a context that ended (Envoy cancels them on the context's
-    /// destruction): their answers are never delivered. Returns them.
+    /// Drops the calls made while `context_id` was effective (a runner that models a host
+    /// cancelling them). Returns them.
     pub fn cancel_context(&mut self, context_id: u32) -> Vec<HttpCall> {
         let (gone, kept) = std::mem::take(&mut self.pending)
             .into_iter()

@@ -313,35 +313,39 @@ impl PluginVm {
     }
 
     /// Ends an HTTP context: `proxy_on_log`, `proxy_on_done`, `proxy_on_delete`. Its
-    /// callouts still in flight are cancelled, as Envoy cancels them when the stream's
-    /// context is destroyed (their answers are never delivered).
+    /// callouts still in flight are not cancelled: Envoy sends them from the root context,
+    /// which answers them after the stream is gone (the plugin drops what no one awaits).
     pub fn finish_http_context(&mut self, context_id: u32) -> Result<()> {
         self.host_mut().vm.effective_context = context_id;
         self.call::<u32, ()>("proxy_on_log", context_id)?;
         self.call::<u32, u32>("proxy_on_done", context_id)?;
         self.call::<u32, ()>("proxy_on_delete", context_id)?;
-        let vm = &mut self.host_mut().vm;
-        vm.live_contexts.retain(|c| *c != context_id);
-        vm.callouts.cancel_context(context_id);
+        self.host_mut()
+            .vm
+            .live_contexts
+            .retain(|c| *c != context_id);
         Ok(())
     }
 
     /// Delivers the answer of callout `token` (`None`: the call failed, delivered as Envoy
-    /// does with no headers and no body) to the context that made it, through
-    /// `proxy_on_http_call_response`. Returns `false` when no such call is in flight.
+    /// does with no headers and no body) through `proxy_on_http_call_response` on the root
+    /// context, as Envoy does (it sends every callout from the root context, whichever
+    /// stream asked; the plugin makes the stream effective again with
+    /// `proxy_set_effective_context`). Returns `false` when no such call is in flight.
     pub fn deliver_http_call(&mut self, token: u32, answer: Option<CallAnswer>) -> Result<bool> {
-        let Some(call) = self.host_mut().vm.callouts.take(token) else {
+        if self.host_mut().vm.callouts.take(token).is_none() {
             return Ok(false);
-        };
+        }
         let (headers, body) = answer.as_ref().map_or((0, 0), |a| {
             (len_u32(a.headers.len()), len_u32(a.body.len()))
         });
+        let root = self.root_id;
         let vm = &mut self.host_mut().vm;
         vm.callouts.delivering = Some(answer);
-        vm.effective_context = call.context_id;
+        vm.effective_context = root;
         let delivered = self.call::<(u32, u32, u32, u32, u32), ()>(
             "proxy_on_http_call_response",
-            (call.context_id, token, headers, body, 0),
+            (root, token, headers, body, 0),
         );
         self.host_mut().vm.callouts.delivering = None;
         delivered.map(|()| true)
