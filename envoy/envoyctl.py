@@ -88,6 +88,26 @@ class StoreCluster:
 
     port: int
     name: str = "toolseal_store"
+    # PEM paths for mTLS to etcd: the CA that signed etcd's certificate, and the client
+    # certificate and key Envoy presents (None: plain HTTP).
+    tls: tuple[str, str, str] | None = None
+
+    def transport_socket_yaml(self) -> str:
+        """The cluster's TLS transport socket (empty without ``tls``)."""
+        if self.tls is None:
+            return ""
+        ca, cert, key = self.tls
+        return "\n".join([
+            "    transport_socket:",
+            "      name: envoy.transport_sockets.tls",
+            "      typed_config:",
+            '        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+            "        common_tls_context:",
+            f'          validation_context: {{ trusted_ca: {{ filename: "{ca}" }} }}',
+            "          tls_certificates:",
+            f'          - certificate_chain: {{ filename: "{cert}" }}',
+            f'            private_key: {{ filename: "{key}" }}',
+        ]) + "\n"
 
 
 def store_config(prefix: str, cluster: str = "toolseal_store", timeout_ms: int = 1000,
@@ -239,6 +259,7 @@ def render(
         admin_max_request_bytes=ADMIN_MAX_REQUEST_BYTES,
         store_cluster=store.name if store else "toolseal_store",
         store_port=store.port if store else 0,
+        store_transport_socket=store.transport_socket_yaml() if store else "",
     )
     if store is None:
         text = _replace_block(text, "store cluster")

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
+import ipaddress
 import json
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -26,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from envoyctl import EnvoyError, free_port, http_get, stop_pid, wait_until
+from envoyctl import EnvoyError, free_port, stop_pid, wait_until
 
 MEMBER_NAME = "toolseal-test"
 
@@ -80,13 +83,91 @@ class KeyValue:
         return json.loads(self.value)
 
 
-class EtcdClient:
-    """etcd's v3 JSON API at ``url`` (``http://127.0.0.1:PORT``), without proxies."""
+@dataclasses.dataclass(frozen=True)
+class Pki:
+    """A test CA, the etcd server's certificate (for 127.0.0.1) and a client certificate:
+    PEM files in one directory (:func:`make_pki`)."""
 
-    def __init__(self, url: str, timeout: float = 5.0) -> None:
+    directory: Path
+
+    @property
+    def ca(self) -> Path:
+        """The CA certificate both sides trust."""
+        return self.directory / "ca.crt"
+
+    def cert(self, name: str) -> Path:
+        """``server`` or ``client`` certificate."""
+        return self.directory / f"{name}.crt"
+
+    def key(self, name: str) -> Path:
+        """``server`` or ``client`` private key."""
+        return self.directory / f"{name}.key"
+
+    def client_context(self) -> ssl.SSLContext:
+        """What a client of this etcd presents: the CA, the client certificate."""
+        context = ssl.create_default_context(cafile=str(self.ca))
+        context.load_cert_chain(str(self.cert("client")), str(self.key("client")))
+        return context
+
+
+def make_pki(directory: Path) -> Pki:
+    """A CA valid for a day, an etcd server certificate for 127.0.0.1, and a client
+    certificate without a Common Name (etcd's JSON gateway ignores a client's CN: with etcd
+    auth on it refuses such a request, docs/fleet.md)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def write(name: str, key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> None:
+        (directory / f"{name}.key").write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+        (directory / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+    def issue(subject: x509.Name, key: Any, issuer: x509.Name, signer: Any,
+              extensions: list[tuple[Any, bool]]) -> x509.Certificate:
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1)))
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "toolseal test CA")])
+    write("ca", ca_key, issue(ca_name, ca_key, ca_name, ca_key,
+                              [(x509.BasicConstraints(ca=True, path_length=None), True)]))
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    # etcd 3.4's JSON gateway dials etcd's own gRPC port with the server certificate, so with
+    # client-cert-auth it must also be good for client auth (else every gateway call answers
+    # {"error":"connection closed","code":14}).
+    write("server", server_key, issue(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "etcd")]), server_key, ca_name, ca_key,
+        [(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False),
+         (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), False)]))
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    write("client", client_key, issue(
+        x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "toolseal")]), client_key,
+        ca_name, ca_key, [(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), False)]))
+    return Pki(directory)
+
+
+class EtcdClient:
+    """etcd's v3 JSON API at ``url`` (``http://127.0.0.1:PORT``, or ``https://`` with the
+    ``tls`` context of a client certificate), without proxies."""
+
+    def __init__(self, url: str, timeout: float = 5.0, tls: ssl.SSLContext | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        handlers: list[Any] = [urllib.request.ProxyHandler({})]
+        if tls is not None:
+            handlers.append(urllib.request.HTTPSHandler(context=tls))
+        self._opener = urllib.request.build_opener(*handlers)
 
     def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``/v3/...``; the answer as JSON (EtcdError unless 200)."""
@@ -123,9 +204,19 @@ class EtcdClient:
         """The store's current revision."""
         return int(self.call("/v3/kv/range", {"key": b64("\x00"), "count_only": True})["header"]["revision"])
 
+    def get_text(self, path: str, timeout: float | None = None) -> tuple[int, str]:
+        """GET ``path`` (``/health``, ``/metrics``): (status, body), status 0 if nothing answered."""
+        try:
+            with self._opener.open(f"{self.url}{path}", timeout=timeout or self.timeout) as response:
+                return response.status, response.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError):
+            return 0, ""
+
     def metrics(self) -> dict[str, float]:
         """etcd's Prometheus metrics (``GET /metrics``), by full series name (labels included)."""
-        status, body = http_get(f"{self.url}/metrics", timeout=self.timeout)
+        status, body = self.get_text("/metrics")
         if status != 200:
             raise EtcdError(f"etcd /metrics answered {status}")
         values: dict[str, float] = {}
@@ -164,14 +255,16 @@ class EtcdProcess:
     workdir: Path
     client_port: int
     peer_port: int
+    pki: Pki | None = None
     pid: int | None = None
     popen: subprocess.Popen | None = None
     starts: int = 0
 
     @property
     def url(self) -> str:
-        """The client URL (JSON API, /health, /metrics)."""
-        return f"http://127.0.0.1:{self.client_port}"
+        """The client URL (JSON API, /health, /metrics): https with a :class:`Pki`."""
+        scheme = "https" if self.pki is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.client_port}"
 
     @property
     def data_dir(self) -> Path:
@@ -184,8 +277,8 @@ class EtcdProcess:
         return self.workdir / "etcd.log"
 
     def client(self) -> EtcdClient:
-        """A JSON API client for this etcd."""
-        return EtcdClient(self.url)
+        """A JSON API client for this etcd (with the client certificate under TLS)."""
+        return EtcdClient(self.url, tls=self.pki.client_context() if self.pki else None)
 
     def command(self) -> list[str]:
         """The command line: client and peer URLs on loopback, its own data directory."""
@@ -194,11 +287,19 @@ class EtcdProcess:
                 "--listen-client-urls", client, "--advertise-client-urls", client,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", f"{MEMBER_NAME}={peer}",
-                "--initial-cluster-state", "new", "--log-outputs", "stderr"]
+                "--initial-cluster-state", "new", "--log-outputs", "stderr", *self._tls_flags()]
+
+    def _tls_flags(self) -> list[str]:
+        """Client TLS, and client certificates required (mTLS): a client without one signed
+        by the CA is refused in the handshake."""
+        if self.pki is None:
+            return []
+        return ["--cert-file", str(self.pki.cert("server")), "--key-file", str(self.pki.key("server")),
+                "--trusted-ca-file", str(self.pki.ca), "--client-cert-auth"]
 
     def healthy(self) -> bool:
         """``GET /health`` answers 200."""
-        return http_get(f"{self.url}/health", timeout=0.5)[0] == 200
+        return self.client().get_text("/health", timeout=0.5)[0] == 200
 
     def start(self, timeout: float = 30) -> float:
         """Start detached and wait until /health answers 200; seconds it took."""
@@ -229,7 +330,7 @@ class EtcdProcess:
             return
         stop_pid(self.pid, 10, self.popen)
         self.pid = None
-        wait_until(lambda: http_get(f"{self.url}/health", timeout=0.2)[0] == 0, 10,
+        wait_until(lambda: self.client().get_text("/health", timeout=0.2)[0] == 0, 10,
                    f"etcd's port {self.client_port} to close")
 
     def restart(self) -> float:
@@ -238,9 +339,10 @@ class EtcdProcess:
         return self.start()
 
 
-def start(workdir: Path, timeout: float = 30) -> EtcdProcess:
-    """A new etcd on free loopback ports with its data in ``workdir/data``; waits for /health."""
-    process = EtcdProcess(workdir, free_port(), free_port())
+def start(workdir: Path, timeout: float = 30, pki: Pki | None = None) -> EtcdProcess:
+    """A new etcd on free loopback ports with its data in ``workdir/data``; waits for /health.
+    With ``pki``: clients must present a certificate signed by its CA (mTLS)."""
+    process = EtcdProcess(workdir, free_port(), free_port(), pki)
     process.start(timeout)
     return process
 

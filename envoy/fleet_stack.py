@@ -140,8 +140,11 @@ class StoreFleet:
 
     def __init__(self, workdir: Path, upstreams: dict[str, Upstream], *, prefix: str,
                  sync_ms: int = 200, timeout_ms: int = 1000,
-                 plugin_config: dict[str, Any] | None = None) -> None:
+                 plugin_config: dict[str, Any] | None = None, tls: bool = False) -> None:
         self.workdir = workdir
+        # mTLS between the Envoys and etcd: etcd requires a client certificate, the store
+        # cluster presents one (its transport socket).
+        self.pki = etcdctl.make_pki(workdir / "pki") if tls else None
         self.upstreams = upstreams
         self.prefix = prefix
         self.sync_ms = sync_ms
@@ -160,7 +163,7 @@ class StoreFleet:
     def start(self) -> None:
         """etcd, then every upstream (stops what started if one fails)."""
         try:
-            self.etcd = etcdctl.start(self.workdir / "etcd")
+            self.etcd = etcdctl.start(self.workdir / "etcd", pki=self.pki)
             for upstream in self.upstreams.values():
                 upstream.start()
         except BaseException:
@@ -176,10 +179,13 @@ class StoreFleet:
         routes = [McpRoute(sid, port, match_prefix=f"/{sid}/", rewrite_prefix="/")
                   for sid, port in ports.items()]
         listen_port, admin_port, admin_api_port = free_port(), free_port(), free_port()
+        tls = None
+        if self.pki is not None:
+            tls = (str(self.pki.ca), str(self.pki.cert("client")), str(self.pki.key("client")))
         text = envoyctl.render(listen_port=listen_port, admin_port=admin_port, routes=routes,
                                plugin_config=self.config, admin_api_port=admin_api_port,
                                wasm_path=envoyctl.wasm_file(),
-                               store=envoyctl.StoreCluster(self.etcd.client_port, STORE_CLUSTER))
+                               store=envoyctl.StoreCluster(self.etcd.client_port, STORE_CLUSTER, tls))
         member = FleetEnvoy(name, self.workdir, routes, text, listen_port, admin_port,
                             admin_api_port)
         self.envoys[name] = member

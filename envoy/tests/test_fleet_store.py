@@ -17,6 +17,7 @@ forwarded (the upstream's own request log and every Envoy's ``upstream_rq_total`
 from __future__ import annotations
 
 import json
+import ssl
 import time
 import uuid
 from pathlib import Path
@@ -54,17 +55,27 @@ MODERN_VERSION = "2026-07-28"
 DEPLOY_REV2 = {"branch": "fix-login", "region": "eu-preview"}
 
 
-@pytest.fixture
-def fleet(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
-    """etcd, ``demo`` (SDK 1.x, SSE) and ``modern`` (SDK 2.x) at rev 1; Envoys are added by
-    each test. A prefix of its own per test, as a fleet has."""
+def _fleet(tmp_path: Path, request: pytest.FixtureRequest, tls: bool) -> Iterator[StoreFleet]:
     prefix = f"/toolseal/{request.node.name[:40].replace('[', '-').rstrip(']')}-{uuid.uuid4().hex[:8]}/"
     upstreams = {
         "demo": Upstream(tmp_path / "up-demo", rev=1, extra_args=HONEST),
         "modern": ModernUpstream(tmp_path / "up-modern", "python"),
     }
-    with running_fleet(tmp_path, upstreams, prefix=prefix, sync_ms=SYNC_MS) as started:
+    with running_fleet(tmp_path, upstreams, prefix=prefix, sync_ms=SYNC_MS, tls=tls) as started:
         yield started
+
+
+@pytest.fixture
+def fleet(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
+    """etcd, ``demo`` (SDK 1.x, SSE) and ``modern`` (SDK 2.x) at rev 1; Envoys are added by
+    each test. A prefix of its own per test, as a fleet has."""
+    yield from _fleet(tmp_path, request, tls=False)
+
+
+@pytest.fixture
+def mtls_fleet(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
+    """The same, with etcd requiring client certificates and the store cluster presenting one."""
+    yield from _fleet(tmp_path, request, tls=True)
 
 
 @pytest.fixture
@@ -162,12 +173,30 @@ def test_etcd_starts_on_loopback_keeps_its_data_and_stops_by_pid(tmp_path: Path)
         etcd.stop()
 
 
-def test_the_store_cluster_renders_and_envoy_validates_it(tmp_path: Path) -> None:
+def test_etcd_with_mtls_refuses_a_client_without_a_certificate(tmp_path: Path) -> None:
+    pki = etcdctl.make_pki(tmp_path / "pki")
+    etcd = etcdctl.start(tmp_path / "etcd", pki=pki)
+    try:
+        assert etcd.url.startswith("https://") and etcd.healthy()
+        etcd.client().put("/toolseal/t/servers/demo", b"{}")
+        no_certificate = ssl.create_default_context(cafile=str(pki.ca))
+        with pytest.raises(etcdctl.EtcdError, match="did not answer"):
+            etcdctl.EtcdClient(etcd.url, tls=no_certificate).get("/toolseal/t/servers/demo")
+        assert etcd.client().get("/toolseal/t/servers/demo") is not None
+    finally:
+        etcd.stop()
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_the_store_cluster_renders_and_envoy_validates_it(tmp_path: Path, tls: bool) -> None:
     config = envoyctl.default_plugin_config()
     config["store"] = envoyctl.store_config("/toolseal/prod/", sync_ms=SYNC_MS)
-    text = envoyctl.render(plugin_config=config, store=envoyctl.StoreCluster(2379),
+    pki = etcdctl.make_pki(tmp_path / "pki") if tls else None
+    files = (str(pki.ca), str(pki.cert("client")), str(pki.key("client"))) if pki else None
+    text = envoyctl.render(plugin_config=config, store=envoyctl.StoreCluster(2379, tls=files),
                            with_plugin=False)
     assert "name: toolseal_store" in text and "port_value: 2379" in text
+    assert ("UpstreamTlsContext" in text) is tls
     path = tmp_path / "envoy.yaml"
     path.write_text(text)
     result = envoyctl.validate(path)
@@ -530,3 +559,22 @@ async def test_store_data_that_does_not_parse_fails_its_server_closed_and_is_kep
     time.sleep(5 * SYNC_MS / 1000)  # several syncs: nothing rewrites what could not be read
     assert {kv.key: (kv.value, kv.mod_revision) for kv in fleet.keys()} == kept
     assert fleet.upstreams["demo"].calls() == [] and fleet.upstreams["modern"].calls() == []
+
+
+@pytest.mark.timeout(120, method="signal")
+async def test_the_fleet_store_works_over_mtls(mtls_fleet: StoreFleet) -> None:
+    fleet = mtls_fleet
+    assert fleet.etcd is not None and fleet.etcd.url.startswith("https://")
+    a, b = envoys(fleet, "A", "B")
+    assert await names_through(a) == REV1_TOOLS
+    fleet.wait_for_record("demo", record_is("verified", FP1), "the baseline, written over mTLS")
+    assert await names_through(b) == REV1_TOOLS
+    fleet.upstreams["demo"].set_revision(2)
+    assert await names_through(a) == []
+    wait_for_view(b, "demo", view_is("changed", FP1), "A's drift, read over mTLS")
+    fleet.wait_for_record("demo", record_is("changed", FP1, FP2), "the drift")
+    assert b.audit_events("schema.baselined") == []
+    for member in (a, b):
+        assert member.audit_events("store.unreachable") == []
+        assert member.counters().get("store_failures", 0) == 0, member.counters()
+        assert member.envoy.stats().get("cluster.toolseal_store.ssl.handshake", 0) >= 1
