@@ -578,3 +578,40 @@ async def test_the_fleet_store_works_over_mtls(mtls_fleet: StoreFleet) -> None:
         assert member.audit_events("store.unreachable") == []
         assert member.counters().get("store_failures", 0) == 0, member.counters()
         assert member.envoy.stats().get("cluster.toolseal_store.ssl.handshake", 0) >= 1
+
+
+@pytest.mark.timeout(120, method="signal")
+async def test_moving_a_fleet_onto_the_store_under_pins_re_trusts_nothing(fleet: StoreFleet) -> None:
+    store_config = fleet.config
+    pins = {"demo": {"pin": FP1}, "modern": {"pin": FPM1}}
+    # Before: per-process state, strict posture, every server pinned (docs/fleet.md, step 1).
+    fleet.config = {**{k: v for k, v in store_config.items() if k != "store"},
+                    "posture": "strict", "servers": pins}
+    before = fleet.add_envoy("before")
+    fleet.start_envoys(before)
+    assert await names_through(before) == REV1_TOOLS
+    fleet.upstreams["demo"].set_revision(2)  # a drift nobody reviewed yet
+    assert await names_through(before) == []
+    assert status_of(before.admin.server("demo")) == "changed"
+    before.stop()
+    assert fleet.keys() == []
+
+    # The switch: the same pins, the store on a new prefix; a rolling restart (new processes).
+    fleet.config = {**store_config, "posture": "strict", "servers": pins}
+    a, b = fleet.add_envoy("A"), fleet.add_envoy("B")
+    fleet.start_envoys(a, b)
+    async with balanced_client(fleet, "demo", "A") as (agent, _):
+        listed = await agent.list_tools()
+        assert (listed.tools, list_status_meta(listed)["schema_status"]) == ([], "changed")
+        with NotForwarded(fleet, "demo"):
+            refused = await agent.call("deploy_preview", DEPLOY_REV2)
+        assert_denied(refused, "SCHEMA_CHANGED", tool="deploy_preview", schema_status="changed",
+                      required_action="admin_review")
+    fleet.wait_for_record("demo", record_is("changed", FP1, FP2), "the drift, against the pin")
+    wait_for_view(b, "demo", view_is("changed", FP1), "A's drift")
+    # A server that matches its pin verifies on its first list and is recorded once.
+    assert await names_through(b, "modern") == MODERN_NAMES
+    fleet.wait_for_record("modern", record_is("verified", FPM1), "the pinned baseline")
+    assert await names_through(a, "modern") == MODERN_NAMES
+    assert a.audit_events("schema.baselined") + b.audit_events("schema.baselined") == []
+    assert fleet.upstreams["demo"].calls() == []
