@@ -122,69 +122,85 @@ def quiet_window(fleet: StoreFleet, members: list[FleetEnvoy], seconds: float) -
     return {k: round(v / seconds, 2) for k, v in delta.items()}
 
 
-def decisions(fleet: StoreFleet, a: FleetEnvoy, p: FleetEnvoy, servers: list[str],
-              http: httpx.Client) -> dict[str, Any]:
-    """First contact, verified lists and drift, through A (store) and P (per process)."""
-    results: dict[str, Any] = {}
-    meter = Meter(fleet, [a])
-    time.sleep(0.5)  # let start-up syncs settle
-    for label, member in (("store", a), ("per_process", p)):
-        sessions = {sid: RawSession(http, member.url(sid)) for sid in servers}
-        first, verified, drift = [], [], []
-        trips_first, trips_verified = [], []
-        for sid, session in sessions.items():
-            before = meter.snapshot()
-            took, result = session.list_tools()
-            assert len(result["tools"]) == 3, result
-            first.append(took)
-            time.sleep(0.05)  # an answer's pushes are sent right after it
-            trips_first.append(Meter.delta(before, meter.snapshot(), 0))
-        for _ in range(5):
-            for sid, session in sessions.items():
-                before = meter.snapshot()
-                took, result = session.list_tools()
-                assert len(result["tools"]) == 3, result
-                verified.append(took)
-                trips_verified.append(Meter.delta(before, meter.snapshot(), 0))
-        results[label] = {"first_contact": summary(first), "verified_list": summary(verified),
-                          "first_contact_trips": trips_first[-1] if label == "store" else None,
-                          "verified_trips_total": _sum(trips_verified) if label == "store" else None}
-        results[label]["_sessions"] = sessions
-        results[label]["_drift"] = drift
+def timed_lists(sessions: dict[str, RawSession], meter: Meter, tools: int | None,
+                settle: float = 0.0) -> tuple[list[float], list[dict[str, int]]]:
+    """One tools/list per session: seconds each took, and the store requests each made
+    (``settle``: wait that long after the answer, for the writes sent right after it)."""
+    took_all, trips = [], []
+    for session in sessions.values():
+        before = meter.snapshot()
+        took, result = session.list_tools()
+        assert tools is None or len(result["tools"]) == tools, result
+        took_all.append(took)
+        if settle:
+            time.sleep(settle)
+        trips.append(Meter.delta(before, meter.snapshot(), 0))
+    return took_all, trips
+
+
+def distinct(trips: list[dict[str, int]]) -> list[dict[str, int]]:
+    """The different round-trip counts seen, each once."""
+    return [json.loads(s) for s in sorted({json.dumps(d, sort_keys=True) for d in trips})]
+
+
+def decisions(fleet: StoreFleet, a: FleetEnvoy, b: FleetEnvoy, p: FleetEnvoy,
+              servers: list[str], http: httpx.Client) -> dict[str, Any]:
+    """First contact (A), a known server's first request on another instance (B), verified
+    lists, a drift, through the store and through P (per process); the drift's way to B."""
+    meter_a, meter_b = Meter(fleet, [a]), Meter(fleet, [b])
+    on_a = {sid: RawSession(http, a.url(sid)) for sid in servers}
+    on_b = {sid: RawSession(http, b.url(sid)) for sid in servers}
+    on_p = {sid: RawSession(http, p.url(sid)) for sid in servers}
+    out: dict[str, Any] = {}
+    took, trips = timed_lists(on_a, meter_a, 3, settle=0.05)
+    out["first_contact"] = {"store": summary(took), "store_trips": distinct(trips)}
+    took, trips = timed_lists(on_b, meter_b, 3, settle=0.05)
+    out["known_server_first_request_on_another_instance"] = {
+        "store": summary(took), "store_trips": distinct(trips)}
+    took, _ = timed_lists(on_p, meter_a, 3)
+    out["first_contact"]["per_process"] = summary(took)
+    verified, trips = [], []
+    for _ in range(5):
+        took, more = timed_lists(on_a, meter_a, 3)
+        verified += took
+        trips += more
+    out["verified_list"] = {"store": summary(verified), "store_trips_total": _sum(trips),
+                            "lists": len(verified)}
+    verified = []
+    for _ in range(5):
+        verified += timed_lists(on_p, meter_a, 3)[0]
+    out["verified_list"]["per_process"] = summary(verified)
     fleet.upstreams["shared"].set_revision(2)
-    for label in ("store", "per_process"):
-        trips_drift = []
-        for sid, session in results[label]["_sessions"].items():
-            before = meter.snapshot()
-            took, result = session.list_tools()
-            assert result["tools"] == [], result
-            results[label]["_drift"].append(took)
-            time.sleep(0.05)
-            trips_drift.append(Meter.delta(before, meter.snapshot(), 0))
-        results[label]["drift_list"] = summary(results[label].pop("_drift"))
-        results[label]["drift_trips"] = trips_drift[-1] if label == "store" else None
-        results[label].pop("_sessions")
-    return results
+    drift, trips, reach_b = [], [], []
+    for sid, session in on_a.items():
+        before = meter_a.snapshot()
+        took, result = session.list_tools()
+        assert result["tools"] == [], result
+        answered = time.perf_counter()
+        drift.append(took)
+        while b.admin.server(sid)["schema_status"] != "changed":
+            if time.perf_counter() - answered > 10:
+                raise RuntimeError(f"B never closed {sid}")
+            time.sleep(0.005)
+        reach_b.append(time.perf_counter() - answered)
+        trips.append(Meter.delta(before, meter_a.snapshot(), 0))
+    out["drift"] = {"store": summary(drift), "store_trips": distinct(trips),
+                    "per_process": summary(timed_lists(on_p, meter_a, 0)[0])}
+    out["drift_reaches_other_instance"] = summary(reach_b)
+    return out
 
 
 def _sum(deltas: list[dict[str, int]]) -> dict[str, int]:
     return {k: sum(d[k] for d in deltas) for k in deltas[0]}
 
 
-def propagation(fleet: StoreFleet, a: FleetEnvoy, b: FleetEnvoy, http: httpx.Client,
-                servers: list[str]) -> dict[str, Any]:
-    """A closure made on A (a quarantine through its admin API) until B's view shows it."""
+def propagation(a: FleetEnvoy, b: FleetEnvoy, servers: list[str]) -> dict[str, Any]:
+    """A quarantine through A's admin API until B's view shows it."""
     waits = []
     for sid in servers:
-        view = b.admin.get(f"servers/{sid}")
-        if view.status_code != 200:  # B must know the server to show the closure on it
-            RawSession(http, b.url(sid)).list_tools()
         began = time.perf_counter()
         assert a.admin.quarantine(sid, "fleet bench").status_code == 200
-        while True:
-            view = b.admin.get(f"servers/{sid}")
-            if view.status_code == 200 and view.json()["schema_status"] == "quarantined":
-                break
+        while b.admin.server(sid)["schema_status"] != "quarantined":
             if time.perf_counter() - began > 10:
                 raise RuntimeError(f"B never showed the quarantine of {sid}")
             time.sleep(0.005)
@@ -238,9 +254,9 @@ def main(argv: list[str]) -> int:
         fleet.start_envoys(a, b, p)
         with httpx.Client(timeout=30, trust_env=False) as http:
             report["idle_before_any_server"] = quiet_window(fleet, [a, b], 2.0)
-            report["decisions"] = decisions(fleet, a, p, servers, http)
+            report["decisions"] = decisions(fleet, a, b, p, servers, http)
             report["idle_with_servers"] = quiet_window(fleet, [a, b], 2.0)
-            report["closure_a_to_b"] = propagation(fleet, a, b, http, servers[:8])
+            report["quarantine_a_to_b"] = propagation(a, b, servers[:8])
             report["views16"] = views_footprint(fleet, a, http)
             record = fleet.store.get(fleet.server_key(servers[0]))
             report["one_server_record_bytes"] = len(record.value) if record else None
@@ -248,10 +264,10 @@ def main(argv: list[str]) -> int:
             report["etcd_bytes_total"] = sum(len(kv.value) for kv in fleet.keys())
     finally:
         fleet.stop()
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+        text = json.dumps(report, indent=2)
+        print(text)
+        if args.json:
+            args.json.write_text(text + "\n")
     return 0
 
 
