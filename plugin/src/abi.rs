@@ -30,18 +30,23 @@ pub enum Buffer {
     RequestBody = 0,
     /// The response body buffered so far.
     ResponseBody = 1,
+    /// The body of an HTTP callout's answer (during `proxy_on_http_call_response`).
+    HttpCallResponseBody = 4,
     /// The plugin configuration (during `proxy_on_configure`).
     PluginConfiguration = 7,
 }
 
 /// Header maps.
 #[derive(Debug, Clone, Copy)]
+#[allow(clippy::enum_variant_names)]
 #[repr(u32)]
 pub enum Map {
     /// Request headers.
     RequestHeaders = 0,
     /// Response headers.
     ResponseHeaders = 2,
+    /// The headers of an HTTP callout's answer (during `proxy_on_http_call_response`).
+    HttpCallResponseHeaders = 6,
 }
 
 /// Stream directions (`proxy_close_stream`).
@@ -137,6 +142,21 @@ unsafe extern "C" {
         grpc_status: i32,
     ) -> u32;
     fn proxy_close_stream(stream_type: u32) -> u32;
+    fn proxy_continue_stream(stream_type: u32) -> u32;
+    fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
+    #[allow(clippy::too_many_arguments)]
+    fn proxy_http_call(
+        upstream_data: *const u8,
+        upstream_size: usize,
+        headers_data: *const u8,
+        headers_size: usize,
+        body_data: *const u8,
+        body_size: usize,
+        trailers_data: *const u8,
+        trailers_size: usize,
+        timeout_milliseconds: u32,
+        return_token: *mut u32,
+    ) -> u32;
     fn proxy_define_metric(
         metric_type: u32,
         name_data: *const u8,
@@ -320,4 +340,46 @@ pub fn define_counter(name: &str) -> Result<u32, Status> {
 pub fn increment(id: u32, offset: i64) -> Result<(), Status> {
     // SAFETY: no pointers.
     check(unsafe { proxy_increment_metric(id, offset) })
+}
+
+/// Lets a paused direction of the HTTP stream go on.
+pub fn continue_stream(stream: Stream) -> Result<(), Status> {
+    // SAFETY: no pointers.
+    check(unsafe { proxy_continue_stream(stream as u32) })
+}
+
+/// Asks the host to call `proxy_on_tick` every `period_ms` (0: never).
+pub fn set_tick_period(period_ms: u32) -> Result<(), Status> {
+    // SAFETY: no pointers.
+    check(unsafe { proxy_set_tick_period_milliseconds(period_ms) })
+}
+
+/// Sends an HTTP request to `cluster` (an upstream the host knows); the answer arrives in
+/// `proxy_on_http_call_response` with the token returned here.
+pub fn http_call(
+    cluster: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout_ms: u32,
+) -> Result<u32, Status> {
+    let headers = crate::pairs::serialize(headers);
+    let trailers = crate::pairs::serialize(&[]);
+    let mut token = 0;
+    // SAFETY: every pointer comes from a live slice, only read during the call; the
+    // out-pointer points to a live local.
+    check(unsafe {
+        proxy_http_call(
+            cluster.as_ptr(),
+            cluster.len(),
+            headers.as_ptr(),
+            headers.len(),
+            body.as_ptr(),
+            body.len(),
+            trailers.as_ptr(),
+            trailers.len(),
+            timeout_ms,
+            &mut token,
+        )
+    })?;
+    Ok(token)
 }

@@ -154,6 +154,52 @@ pub extern "C" fn proxy_on_log(id: u32) {
     });
 }
 
+/// The answer to an HTTP callout (a fleet store call) of a root or an HTTP context.
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_http_call_response(
+    context_id: u32,
+    token: u32,
+    _num_headers: usize,
+    body_size: usize,
+    _num_trailers: usize,
+) {
+    let http = with_http(context_id, |h| {
+        h.on_http_call_response(token, body_size);
+        Action::Continue
+    });
+    if http == Action::Continue as u32 {
+        return;
+    }
+    with_root(context_id, |root| {
+        root.on_http_call_response(token, body_size)
+    });
+}
+
+/// The timer of a root context.
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_tick(context_id: u32) {
+    with_root(context_id, Root::on_tick);
+}
+
+/// Runs `f` on root context `id` (taken out while it runs, as `proxy_on_configure` does, so a
+/// callback into the guest cannot find it borrowed).
+fn with_root(id: u32, f: impl FnOnce(&mut Root)) {
+    let taken = CONTEXTS.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        let index = c.roots.iter().position(|(root, _)| *root == id)?;
+        Some(c.roots.swap_remove(index))
+    });
+    let Some((id, mut root)) = taken else {
+        return;
+    };
+    f(&mut root);
+    CONTEXTS.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.roots.push((id, root));
+        }
+    });
+}
+
 /// The host asks whether the context is done: always.
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_done(_context_id: u32) -> bool {

@@ -23,6 +23,7 @@ use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::gateway::admin::AdminRequest;
 use toolseal_core::gateway::body::BodyVerdict;
 use toolseal_core::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
+use toolseal_core::gateway::fleet::{FleetCall, FleetReply};
 use toolseal_core::gateway::response::BodyPlan;
 use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, ReadBody, RequestHead};
 use toolseal_core::wire::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
@@ -36,6 +37,8 @@ struct Shared {
 #[derive(Default)]
 pub struct Root {
     shared: Option<Rc<RefCell<Shared>>>,
+    /// The fleet store call of the background chain in flight (one at a time).
+    fleet_call: Option<(u32, FleetCall)>,
 }
 
 impl Root {
@@ -77,8 +80,75 @@ impl Root {
             let _logged = abi::log(Level::Critical, &format!("toolseal: {e}"));
             return false;
         }
+        if let Some(settings) = shared.engine.fleet_settings() {
+            let period = u32::try_from(settings.sync_ms).unwrap_or(u32::MAX);
+            if abi::set_tick_period(period).is_err() {
+                let _logged = abi::log(
+                    Level::Critical,
+                    "toolseal: the host refused a timer; without it the fleet store is never read for other instances' changes",
+                );
+                return false;
+            }
+        }
         self.shared = Some(Rc::new(RefCell::new(shared)));
         true
+    }
+
+    /// `proxy_on_tick`: every `store.etcd.sync_ms`, the worker's background fleet work (what
+    /// closed here and was not pushed, what other instances wrote).
+    pub fn on_tick(&mut self) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        if self.fleet_call.is_some() {
+            return;
+        }
+        let mut shared = shared.borrow_mut();
+        let Shared { engine, metrics } = &mut *shared;
+        let mut out = EnvoyOutputs {
+            metrics,
+            published: &mut Published::default(),
+        };
+        let call = engine.fleet_tick(&mut SharedData, &mut out, host::now_ms());
+        let cluster = engine.fleet_settings().map(|s| s.cluster.clone());
+        drop(shared);
+        if let (Some(call), Some(cluster)) = (call, cluster) {
+            self.fleet_call = send_background(&self.shared, &cluster, call);
+        }
+    }
+
+    /// `proxy_on_http_call_response` for a call of the background chain.
+    pub fn on_http_call_response(&mut self, token: u32, body_size: usize) {
+        let Some((expected, call)) = self.fleet_call.take() else {
+            return;
+        };
+        if expected != token {
+            self.fleet_call = Some((expected, call));
+            return;
+        }
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        let reply = call_reply(body_size);
+        let mut guard = shared.borrow_mut();
+        let Shared { engine, metrics } = &mut *guard;
+        let mut out = EnvoyOutputs {
+            metrics,
+            published: &mut Published::default(),
+        };
+        let next = engine.fleet_reply(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            None,
+            &call,
+            reply,
+        );
+        let cluster = engine.fleet_settings().map(|s| s.cluster.clone());
+        drop(guard);
+        if let (Some(next), Some(cluster)) = (next, cluster) {
+            self.fleet_call = send_background(&self.shared, &cluster, next);
+        }
     }
 
     /// A context for one HTTP stream (`None` before a configuration was accepted).
@@ -92,6 +162,8 @@ impl Root {
             exchange: Exchange::default(),
             plan: BodyPlan::Pass,
             published: Published::new(filter_state),
+            waiting: None,
+            pushing: None,
         })
     }
 }
@@ -118,6 +190,37 @@ pub struct Http {
     plan: BodyPlan,
     /// What this stream's filter state holds (see `telemetry`).
     published: Published,
+    /// The fleet store call this stream is held for, and the callback to make again.
+    waiting: Option<Waiting>,
+    /// A closure of this stream's being pushed to the fleet store (its call in flight).
+    pushing: Option<(u32, FleetCall)>,
+}
+
+/// A stream held for the fleet store.
+struct Waiting {
+    token: u32,
+    call: FleetCall,
+    /// The body callback to make again once the chain is answered.
+    again: Again,
+    /// What the host held at the last body callback.
+    size: usize,
+    end: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Again {
+    Request,
+    Admin,
+    Response,
+}
+
+impl Again {
+    fn stream(self) -> Stream {
+        match self {
+            Again::Request | Again::Admin => Stream::Request,
+            Again::Response => Stream::Response,
+        }
+    }
 }
 
 impl Http {
@@ -199,7 +302,10 @@ impl Http {
                 self.mode = Mode::Admin;
                 match end_of_stream {
                     // No body: answered now, on an empty one.
-                    true => self.admin_body(0, true, &mut |_| Ok(Vec::new())),
+                    true => {
+                        let answer = self.admin_body(0, true, &mut |_| Ok(Vec::new()));
+                        self.answer(answer, Again::Admin, 0, true)
+                    }
                     false => Action::Continue,
                 }
             }
@@ -209,13 +315,32 @@ impl Http {
 
     /// `proxy_on_request_body` (`body_size`: everything buffered so far).
     pub fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if let Some(waiting) = self.waiting.as_mut() {
+            // Held for the fleet store: what arrives meanwhile waits with the rest.
+            waiting.size = body_size;
+            waiting.end = end_of_stream;
+            return Action::Pause;
+        }
+        let action = match self.mode {
+            Mode::Admin => self.request_again(Again::Admin, body_size, end_of_stream),
+            _ => self.request_again(Again::Request, body_size, end_of_stream),
+        };
+        self.push_closures();
+        action
+    }
+
+    /// A request body callback (made again once the fleet store answered what it waited for).
+    fn request_again(&mut self, again: Again, body_size: usize, end_of_stream: bool) -> Action {
         let read = &mut |size| {
             read_body(Buffer::RequestBody, 0, size)
                 .map_err(|code| format!("the request body (status {code})"))
         };
         match self.mode {
             Mode::Done | Mode::Stopped => Action::Pause,
-            Mode::Admin => self.admin_body(body_size, end_of_stream, read),
+            Mode::Admin => {
+                let answer = self.admin_body(body_size, end_of_stream, read);
+                self.answer(answer, again, body_size, end_of_stream)
+            }
             Mode::Mcp => {
                 let shared = Rc::clone(&self.shared);
                 let mut shared = shared.borrow_mut();
@@ -238,7 +363,7 @@ impl Http {
                     read,
                 );
                 drop(shared);
-                self.answer(answer)
+                self.answer(answer, again, body_size, end_of_stream)
             }
         }
     }
@@ -290,6 +415,19 @@ impl Http {
 
     /// `proxy_on_response_body`.
     pub fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if let Some(waiting) = self.waiting.as_mut() {
+            waiting.size = body_size;
+            waiting.end = end_of_stream;
+            return Action::Pause;
+        }
+        let action = self.response_again(body_size, end_of_stream);
+        self.push_closures();
+        action
+    }
+
+    /// A response body callback (made again once the fleet store answered what it waited
+    /// for, with everything held since).
+    fn response_again(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         if self.mode == Mode::Stopped {
             return Action::Pause;
         }
@@ -315,6 +453,9 @@ impl Http {
         drop(shared);
         match verdict {
             BodyVerdict::Wait => Action::Pause,
+            BodyVerdict::Fleet(call) => {
+                self.hold_for(call, Again::Response, body_size, end_of_stream)
+            }
             BodyVerdict::Forward => Action::Continue,
             BodyVerdict::PassRest => {
                 self.plan = BodyPlan::Pass;
@@ -348,7 +489,12 @@ impl Http {
     }
 
     /// An admin request's body callback (`read` hands its bytes over).
-    fn admin_body(&mut self, size: usize, end_of_stream: bool, read: &mut ReadBody<'_>) -> Action {
+    fn admin_body(
+        &mut self,
+        size: usize,
+        end_of_stream: bool,
+        read: &mut ReadBody<'_>,
+    ) -> BodyAnswer {
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
         let Shared { engine, metrics } = &mut *shared;
@@ -368,27 +514,215 @@ impl Http {
             metrics,
             published: &mut self.published,
         };
-        let answer = engine.admin_body_arrived(
+        engine.admin_body_arrived(
             &mut SharedData,
             &mut out,
             host::now_ms(),
-            &self.exchange,
+            &mut self.exchange,
             &request,
             size,
             end_of_stream,
             read,
-        );
-        drop(shared);
-        self.answer(answer)
+        )
     }
 
     /// Acts on the engine's answer to a request body callback.
-    fn answer(&mut self, answer: BodyAnswer) -> Action {
+    fn answer(&mut self, answer: BodyAnswer, again: Again, size: usize, end: bool) -> Action {
         match answer {
             BodyAnswer::Wait => Action::Pause,
             BodyAnswer::Forward => Action::Continue,
             BodyAnswer::Reply(reply) => self.reply(&reply, Stream::Request),
+            BodyAnswer::Fleet(call) => self.hold_for(call, again, size, end),
         }
+    }
+
+    /// Holds the stream and sends `call` to the fleet store. A call the host will not send
+    /// is answered as failed at once, and the callback is made again (it then fails closed).
+    fn hold_for(&mut self, call: FleetCall, again: Again, size: usize, end: bool) -> Action {
+        match self.send(&call) {
+            Ok(token) => {
+                self.waiting = Some(Waiting {
+                    token,
+                    call,
+                    again,
+                    size,
+                    end,
+                });
+                Action::Pause
+            }
+            Err(why) => {
+                let next = self.fleet_reply(&call, FleetReply::Failed(why), true);
+                match next {
+                    Some(next) => self.hold_for(next, again, size, end),
+                    None => self.again(again, size, end),
+                }
+            }
+        }
+    }
+
+    fn send(&self, call: &FleetCall) -> Result<u32, String> {
+        let cluster = self
+            .shared
+            .borrow()
+            .engine
+            .fleet_settings()
+            .map(|s| s.cluster.clone())
+            .ok_or("no fleet store is configured")?;
+        send_call(&cluster, call)
+    }
+
+    fn fleet_reply(
+        &mut self,
+        call: &FleetCall,
+        reply: FleetReply,
+        mine: bool,
+    ) -> Option<FleetCall> {
+        let shared = Rc::clone(&self.shared);
+        let mut shared = shared.borrow_mut();
+        let Shared { engine, metrics } = &mut *shared;
+        let mut out = EnvoyOutputs {
+            metrics,
+            published: &mut self.published,
+        };
+        let exchange = mine.then_some(&mut self.exchange);
+        engine.fleet_reply(
+            &mut SharedData,
+            &mut out,
+            host::now_ms(),
+            exchange,
+            call,
+            reply,
+        )
+    }
+
+    /// Makes the held callback again.
+    fn again(&mut self, again: Again, size: usize, end: bool) -> Action {
+        match again {
+            Again::Request | Again::Admin => self.request_again(again, size, end),
+            Again::Response => self.response_again(size, end),
+        }
+    }
+
+    /// `proxy_on_http_call_response`: the answer to this stream's fleet store call.
+    pub fn on_http_call_response(&mut self, token: u32, body_size: usize) {
+        if let Some((pushed, call)) = self.pushing.take() {
+            if pushed == token {
+                let next = self.fleet_reply(&call, call_reply(body_size), false);
+                if let Some(next) = next
+                    && let Ok(token) = self.send(&next)
+                {
+                    self.pushing = Some((token, next));
+                }
+                return;
+            }
+            self.pushing = Some((pushed, call));
+        }
+        let Some(waiting) = self.waiting.take() else {
+            return;
+        };
+        if waiting.token != token {
+            self.waiting = Some(waiting);
+            return;
+        }
+        let next = self.fleet_reply(&waiting.call, call_reply(body_size), true);
+        let action = match next {
+            Some(next) => self.hold_for(next, waiting.again, waiting.size, waiting.end),
+            None => self.again(waiting.again, waiting.size, waiting.end),
+        };
+        if self.waiting.is_some() {
+            return;
+        }
+        // The callback this stream was held in has returned long ago: going on is asked of
+        // the host now (a local answer or a reset was made by the callback itself).
+        if action == Action::Continue
+            && self.mode != Mode::Stopped
+            && abi::continue_stream(waiting.again.stream()).is_err()
+        {
+            let _stopped = self.stop(waiting.again.stream());
+        }
+        self.push_closures();
+    }
+
+    /// Sends a closure this worker made to the fleet store (one at a time per stream; the
+    /// worker's timer sends what a stream that ends first leaves).
+    fn push_closures(&mut self) {
+        if self.pushing.is_some() {
+            return;
+        }
+        let call = self
+            .shared
+            .borrow_mut()
+            .engine
+            .fleet_outbox(&mut SharedData, host::now_ms());
+        if let Some(call) = call
+            && let Ok(token) = self.send(&call)
+        {
+            self.pushing = Some((token, call));
+        }
+    }
+}
+
+/// Sends a fleet store call to `cluster`: a JSON `POST` to etcd's JSON API.
+fn send_call(cluster: &str, call: &FleetCall) -> Result<u32, String> {
+    let headers = [
+        (":method", "POST"),
+        (":path", call.path),
+        (":authority", cluster),
+        ("content-type", "application/json"),
+    ];
+    let timeout = u32::try_from(call.timeout_ms).unwrap_or(u32::MAX);
+    abi::http_call(cluster, &headers, &call.body, timeout)
+        .map_err(|abi::Status(code)| format!("the host did not send the call (status {code})"))
+}
+
+/// A background call from the root context (its answer goes to [`Root::on_http_call_response`]);
+/// a call the host will not send is handed back as failed, so the chain ends.
+fn send_background(
+    shared: &Option<Rc<RefCell<Shared>>>,
+    cluster: &str,
+    call: FleetCall,
+) -> Option<(u32, FleetCall)> {
+    match send_call(cluster, &call) {
+        Ok(token) => Some((token, call)),
+        Err(why) => {
+            let shared = shared.as_ref()?;
+            let mut guard = shared.borrow_mut();
+            let Shared { engine, metrics } = &mut *guard;
+            let mut out = EnvoyOutputs {
+                metrics,
+                published: &mut Published::default(),
+            };
+            let _next = engine.fleet_reply(
+                &mut SharedData,
+                &mut out,
+                host::now_ms(),
+                None,
+                &call,
+                FleetReply::Failed(why),
+            );
+            None
+        }
+    }
+}
+
+/// The answer of the call whose response callback is running: its status and body, or why
+/// there is none (a reset, a timeout: Envoy then hands no headers).
+fn call_reply(body_size: usize) -> FleetReply {
+    let status = match abi::header(Map::HttpCallResponseHeaders, ":status") {
+        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).parse::<u16>().ok(),
+        _ => None,
+    };
+    let Some(status) = status else {
+        return FleetReply::Failed("no answer (unreachable or timed out)".into());
+    };
+    match abi::get_buffer(Buffer::HttpCallResponseBody, 0, body_size) {
+        Ok(body) => FleetReply::Answered {
+            status,
+            body: body.unwrap_or_default(),
+        },
+        Err(abi::Status(code)) => FleetReply::Failed(format!(
+            "the answer's body could not be read (status {code})"
+        )),
     }
 }
 

@@ -232,6 +232,9 @@ pub struct Config {
     pub views: Vec<ViewSource>,
     /// Whether any server's views read the request path (it is kept with the exchange then).
     pub views_read_path: bool,
+    /// The fleet store (`store.etcd`): server records shared by every instance. `None`:
+    /// runtime state lives in this process's shared data only.
+    pub store: Option<crate::state::fleet::EtcdSettings>,
 }
 
 impl Default for Config {
@@ -253,6 +256,7 @@ impl Default for Config {
             telemetry: TelemetryConfig::default(),
             views: crate::policy::views::default_sources(),
             views_read_path: false,
+            store: None,
         }
     }
 }
@@ -331,6 +335,7 @@ impl Config {
                 "snapshots",
                 "telemetry",
                 "views",
+                "store",
             ],
         )?;
         let mut config = Config::default();
@@ -403,6 +408,9 @@ impl Config {
         }
         if let Some(v) = root.get("views") {
             config.views = views(v, "views")?;
+        }
+        if let Some(v) = root.get("store") {
+            config.store = store(v)?;
         }
         let reads_path = |sources: &[ViewSource]| sources.contains(&ViewSource::Path);
         config.views_read_path = reads_path(&config.views)
@@ -903,6 +911,64 @@ fn telemetry(v: &Value) -> Result<TelemetryConfig, ConfigError> {
 }
 
 #[inline(never)]
+/// `store`: `{"etcd": {"cluster", "prefix", "timeout_ms", "sync_ms"}}`.
+fn store(v: &Value) -> Result<Option<crate::state::fleet::EtcdSettings>, ConfigError> {
+    let obj = object(v, "store")?;
+    known_keys(obj, "store", &["etcd"])?;
+    let Some(etcd) = obj.get("etcd") else {
+        return Err(err(
+            "store",
+            "name the store: {\"etcd\": {\"cluster\": \"<Envoy cluster of the etcd endpoints>\"}}",
+        ));
+    };
+    let etcd = object(etcd, "store.etcd")?;
+    known_keys(
+        etcd,
+        "store.etcd",
+        &["cluster", "prefix", "timeout_ms", "sync_ms"],
+    )?;
+    let cluster = match etcd.get("cluster") {
+        Some(c) => string(c, "store.etcd.cluster")?,
+        None => {
+            return Err(err(
+                "store.etcd.cluster",
+                "required: the name of the Envoy cluster that reaches etcd",
+            ));
+        }
+    };
+    if cluster.is_empty() {
+        return Err(err("store.etcd.cluster", "must not be empty"));
+    }
+    let mut settings = crate::state::fleet::EtcdSettings::new(cluster);
+    if let Some(p) = etcd.get("prefix") {
+        let prefix = string(p, "store.etcd.prefix")?;
+        if !prefix.ends_with('/') || prefix.len() > 200 {
+            return Err(err(
+                "store.etcd.prefix",
+                "must end with `/` and be at most 200 bytes (one prefix per fleet, e.g. \"/toolseal/prod/\")",
+            ));
+        }
+        settings.prefix = prefix.to_string();
+    }
+    if let Some(n) = etcd.get("timeout_ms") {
+        settings.timeout_ms = bounded_ms(n, "store.etcd.timeout_ms", 10, 60_000)?;
+    }
+    if let Some(n) = etcd.get("sync_ms") {
+        settings.sync_ms = bounded_ms(n, "store.etcd.sync_ms", 50, 600_000)?;
+    }
+    Ok(Some(settings))
+}
+
+fn bounded_ms(v: &Value, field: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+    match v.as_u64() {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(err(
+            field,
+            format!("expected milliseconds from {min} to {max}"),
+        )),
+    }
+}
+
 fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {
     let obj = object(v, "audit")?;
     known_keys(obj, "audit", &["call_allowed", "ring_size"])?;

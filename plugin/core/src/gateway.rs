@@ -11,6 +11,7 @@ pub mod body;
 pub mod call;
 pub mod denial;
 pub mod engine;
+pub mod fleet;
 pub mod known_list;
 pub mod listing;
 pub mod request;

@@ -28,6 +28,7 @@
 //! audit events ([`audit`]).
 
 pub mod audit;
+pub mod fleet;
 pub mod parse_cache;
 pub mod snapshot_key;
 pub mod store;
@@ -80,7 +81,8 @@ impl std::fmt::Display for StateError {
     }
 }
 
-fn record_key(server: &str) -> String {
+/// The shared-data key of a server's record.
+pub(crate) fn record_key(server: &str) -> String {
     format!("ts/v1/srv/{server}")
 }
 
@@ -249,7 +251,8 @@ pub fn server_ids(store: &dyn StateStore) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn register_server(
+/// Adds `server` to the registry of known servers (bounded by `max_servers`).
+pub(crate) fn register_server(
     store: &mut dyn StateStore,
     server: &str,
     max_servers: usize,
@@ -327,10 +330,26 @@ fn named_sets(store: &dyn StateStore, server: &str) -> Result<Vec<String>, State
 }
 
 /// The fingerprint a stored set document opens with.
+/// The fingerprint a stored set document opens with.
+pub(crate) fn document_fingerprint_of(bytes: &[u8]) -> Option<&str> {
+    document_fingerprint(bytes)
+}
+
 fn document_fingerprint(bytes: &[u8]) -> Option<&str> {
     let rest = bytes.strip_prefix(&b"{\"fingerprint\":\""[..])?;
     let end = rest.iter().position(|&b| b == b'"')?;
     std::str::from_utf8(rest.get(..end)?).ok()
+}
+
+/// Stores a set document as the fleet store holds it (`{"fingerprint", "tools"}`, written
+/// by [`put_tool_set`] on some instance), unless a slot holds it already.
+pub(crate) fn put_set_bytes(
+    store: &mut dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+    bytes: &[u8],
+) -> Result<(), StateError> {
+    put_set_document(store, server, fingerprint, bytes, &[], 2)
 }
 
 /// [`put_tool_set`] of a serialized document; `keep`: sets the caller is about to name that

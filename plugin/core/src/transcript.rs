@@ -8,7 +8,9 @@
 
 use crate::config::Config;
 use crate::gateway::admin::AdminRequest;
+use crate::gateway::body::BodyVerdict;
 use crate::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
+use crate::gateway::fleet::{FleetCall, FleetReply};
 use crate::gateway::response::BodyPlan;
 use crate::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
 use crate::policy::rules::CallerIdentity;
@@ -157,6 +159,12 @@ pub struct Replayed {
     pub response_body: Vec<u8>,
 }
 
+/// How a native driver reaches the fleet store: the answer to one call.
+pub type FleetTransport = Box<dyn FnMut(&FleetCall) -> FleetReply>;
+
+/// How many calls one chain may make (each answer may ask for one more).
+const FLEET_CHAIN: usize = 16;
+
 /// The engine with an in-memory store and clock: a whole gateway, natively.
 pub struct NativeReplay {
     /// The engine.
@@ -170,6 +178,9 @@ pub struct NativeReplay {
     /// Envoy dynamic metadata every request carries (namespace → struct), as a host would
     /// offer it to policy principals and snapshot keys.
     pub metadata: serde_json::Map<String, Value>,
+    /// The fleet store, when the config names one (without it, every call the engine asks
+    /// for fails: what needs the store fails closed).
+    pub fleet: Option<FleetTransport>,
 }
 
 impl NativeReplay {
@@ -181,6 +192,7 @@ impl NativeReplay {
             out: CollectedOutputs::default(),
             now_ms: 1_800_000_000_000,
             metadata: serde_json::Map::new(),
+            fleet: None,
         };
         // An in-memory store never fails; a problem would still be in `config.loaded`.
         let _configured =
@@ -209,7 +221,8 @@ impl NativeReplay {
     ) -> Replayed {
         self.now_ms = self.now_ms.saturating_add(1000);
         let now = self.now_ms;
-        let caller = Headers(ex, &self.metadata);
+        let metadata = self.metadata.clone();
+        let caller = Headers(ex, &metadata);
         let info = RequestInfo {
             http_method: &ex.http_method,
             content_type: ex.request_header("content-type"),
@@ -239,36 +252,51 @@ impl NativeReplay {
         };
         let body = &ex.request_body;
         let read = &mut |size: usize| Ok(body.get(..size).unwrap_or(body).to_vec());
-        let out = &mut self.out;
-        let answer = match self
+        let head = self
             .engine
-            .request_head_arrived(store, out, now, &mut exchange, head)
-        {
-            HeadVerdict::Reply(reply) => BodyAnswer::Reply(reply),
-            HeadVerdict::Admin => {
-                let request = AdminRequest {
-                    method: &ex.http_method,
-                    path: &ex.path,
-                    authorization: ex.request_header("authorization"),
-                    source: None,
-                    caller: &caller,
-                    body: &[],
-                };
-                let size = body.len();
-                self.engine
-                    .admin_body_arrived(store, out, now, &exchange, &request, size, true, read)
+            .request_head_arrived(store, &mut self.out, now, &mut exchange, head);
+        let answer = loop {
+            let out = &mut self.out;
+            let answer = match &head {
+                HeadVerdict::Reply(reply) => BodyAnswer::Reply(reply.clone()),
+                HeadVerdict::Admin => {
+                    let request = AdminRequest {
+                        method: &ex.http_method,
+                        path: &ex.path,
+                        authorization: ex.request_header("authorization"),
+                        source: None,
+                        caller: &caller,
+                        body: &[],
+                    };
+                    let size = body.len();
+                    self.engine.admin_body_arrived(
+                        store,
+                        out,
+                        now,
+                        &mut exchange,
+                        &request,
+                        size,
+                        true,
+                        read,
+                    )
+                }
+                HeadVerdict::Mcp => self.engine.request_body_arrived(
+                    store,
+                    out,
+                    now,
+                    &mut exchange,
+                    &info,
+                    body.len(),
+                    true,
+                    read,
+                ),
+            };
+            match answer {
+                BodyAnswer::Fleet(call) => self.drive_fleet(store, Some(&mut exchange), call),
+                answer => break answer,
             }
-            HeadVerdict::Mcp => self.engine.request_body_arrived(
-                store,
-                out,
-                now,
-                &mut exchange,
-                &info,
-                body.len(),
-                true,
-                read,
-            ),
         };
+        self.push_closures(store);
         if let BodyAnswer::Reply(reply) = answer {
             return Replayed {
                 local_reply: Some(reply),
@@ -288,10 +316,17 @@ impl NativeReplay {
         let body = &ex.response_body;
         let response_body = match plan {
             BodyPlan::Pass => body.clone(),
-            BodyPlan::Buffer => self
+            BodyPlan::Buffer if self.engine.fleet_settings().is_none() => self
                 .engine
                 .response_json(store, &mut self.out, now, &mut exchange, body)
                 .unwrap_or_else(|| body.clone()),
+            BodyPlan::Buffer => {
+                let verdict = self.response_body(store, &mut exchange, body, true);
+                match verdict {
+                    BodyVerdict::Replace(bytes) => bytes,
+                    _ => body.clone(),
+                }
+            }
             BodyPlan::Stream => {
                 let mut forwarded = Vec::new();
                 let pieces: Vec<&[u8]> = if body.is_empty() {
@@ -301,14 +336,22 @@ impl NativeReplay {
                 };
                 let last = pieces.len().saturating_sub(1);
                 for (i, piece) in pieces.into_iter().enumerate() {
-                    match self.engine.response_sse(
-                        store,
-                        &mut self.out,
-                        now,
-                        &mut exchange,
-                        piece,
-                        i == last,
-                    ) {
+                    let replaced = match self.engine.fleet_settings() {
+                        None => self.engine.response_sse(
+                            store,
+                            &mut self.out,
+                            now,
+                            &mut exchange,
+                            piece,
+                            i == last,
+                        ),
+                        Some(_) => match self.response_body(store, &mut exchange, piece, i == last)
+                        {
+                            BodyVerdict::Replace(bytes) => Some(bytes),
+                            _ => None,
+                        },
+                    };
+                    match replaced {
                         Some(bytes) => forwarded.extend(bytes),
                         None => forwarded.extend_from_slice(piece),
                     }
@@ -316,10 +359,101 @@ impl NativeReplay {
                 forwarded
             }
         };
+        self.push_closures(store);
         self.engine.exchange_end(store, &exchange);
         Replayed {
             local_reply: None,
             response_body,
+        }
+    }
+
+    /// One response body callback holding `held` (the whole body so far), through the fleet
+    /// store when the engine must wait for it, as a host adapter does.
+    fn response_body(
+        &mut self,
+        store: &mut dyn StateStore,
+        exchange: &mut Exchange,
+        held: &[u8],
+        end: bool,
+    ) -> BodyVerdict {
+        for _ in 0..FLEET_CHAIN {
+            let read = &mut |from: usize| held.get(from..).map(<[u8]>::to_vec);
+            let verdict = self.engine.response_body(
+                store,
+                &mut self.out,
+                self.now_ms,
+                exchange,
+                held.len(),
+                end,
+                read,
+            );
+            match verdict {
+                BodyVerdict::Fleet(call) => self.drive_fleet(store, Some(exchange), call),
+                verdict => return verdict,
+            }
+        }
+        BodyVerdict::Reset
+    }
+
+    /// Sends `call` and the calls that follow it to the fleet store, handing every reply to
+    /// the engine.
+    fn drive_fleet(
+        &mut self,
+        store: &mut dyn StateStore,
+        mut exchange: Option<&mut Exchange>,
+        call: FleetCall,
+    ) {
+        let mut call = call;
+        for _ in 0..FLEET_CHAIN {
+            let reply = match self.fleet.as_mut() {
+                Some(send) => send(&call),
+                None => FleetReply::Failed("no fleet store is reachable from this host".into()),
+            };
+            let next = self.engine.fleet_reply(
+                store,
+                &mut self.out,
+                self.now_ms,
+                exchange.as_deref_mut(),
+                &call,
+                reply,
+            );
+            match next {
+                Some(next) => call = next,
+                None => return,
+            }
+        }
+    }
+
+    /// Pushes the closures this worker made to the fleet store.
+    fn push_closures(&mut self, store: &mut dyn StateStore) {
+        for _ in 0..FLEET_CHAIN {
+            let Some(call) = self.engine.fleet_outbox(store, self.now_ms) else {
+                return;
+            };
+            self.drive_fleet(store, None, call);
+        }
+    }
+
+    /// The background work of a host's timer (every `sync_ms`): pushes what was not pushed,
+    /// reads what other instances wrote.
+    pub fn tick(&mut self) {
+        let mut store = std::mem::take(&mut self.store);
+        self.tick_on(&mut store);
+        self.store = store;
+    }
+
+    /// [`NativeReplay::tick`] over another store than its own.
+    pub fn tick_on(&mut self, store: &mut dyn StateStore) {
+        self.now_ms = self.now_ms.saturating_add(1);
+        for _ in 0..FLEET_CHAIN {
+            let Some(call) = self.engine.fleet_tick(store, &mut self.out, self.now_ms) else {
+                return;
+            };
+            let sync = call.path == crate::wire::etcd::RANGE_PATH;
+            self.drive_fleet(store, None, call);
+            if sync {
+                return;
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod canonical;
 pub mod envelope;
+pub mod etcd;
 pub mod first_value;
 pub mod json;
 pub mod json_span;

@@ -124,6 +124,11 @@ fn every_key_the_parser_accepts_has_a_row() {
         ("audit.", r#"{"audit": {"zz": 1}}"#),
         ("telemetry.", r#"{"telemetry": {"zz": 1}}"#),
         ("admin.", r#"{"admin": {"zz": 1}}"#),
+        ("store.", r#"{"store": {"zz": 1}}"#),
+        (
+            "store.etcd.",
+            r#"{"store": {"etcd": {"cluster": "c", "zz": 1}}}"#,
+        ),
     ];
     let mut missing = Vec::new();
     for (prefix, probe) in probes {

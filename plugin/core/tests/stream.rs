@@ -206,7 +206,7 @@ fn an_oversized_admin_body_is_read_one_byte_past_the_cap_and_refused() {
     let token = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
     let mut w = worker(json!({"admin": {"token_sha256": [token]}}));
     let caller = NoCaller;
-    let exchange = Exchange::default();
+    let mut exchange = Exchange::default();
     let request = AdminRequest {
         method: "POST",
         path: "/toolseal/servers/weather/approve",
@@ -224,7 +224,7 @@ fn an_oversized_admin_body_is_read_one_byte_past_the_cap_and_refused() {
         &mut w.store,
         &mut w.out,
         2,
-        &exchange,
+        &mut exchange,
         &request,
         MAX_ADMIN_BODY,
         false,
@@ -235,7 +235,7 @@ fn an_oversized_admin_body_is_read_one_byte_past_the_cap_and_refused() {
         &mut w.store,
         &mut w.out,
         2,
-        &exchange,
+        &mut exchange,
         &request,
         MAX_ADMIN_BODY + 5000,
         false,

@@ -18,10 +18,14 @@ use crate::state::store::StateStore;
 use crate::wire::first_value::Extent;
 
 /// What the host does with the response bytes it holds after one body callback.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum BodyVerdict {
     /// Keep buffering: nothing leaves yet (proxy-wasm: pause).
     Wait,
+    /// Hold what is held (and what arrives meanwhile) and send this call to the fleet store;
+    /// hand its reply (and those of the calls that follow) to [`Engine::fleet_reply`], then
+    /// make this callback again with everything held.
+    Fleet(crate::gateway::fleet::FleetCall),
     /// Forward what is held, unchanged.
     Forward,
     /// Forward these bytes in place of what is held.
@@ -46,6 +50,29 @@ impl Engine {
     /// one value is decided as soon as it shows it.
     #[allow(clippy::too_many_arguments)]
     pub fn response_body(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        size: usize,
+        end: bool,
+        read: &mut dyn FnMut(usize) -> Option<Vec<u8>>,
+    ) -> BodyVerdict {
+        let decided = self.with_fleet(
+            store,
+            out,
+            now_ms,
+            exchange,
+            |engine, store, out, exchange| {
+                engine.response_body_read(store, out, now_ms, exchange, size, end, &mut *read)
+            },
+        );
+        decided.unwrap_or_else(BodyVerdict::Fleet)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn response_body_read(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,

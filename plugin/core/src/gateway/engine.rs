@@ -151,7 +151,7 @@ impl PendingList {
 }
 
 /// What one HTTP exchange (a request and its response stream) remembers between callbacks.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Exchange {
     /// Server id.
     pub server: String,
@@ -175,6 +175,9 @@ pub struct Exchange {
     /// The capability names an `initialize` request declared, until the server names the
     /// session they belong to ([`Engine::session_assigned`]).
     pub declared: Option<Vec<String>>,
+    /// What the fleet store answered the callback that waits for it (see
+    /// [`crate::gateway::fleet`]).
+    pub fleet: crate::state::fleet::FleetProgress,
 }
 
 impl Exchange {
@@ -258,6 +261,8 @@ pub struct Engine {
     /// The candidate catalogues this worker made of drifted lists lately (see
     /// `listing::live::CandidateMemo`).
     pub(crate) candidates: crate::gateway::listing::live::CandidateMemo,
+    /// This worker's fleet store bookkeeping (see [`crate::gateway::fleet`]).
+    pub(crate) fleet: crate::gateway::fleet::FleetWorker,
 }
 
 impl Engine {
@@ -273,6 +278,7 @@ impl Engine {
             listed: std::collections::BTreeMap::new(),
             candidates: Default::default(),
             held: std::collections::BTreeSet::new(),
+            fleet: Default::default(),
         }
     }
 
@@ -306,62 +312,20 @@ impl Engine {
         if let Err(e) = state::seed(store) {
             problems.push(format!("shared state not seeded: {e}"));
         }
-        let servers: Vec<(String, crate::config::ServerConfig)> = self
-            .config
-            .servers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (id, server) in servers {
-            if let Some(pin) = &server.pin {
-                if let crate::config::Pin::Lock { fingerprint, tools } = pin
-                    && let Err(e) = state::put_tool_set(store, &id, fingerprint, tools)
+        // With a fleet store, a configured server's settings are applied over the record the
+        // fleet holds, the first time a callback touches it (`gateway::fleet`).
+        if self.config.store.is_none() {
+            let ids: Vec<String> = self.config.servers.keys().cloned().collect();
+            for id in ids {
+                problems.extend(self.configure_server(store, out, now_ms, &id));
+            }
+        } else {
+            for (id, server) in &self.config.servers {
+                if let Some(crate::config::Pin::Lock { fingerprint, tools }) = &server.pin
+                    && let Err(e) = state::put_tool_set(store, id, fingerprint, tools)
                 {
                     problems.push(format!("{id}: lock not stored: {e}"));
                 }
-                let lock = matches!(pin, crate::config::Pin::Lock { .. });
-                let event = crate::policy::status::Event::Pin {
-                    fingerprint: pin.fingerprint().to_string(),
-                    lock,
-                };
-                if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
-                    problems.push(format!("{id}: pin not applied: {e}"));
-                }
-            }
-            let held = match state::load_record(store, &id) {
-                Ok(record) => record.and_then(|(r, _)| r.quarantine),
-                Err(e) => {
-                    problems.push(format!("{id}: record unreadable: {e}"));
-                    continue;
-                }
-            };
-            match (&server.quarantine, held) {
-                (Some(reason), held) if held.as_ref().map(|h| &h.0) != Some(reason) => {
-                    let event = crate::policy::status::Event::Quarantine {
-                        reason: reason.clone(),
-                        by: crate::policy::status::Actor::Config,
-                    };
-                    if let Err(e) = self.transition(store, out, &id, None, &event, now_ms) {
-                        problems.push(format!("{id}: quarantine not applied: {e}"));
-                    }
-                }
-                (None, Some((_, crate::policy::status::Actor::Config))) => {
-                    let event = crate::policy::status::Event::Release {
-                        by: crate::policy::status::Actor::Config,
-                    };
-                    match self.transition(store, out, &id, None, &event, now_ms) {
-                        // Between the read above and the compare-and-swap, another worker (or
-                        // the other listener's root context, which shares the state) released
-                        // it already, or an administrator took the hold over: either way there
-                        // is no config hold left to lift, which is what this config asks.
-                        Ok(_)
-                        | Err(StateError::Refused(
-                            lifecycle::Refusal::NotQuarantined | lifecycle::Refusal::HeldByAdmin,
-                        )) => {}
-                        Err(e) => problems.push(format!("{id}: release not applied: {e}")),
-                    }
-                }
-                _ => {}
             }
         }
         let event = AuditEvent {
@@ -395,6 +359,72 @@ impl Engine {
             true => Ok(()),
             false => Err(ConfigureError { problems }),
         }
+    }
+
+    /// Applies one configured server's `pin`, `lock` and `quarantine` to its record; the
+    /// problems, one sentence each (none: applied).
+    pub(crate) fn configure_server(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        id: &str,
+    ) -> Vec<String> {
+        let mut problems = Vec::new();
+        let Some(server) = self.config.servers.get(id).cloned() else {
+            return problems;
+        };
+        if let Some(pin) = &server.pin {
+            if let crate::config::Pin::Lock { fingerprint, tools } = pin
+                && let Err(e) = state::put_tool_set(store, id, fingerprint, tools)
+            {
+                problems.push(format!("{id}: lock not stored: {e}"));
+            }
+            let lock = matches!(pin, crate::config::Pin::Lock { .. });
+            let event = crate::policy::status::Event::Pin {
+                fingerprint: pin.fingerprint().to_string(),
+                lock,
+            };
+            if let Err(e) = self.transition(store, out, id, None, &event, now_ms) {
+                problems.push(format!("{id}: pin not applied: {e}"));
+            }
+        }
+        let held = match state::load_record(store, id) {
+            Ok(record) => record.and_then(|(r, _)| r.quarantine),
+            Err(e) => {
+                problems.push(format!("{id}: record unreadable: {e}"));
+                return problems;
+            }
+        };
+        match (&server.quarantine, held) {
+            (Some(reason), held) if held.as_ref().map(|h| &h.0) != Some(reason) => {
+                let event = crate::policy::status::Event::Quarantine {
+                    reason: reason.clone(),
+                    by: crate::policy::status::Actor::Config,
+                };
+                if let Err(e) = self.transition(store, out, id, None, &event, now_ms) {
+                    problems.push(format!("{id}: quarantine not applied: {e}"));
+                }
+            }
+            (None, Some((_, crate::policy::status::Actor::Config))) => {
+                let event = crate::policy::status::Event::Release {
+                    by: crate::policy::status::Actor::Config,
+                };
+                match self.transition(store, out, id, None, &event, now_ms) {
+                    // Between the read above and the compare-and-swap, another worker (or
+                    // the other listener's root context, which shares the state) released
+                    // it already, or an administrator took the hold over: either way there
+                    // is no config hold left to lift, which is what this config asks.
+                    Ok(_)
+                    | Err(StateError::Refused(
+                        lifecycle::Refusal::NotQuarantined | lifecycle::Refusal::HeldByAdmin,
+                    )) => {}
+                    Err(e) => problems.push(format!("{id}: release not applied: {e}")),
+                }
+            }
+            _ => {}
+        }
+        problems
     }
 
     /// A `pass` decision record for a message no check applies to (every MCP message

@@ -31,7 +31,7 @@ pub enum BodyPlan {
 }
 
 /// Response framing state of one exchange.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub enum ResponseState {
     /// Not decided yet.
     #[default]

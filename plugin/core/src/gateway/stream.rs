@@ -50,10 +50,13 @@ pub enum HeadVerdict {
 }
 
 /// What the host does after one request body callback.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum BodyAnswer {
     /// Keep buffering: nothing leaves yet (proxy-wasm: pause).
     Wait,
+    /// Hold the request and send this call to the fleet store; hand its reply (and those of
+    /// the calls that follow) to [`Engine::fleet_reply`], then make this callback again.
+    Fleet(crate::gateway::fleet::FleetCall),
     /// Send the request on to the server unchanged.
     Forward,
     /// Answer locally; the server never sees the request.
@@ -140,9 +143,19 @@ impl Engine {
                 return BodyAnswer::Reply(reply);
             }
         };
-        match self.request_body(store, out, now_ms, exchange, info, &body) {
-            RequestVerdict::Forward => BodyAnswer::Forward,
-            RequestVerdict::Reply(reply) => BodyAnswer::Reply(reply),
+        let decided = self.with_fleet(
+            store,
+            out,
+            now_ms,
+            exchange,
+            |engine, store, out, exchange| {
+                engine.request_body(store, out, now_ms, exchange, info, &body)
+            },
+        );
+        match decided {
+            Ok(RequestVerdict::Forward) => BodyAnswer::Forward,
+            Ok(RequestVerdict::Reply(reply)) => BodyAnswer::Reply(reply),
+            Err(call) => BodyAnswer::Fleet(call),
         }
     }
 
@@ -156,7 +169,7 @@ impl Engine {
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
-        exchange: &Exchange,
+        exchange: &mut Exchange,
         request: &AdminRequest<'_>,
         size: usize,
         end: bool,
@@ -178,7 +191,13 @@ impl Engine {
             body: &body,
             ..*request
         };
-        BodyAnswer::Reply(self.admin(store, out, now_ms, &request))
+        let decided = self.with_fleet(store, out, now_ms, exchange, |engine, store, out, _| {
+            engine.admin(store, out, now_ms, &request)
+        });
+        match decided {
+            Ok(reply) => BodyAnswer::Reply(reply),
+            Err(call) => BodyAnswer::Fleet(call),
+        }
     }
 
     /// The response headers arrived: `Some((content_type, content_encoding))`, or `None` when

@@ -144,6 +144,15 @@ pub struct ServerRecord {
     pub live_views_also: Vec<ViewRecord>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
+    /// With a fleet store: the store's `mod_revision` of the fleet record this local copy was
+    /// read from or last written as (`None`: not from the fleet). Local bookkeeping, never
+    /// written to the fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_rev: Option<u64>,
+    /// With a fleet store: this copy holds a change the fleet has not accepted yet (a closure
+    /// made here, to be written). Local bookkeeping, never written to the fleet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fleet_dirty: bool,
 }
 
 impl ServerRecord {
@@ -169,6 +178,8 @@ impl ServerRecord {
             live_view: None,
             live_views_also: Vec::new(),
             updated_ms: now_ms,
+            fleet_rev: None,
+            fleet_dirty: false,
         }
     }
 

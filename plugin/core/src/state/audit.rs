@@ -171,6 +171,12 @@ pub enum Counter {
     ResultMismatches,
     /// An admin API request refused (also counted per HTTP status).
     AdminRefused,
+    /// A round trip to the fleet store (etcd).
+    StoreRoundTrips,
+    /// A fleet store write that lost to another writer (decided again from what won).
+    StoreConflicts,
+    /// A fleet store call that got no usable answer (unreachable, timed out, refused).
+    StoreFailures,
 }
 
 impl Counter {
@@ -186,11 +192,14 @@ impl Counter {
             Counter::RequestsRejected => "toolseal_requests_rejected",
             Counter::ResultMismatches => "toolseal_result_mismatches",
             Counter::AdminRefused => "toolseal_admin_refused",
+            Counter::StoreRoundTrips => "toolseal_store_round_trips",
+            Counter::StoreConflicts => "toolseal_store_conflicts",
+            Counter::StoreFailures => "toolseal_store_failures",
         }
     }
 
     /// Every counter, so hosts can define them up front.
-    pub const ALL: [Counter; 9] = [
+    pub const ALL: [Counter; 12] = [
         Counter::ListsVerified,
         Counter::ListsChanged,
         Counter::ListsFiltered,
@@ -200,6 +209,9 @@ impl Counter {
         Counter::RequestsRejected,
         Counter::ResultMismatches,
         Counter::AdminRefused,
+        Counter::StoreRoundTrips,
+        Counter::StoreConflicts,
+        Counter::StoreFailures,
     ];
 }
 
