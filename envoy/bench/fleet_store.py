@@ -36,7 +36,6 @@ ENVOY_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ENVOY_DIR))
 sys.path.insert(0, str(ENVOY_DIR / "testserver"))
 
-import envoyctl  # noqa: E402
 from fleet_stack import FleetEnvoy, StoreFleet, fleet_plugin_config  # noqa: E402
 from stack import Upstream  # noqa: E402
 from surface import WEATHER_HONEST  # noqa: E402
