@@ -17,7 +17,6 @@ forwarded (the upstream's own request log and every Envoy's ``upstream_rq_total`
 from __future__ import annotations
 
 import json
-import ssl
 import time
 import uuid
 from pathlib import Path
@@ -26,9 +25,9 @@ from typing import Any, Callable, Iterator
 import anyio
 import pytest
 
-import envoyctl
-import etcdctl
 from fingerprint_ref import server_fingerprint
+from fleet_checks import (assert_in_step, modern_names, names_through, record_is, view_is,
+                          wait_for_view)
 from fleet_stack import FleetEnvoy, NotForwarded, StoreFleet, balanced_client, running_fleet
 from modern_stack import ModernUpstream, SdkClient
 from stack import Upstream, baseline_of, candidate_of, denial, mcp_client, status_of
@@ -101,118 +100,6 @@ def envoys(fleet: StoreFleet, *names: str) -> list[FleetEnvoy]:
     fleet.start_envoys(*members)
     return members
 
-
-async def names_through(member: FleetEnvoy, server_id: str = "demo") -> list[str]:
-    """A fresh SDK 1.x session's tools/list through one Envoy."""
-    async with mcp_client(member.url(server_id)) as agent:
-        return await agent.tool_names()
-
-
-def modern_names(listed: dict[str, Any]) -> list[str]:
-    """The names in an SDK 2.x tools/list result."""
-    return [tool["name"] for tool in listed["tools"]]
-
-
-def record_is(status: str, baseline: str | None, live: str | None = None) -> Callable[[dict[str, Any]], bool]:
-    """A check of a fleet record's status, baseline and (if given) live candidate."""
-    def check(record: dict[str, Any]) -> bool:
-        return (record.get("status"), record.get("baseline")) == (status, baseline) and (
-            live is None or record.get("live") == live)
-    return check
-
-
-def wait_for_view(member: FleetEnvoy, server_id: str, check: Callable[[dict[str, Any]], bool],
-                  what: str, timeout: float = 5) -> float:
-    """Poll ``GET servers/{id}`` on one Envoy's admin API until ``check(view)``; seconds waited."""
-    began = time.monotonic()
-    last: Any = None
-    while time.monotonic() - began < timeout:
-        response = member.admin.get(f"servers/{server_id}")
-        last = (response.status_code, response.text[:400])
-        if response.status_code == 200 and check(response.json()):
-            return time.monotonic() - began
-        time.sleep(0.02)
-    raise AssertionError(f"Envoy {member.name}: servers/{server_id} never showed {what}; last {last}")
-
-
-def view_is(status: str, baseline: str | None) -> Callable[[dict[str, Any]], bool]:
-    """A check of an admin view's status and baseline."""
-    return lambda view: (status_of(view), baseline_of(view)) == (status, baseline)
-
-
-def assert_in_step(member: FleetEnvoy, server_id: str, fleet: StoreFleet) -> None:
-    """The instance's copy is the fleet's record: same mod_revision, nothing waiting to be written."""
-    kv, _ = fleet.record(server_id) or (None, None)
-    assert kv is not None, f"no fleet record for {server_id}"
-    view = member.admin.server(server_id)
-    assert view["fleet"] == {"mod_revision": kv.mod_revision, "in_step": True}, view["fleet"]
-
-
-# Without the plugin: etcd's lifecycle and the Envoy config with the store cluster.
-
-def test_etcd_starts_on_loopback_keeps_its_data_and_stops_by_pid(tmp_path: Path) -> None:
-    etcd = etcdctl.start(tmp_path / "etcd")
-    try:
-        assert etcd.healthy()
-        store = etcd.client()
-        revision = store.put("/toolseal/t/servers/demo", b'{"format":1}')
-        (kv,) = store.range_prefix("/toolseal/t/")
-        assert (kv.key, kv.value, kv.mod_revision) == ("/toolseal/t/servers/demo", b'{"format":1}', revision)
-        assert store.requests_served()["Put"] == 1
-        pid = etcd.pid
-        etcd.stop()
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
-        assert not etcd.healthy()
-        with pytest.raises(etcdctl.EtcdError, match="did not answer"):
-            store.get("/toolseal/t/servers/demo")
-        etcd.start()  # same ports, same data directory: what an outage's end looks like
-        assert store.get("/toolseal/t/servers/demo") == kv
-        assert store.delete("/toolseal/t/servers/demo") == 1
-        assert store.range_prefix("/toolseal/t/") == []
-    finally:
-        etcd.stop()
-
-
-def test_etcd_with_mtls_refuses_a_client_without_a_certificate(tmp_path: Path) -> None:
-    pki = etcdctl.make_pki(tmp_path / "pki")
-    etcd = etcdctl.start(tmp_path / "etcd", pki=pki)
-    try:
-        assert etcd.url.startswith("https://") and etcd.healthy()
-        etcd.client().put("/toolseal/t/servers/demo", b"{}")
-        no_certificate = ssl.create_default_context(cafile=str(pki.ca))
-        with pytest.raises(etcdctl.EtcdError, match="did not answer"):
-            etcdctl.EtcdClient(etcd.url, tls=no_certificate).get("/toolseal/t/servers/demo")
-        assert etcd.client().get("/toolseal/t/servers/demo") is not None
-    finally:
-        etcd.stop()
-
-
-@pytest.mark.parametrize("tls", [False, True])
-def test_the_store_cluster_renders_and_envoy_validates_it(tmp_path: Path, tls: bool) -> None:
-    config = envoyctl.default_plugin_config()
-    config["store"] = envoyctl.store_config("/toolseal/prod/", sync_ms=SYNC_MS)
-    pki = etcdctl.make_pki(tmp_path / "pki") if tls else None
-    files = (str(pki.ca), str(pki.cert("client")), str(pki.key("client"))) if pki else None
-    text = envoyctl.render(plugin_config=config, store=envoyctl.StoreCluster(2379, tls=files),
-                           with_plugin=False)
-    assert "name: toolseal_store" in text and "port_value: 2379" in text
-    assert ("UpstreamTlsContext" in text) is tls
-    path = tmp_path / "envoy.yaml"
-    path.write_text(text)
-    result = envoyctl.validate(path)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    # Without a store nothing of it is rendered: the shipped config stays as it was.
-    assert "toolseal_store" not in envoyctl.render()
-
-
-def test_envoy_validates_the_plugin_with_a_store(wasm: Path, tmp_path: Path) -> None:
-    config = envoyctl.default_plugin_config()
-    config["store"] = envoyctl.store_config("/toolseal/prod/", sync_ms=SYNC_MS)
-    path = tmp_path / "envoy.yaml"
-    path.write_text(envoyctl.render(plugin_config=config, store=envoyctl.StoreCluster(2379),
-                                    wasm_path=wasm))
-    result = envoyctl.validate(path)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
 
 
 # With the plugin: every fleet behaviour of issue 31.
