@@ -517,3 +517,34 @@ async def test_moving_a_fleet_onto_the_store_under_pins_re_trusts_nothing(fleet:
     assert await names_through(a, "modern") == MODERN_NAMES
     assert a.audit_events("schema.baselined") + b.audit_events("schema.baselined") == []
     assert fleet.upstreams["demo"].calls() == []
+
+
+@pytest.mark.timeout(60, method="signal")
+async def test_a_tool_set_that_does_not_parse_fails_its_server_closed(
+    fleet: StoreFleet, sdk_clients: Callable[[str], SdkClient]
+) -> None:
+    (a,) = envoys(fleet, "A")
+    assert modern_names(sdk_clients(a.url("modern")).list()) == MODERN_NAMES
+    fleet.wait_for_record("modern", record_is("verified", FPM1), "the baseline")
+    set_key = f"{fleet.prefix}sets/{FPM1}"
+    stored = fleet.store.get(set_key)
+    assert stored is not None and stored.json()["fingerprint"] == FPM1
+    a.stop()
+    fleet.store.put(set_key, b'{"fingerprint": "' + FPM1.encode() + b'", "tools": "not a list"}')
+    kept = {kv.key: (kv.value, kv.mod_revision) for kv in fleet.keys()}
+
+    a.start()  # a restarted Envoy needs the set its record names
+    agent = sdk_clients(a.url("modern"))
+    listed = agent.list()
+    with NotForwarded(fleet, "modern"):
+        refused = agent.call("add", {"a": 1, "b": 2})
+    print("unparseable set: listed", modern_names(listed), "call", refused.get("structuredContent"))
+    assert listed["tools"] == [], listed
+    assert refused["isError"] is True, refused
+    refusal = refused["structuredContent"]
+    assert (refusal["error_code"], refusal["side_effect_started"]) == ("SCHEMA_UNVERIFIED", False)
+    corrupted = a.wait_for_audits("store.corrupt")
+    assert set_key in corrupted[0]["reason"], corrupted[0]
+    time.sleep(5 * SYNC_MS / 1000)
+    assert {kv.key: (kv.value, kv.mod_revision) for kv in fleet.keys()} == kept
+    assert fleet.upstreams["modern"].calls() == []
