@@ -17,6 +17,7 @@ forwarded (the upstream's own request log and every Envoy's ``upstream_rq_total`
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -548,3 +549,32 @@ async def test_a_tool_set_that_does_not_parse_fails_its_server_closed(
     time.sleep(5 * SYNC_MS / 1000)
     assert {kv.key: (kv.value, kv.mod_revision) for kv in fleet.keys()} == kept
     assert fleet.upstreams["modern"].calls() == []
+
+
+@pytest.mark.timeout(60, method="signal")
+async def test_etcd_with_auth_on_is_a_store_toolseal_cannot_use_and_opens_nothing(
+    fleet: StoreFleet,
+) -> None:
+    # etcd's JSON gateway wants a token per request once auth is on (it ignores a client
+    # certificate's CN), and toolseal sends none: every store request is refused (docs/fleet.md).
+    assert fleet.etcd is not None
+    etcdctl_cmd = ["etcdctl", "--endpoints", fleet.etcd.url]
+    for args in (["user", "add", "root:rootpw"], ["user", "grant-role", "root", "root"],
+                 ["role", "add", "toolseal"],
+                 ["role", "grant-permission", "toolseal", "readwrite", fleet.prefix, "--prefix=true"],
+                 ["user", "add", "toolseal:pw"], ["user", "grant-role", "toolseal", "toolseal"],
+                 ["auth", "enable"]):
+        subprocess.run(etcdctl_cmd + args, capture_output=True, check=True, timeout=30)
+    (a,) = envoys(fleet, "A")
+    async with balanced_client(fleet, "demo", "A") as (agent, _):
+        listed = await agent.list_tools()
+        status = list_status_meta(listed)
+        with NotForwarded(fleet, "demo"):
+            refused = await agent.call("add", {"a": 1, "b": 2})
+    assert listed.tools == [] and status["schema_status"] == "unbaselined", status
+    assert "fleet store unreachable" in status["reason"] and "user name is empty" in status["reason"]
+    assert (denial(refused) or {}).get("error_code") == "SCHEMA_UNVERIFIED", refused
+    unreachable = a.wait_for_audits("store.unreachable")
+    assert "user name is empty" in unreachable[0]["reason"]
+    assert a.admin.get("store").json()["reachable"] is False
+    assert a.audit_events("schema.baselined") == [] and fleet.upstreams["demo"].calls() == []
