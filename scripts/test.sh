@@ -28,7 +28,7 @@ step "clippy (native and wasm32-wasip1)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy -p toolseal-plugin --target wasm32-wasip1 --quiet -- -D warnings
 
-step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry"
+step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry, etcd"
 scripts/setup-python.sh
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r envoy/requirements-extra.txt
 scripts/setup-python-mcp2.sh
@@ -38,6 +38,7 @@ scripts/setup-conformance.sh
 scripts/setup-stdio-servers.sh
 scripts/setup-chromium.sh
 scripts/setup-oci.sh
+scripts/setup-etcd.sh
 
 step "cargo test (core, replay through the .wasm, command line, component, stdio guard)"
 cargo test --workspace 2>&1 | tee target/cargo-test.log | grep -E "^test result|FAILED|panicked" || true
@@ -46,7 +47,7 @@ if grep -qE "^test result: FAILED|^error" target/cargo-test.log || ! grep -q "^t
   exit 1
 fi
 
-step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client"
+step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client (+ etcd for the fleet store)"
 # The toolseal command the e2e tests call (pin, check-config, report) was built by cargo test.
 TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 \
   .venv/bin/python -m pytest -q -rs envoy/tests examples/stdio-guard/tests
