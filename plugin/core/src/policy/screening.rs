@@ -196,6 +196,38 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     finish(screen.raw, &config.ignore)
 }
 
+/// Screens one model-visible string outside a tool list: a server's `instructions`, a
+/// prompt's or a resource template's description, a resource's name. The same checks as a
+/// tool's fields, for the role the string plays; findings name `item` and the place `at`
+/// (`instructions`, `prompts/summarize/description`). Sorted, at most [`MAX_FINDINGS`].
+pub fn screen_string(
+    item: &str,
+    at: &str,
+    text: &str,
+    role: Role,
+    config: &ScreeningConfig,
+) -> Vec<Finding> {
+    let mut screen = Screen {
+        config,
+        names: &[],
+        known: Vec::new(),
+        index: intent::Index::new(),
+        raw: Vec::new(),
+        budget: MAX_SCAN_CHARS,
+        incomplete: false,
+    };
+    let label = shown(item, MAX_QUOTED);
+    screen.text(item, &label, at, text, role);
+    if screen.incomplete {
+        screen.raw.push(Finding {
+            tool: label,
+            kind: Kind::Incomplete,
+            detail: format!("{at} exceeds the screening budget of {MAX_SCAN_CHARS} characters"),
+        });
+    }
+    finish(screen.raw, &config.ignore)
+}
+
 #[inline(never)]
 fn finish(mut raw: Vec<Finding>, ignore: &[Kind]) -> Vec<Finding> {
     raw.retain(|f| !ignore.contains(&f.kind));
@@ -216,7 +248,7 @@ fn finish(mut raw: Vec<Finding>, ignore: &[Kind]) -> Vec<Finding> {
 
 /// How a string is read by the model, which decides the checks that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub enum Role {
     /// A tool name.
     Name,
     /// A description or title: prose the model reads as guidance.
@@ -231,7 +263,7 @@ enum Role {
 /// The names of the set and every property name under `tool`'s `inputSchema` (a parameter
 /// such as `projectSlug` or `next_range` is not another server's tool), sorted.
 fn known_words<'a>(names: &[&'a str], tool: &'a Value) -> Vec<&'a str> {
-    let mut known: Vec<&str> = names.to_vec();
+    let mut known: Vec<&str> = Vec::new();
     let mut stack: Vec<(&Value, usize)> = tool
         .get("inputSchema")
         .map(|s| (s, 0))
@@ -252,9 +284,8 @@ fn known_words<'a>(names: &[&'a str], tool: &'a Value) -> Vec<&'a str> {
             _ => {}
         }
     }
-    known.sort_unstable();
-    known.dedup();
-    known
+    // The shared sort: another `sort_unstable` instance would add about 9 KB of `.wasm`.
+    crate::wire::order::name_set(names.iter().copied().chain(known))
 }
 
 struct Screen<'a> {
@@ -454,11 +485,12 @@ impl<'a> Screen<'a> {
             let detail = format!("\"{}\" in {at}", shown(written, MAX_QUOTED));
             self.push(label, Kind::InstructionCue, detail);
         }
-        // Non-ASCII letters (French capitals) are lower-cased too; ASCII text is used as is.
+        // Latin-1 capitals (French `É`, `À`) are lower-cased too; ASCII text is used as is.
+        // Not `str::to_lowercase`: its Unicode tables cost the module kilobytes.
         let lower = if folded.is_ascii() {
             std::borrow::Cow::Borrowed(folded.as_str())
         } else {
-            std::borrow::Cow::Owned(folded.to_lowercase())
+            std::borrow::Cow::Owned(folded.chars().map(cues::lower_latin).collect())
         };
         // A listed phrase already says what the string does; an intent adds one line only
         // where no phrase matched.

@@ -292,6 +292,16 @@ pub fn fold(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// `c` lower-cased if it is an ASCII or Latin-1 capital (`É` → `é`), else itself.
+pub fn lower_latin(c: char) -> char {
+    match c {
+        'A'..='Z' | '\u{c0}'..='\u{d6}' | '\u{d8}'..='\u{de}' => {
+            char::from_u32(u32::from(c).saturating_add(32)).unwrap_or(c)
+        }
+        _ => c,
+    }
+}
+
 /// The base letter of a precomposed Devanagari letter with nukta (U+0958–U+095F).
 fn nukta_base(c: char) -> char {
     match c {
@@ -458,7 +468,7 @@ const SEND_VERBS: &[&str] = &[
 /// An address data is asked to go to: an e-mail address or a phone number in a sentence
 /// that sends something (example and test domains excepted).
 pub fn find_destination(folded: &str) -> Option<String> {
-    for sentence in split_sentences(folded) {
+    for (_, sentence) in super::intent::sentences(folded) {
         let words: Vec<&str> = sentence
             .split(|c: char| c.is_whitespace() || ",()[]{}<>\"'`:".contains(c))
             .map(|w| w.trim_end_matches('.'))
@@ -518,9 +528,9 @@ fn is_phone(word: &str) -> bool {
 /// A send-verb sentence naming an http(s) URL that is not under an allowed prefix: data is
 /// asked to go there. A link in prose is documentation and passes.
 pub fn find_url_destination(folded: &str, allowed_prefixes: &[String]) -> Option<String> {
-    for sentence in split_sentences(folded) {
+    for (_, sentence) in super::intent::sentences(folded) {
         let sends = sentence
-            .split(|c: char| !c.is_alphanumeric())
+            .split(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
             .any(|w| UPLOAD_VERBS.contains(&w));
         if !sends {
             continue;
@@ -552,17 +562,6 @@ const UPLOAD_VERBS: &[&str] = &[
     "भेजें",
     "भेज",
 ];
-
-/// Sentences for address checks: split at `. `, `! `, `? `, `; ` and `।` (a dot or a `?`
-/// inside a URL or an address does not end one).
-fn split_sentences(folded: &str) -> impl Iterator<Item = &str> {
-    folded
-        .split("! ")
-        .flat_map(|s| s.split("? "))
-        .flat_map(|s| s.split("; "))
-        .flat_map(|s| s.split(['।', '\n']))
-        .flat_map(|s| s.split(". "))
-}
 
 /// Inline data (`data:`) and local files (`file:`) in prose: a payload to decode or a
 /// path to reach, flagged wherever they stand.
@@ -618,21 +617,21 @@ fn is_data_url(after: &str) -> bool {
     !kind.is_empty() && after.get(kind.len()..).is_some_and(|r| r.starts_with('/'))
 }
 
-/// The words of a property name, lower-cased: split at `_`, `-`, `.` and at each lower-to-
-/// upper case step (`systemPrompt`, `content_from_reading_ssh_id_rsa`).
+/// The words of a property name, lower-cased: split at anything but ASCII letters and digits
+/// and at each lower-to-upper case step (`systemPrompt`, `content_from_reading_ssh_id_rsa`).
 fn key_words(key: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     let mut current = String::new();
     let mut previous_lower = false;
     for c in key.chars() {
-        let split = !c.is_alphanumeric() || (previous_lower && c.is_uppercase());
+        let split = !c.is_ascii_alphanumeric() || (previous_lower && c.is_ascii_uppercase());
         if split && !current.is_empty() {
             words.push(std::mem::take(&mut current));
         }
-        if c.is_alphanumeric() {
-            current.extend(c.to_lowercase());
+        if c.is_ascii_alphanumeric() {
+            current.push(c.to_ascii_lowercase());
         }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
     }
     if !current.is_empty() {
         words.push(current);

@@ -308,24 +308,28 @@ fn is_punctuation(c: char) -> bool {
     )
 }
 
-/// Sentences of lower-cased folded text: split at `.`, `!`, `?`, `;`, `।` and their
-/// full-width forms, and at the end of pseudo-markup (`>`), so a pattern never spans two.
-fn sentences(text: &str) -> impl Iterator<Item = (usize, &str)> {
+/// Sentences of folded text with their byte offsets: split at `.`, `!`, `?`, `;` followed by
+/// a space or the end (a dot inside a path, a URL or an address does not end a sentence), and
+/// always at `>` (the end of pseudo-markup), `।`, the full-width stops and a line break, so a
+/// pattern never spans two.
+pub fn sentences(text: &str) -> Vec<(usize, &str)> {
     let mut start = 0;
     let mut out = Vec::new();
-    for (i, c) in text.char_indices() {
-        if matches!(c, '.' | '!' | '?' | ';' | '>' | '।' | '。' | '！' | '？') {
-            let next = text.get(i..).and_then(|r| r.chars().nth(1));
-            // A dot inside a word or a path (`id_rsa.pub`, `mcp.json`) does not end a sentence.
-            if c == '.' && next.is_some_and(|n| !n.is_whitespace()) {
-                continue;
-            }
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let at_end = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
+        let ends = match c {
+            '.' | '!' | '?' | ';' => at_end,
+            '>' | '।' | '。' | '！' | '？' | '\n' => true,
+            _ => false,
+        };
+        if ends {
             out.push((start, text.get(start..i).unwrap_or("")));
             start = i.saturating_add(c.len_utf8());
         }
     }
     out.push((start, text.get(start..).unwrap_or("")));
-    out.into_iter()
+    out
 }
 
 fn alternative_matches(alternative: &str, word: &str) -> bool {
@@ -358,7 +362,7 @@ impl Index {
                 first.split('|').map(move |w| (w, i))
             })
             .collect();
-        starts.sort_unstable();
+        crate::wire::order::sort(&mut starts);
         starts.dedup();
         Index { starts }
     }
