@@ -933,3 +933,9 @@ fn one_model_visible_string_is_screened_with_its_location() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn the_foreign_verbs_are_sorted_for_their_binary_search() {
+    use toolseal_core::policy::screening::cues::FOREIGN_VERBS;
+    assert!(FOREIGN_VERBS.windows(2).all(|w| w[0] < w[1]));
+}

@@ -169,7 +169,7 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     let mut screen = Screen {
         config,
         names: &names,
-        known: Vec::new(),
+        params: Vec::new(),
         index: intent::Index::new(),
         raw: Vec::new(),
         budget: MAX_SCAN_CHARS,
@@ -177,7 +177,7 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     };
     screen.confusables(&names);
     for tool in list {
-        screen.known = known_words(&names, tool);
+        screen.params = parameter_names(tool);
         if screen.incomplete || screen.raw.len() >= MAX_RAW_FINDINGS {
             break;
         }
@@ -210,7 +210,7 @@ pub fn screen_string(
     let mut screen = Screen {
         config,
         names: &[],
-        known: Vec::new(),
+        params: Vec::new(),
         index: intent::Index::new(),
         raw: Vec::new(),
         budget: MAX_SCAN_CHARS,
@@ -260,9 +260,9 @@ pub enum Role {
     Key,
 }
 
-/// The names of the set and every property name under `tool`'s `inputSchema` (a parameter
-/// such as `projectSlug` or `next_range` is not another server's tool), sorted.
-fn known_words<'a>(names: &[&'a str], tool: &'a Value) -> Vec<&'a str> {
+/// Every property name under `tool`'s `inputSchema` (a parameter such as `projectSlug` or
+/// `next_range` is not another server's tool), sorted.
+fn parameter_names(tool: &Value) -> Vec<&str> {
     let mut known: Vec<&str> = Vec::new();
     let mut stack: Vec<(&Value, usize)> = tool
         .get("inputSchema")
@@ -285,16 +285,16 @@ fn known_words<'a>(names: &[&'a str], tool: &'a Value) -> Vec<&'a str> {
         }
     }
     // The shared sort: another `sort_unstable` instance would add about 9 KB of `.wasm`.
-    crate::wire::order::name_set(names.iter().copied().chain(known))
+    crate::wire::order::name_set(known)
 }
 
 struct Screen<'a> {
     config: &'a ScreeningConfig,
     /// The set's names, sorted and unique.
     names: &'a [&'a str],
-    /// The set's names and the property names of the tool being screened, sorted: words
-    /// that are not another server's tool.
-    known: Vec<&'a str>,
+    /// The property names of the tool being screened, sorted: words that are not another
+    /// server's tool.
+    params: Vec<&'a str>,
     /// Where the intent patterns start.
     index: intent::Index,
     raw: Vec<Finding>,
@@ -495,7 +495,8 @@ impl<'a> Screen<'a> {
         // A listed phrase already says what the string does; an intent adds one line only
         // where no phrase matched.
         if !literal
-            && let Some((intent, from, to)) = intent::find_intent(&lower, &self.index, &self.known)
+            && let Some((intent, from, to)) =
+                intent::find_intent(&lower, &self.index, self.names, &self.params)
         {
             let quoted = shown(lower.get(from..to).unwrap_or(""), MAX_QUOTED);
             let detail = format!("{}: \"{quoted}\" in {at}", intent.as_str());
@@ -513,7 +514,7 @@ impl<'a> Screen<'a> {
             return;
         }
         if let Some(reference) =
-            references::find_reference(&plain, &folded, self.names, &self.known, own)
+            references::find_reference(&plain, &folded, self.names, &self.params, own)
         {
             let detail = format!("\"{}\" in {at}", shown(&reference, MAX_QUOTED));
             self.push(label, Kind::ToolReference, detail);

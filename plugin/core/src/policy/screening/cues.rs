@@ -202,39 +202,39 @@ pub const ACCESS_VERBS: &[&str] = &[
 
 /// French and Hindi imperatives that ask to read or send: a request wherever they stand in
 /// the clause (French puts a pronoun first, Hindi the verb last). Hindi is matched with its
-/// nukta dropped (see [`fold`]).
+/// nukta dropped (see [`fold`]). Sorted by bytes: every word of a clause is looked up here.
 pub const FOREIGN_VERBS: &[&str] = &[
+    "collez",
+    "copiez",
+    "envoie",
+    "envoyer",
+    "envoyez",
+    "incluez",
+    "joignez",
+    "joins",
+    "lire",
     "lis",
     "lisez",
-    "lire",
-    "envoie",
-    "envoyez",
-    "envoyer",
+    "ouvre",
+    "ouvrez",
+    "passez",
+    "recopie",
+    "recopiez",
     "transmets",
     "transmettez",
     "transmettre",
-    "joins",
-    "joignez",
-    "copiez",
-    "collez",
-    "recopie",
-    "recopiez",
-    "incluez",
-    "ouvre",
-    "ouvrez",
     "téléversez",
-    "passez",
-    "पढें",
-    "पढो",
-    "पढ",
-    "भेजें",
-    "भेजो",
-    "भेज",
-    "डालें",
+    "अपलोड",
+    "कॉपी",
     "खोलें",
     "खोलो",
-    "कॉपी",
-    "अपलोड",
+    "डालें",
+    "पढ",
+    "पढें",
+    "पढो",
+    "भेज",
+    "भेजें",
+    "भेजो",
 ];
 
 /// Words that ask for what a file holds ("its content", "the contents of").
@@ -425,7 +425,9 @@ fn clause_verb(clause: &str) -> Option<&'static str> {
             return Some(v);
         }
         let bare = word.trim_matches(|c: char| c.is_ascii_punctuation());
-        if let Some(v) = FOREIGN_VERBS.iter().find(|v| **v == bare) {
+        if let Ok(i) = FOREIGN_VERBS.binary_search(&bare)
+            && let Some(v) = FOREIGN_VERBS.get(i)
+        {
             return Some(v);
         }
         previous = word;
@@ -468,7 +470,14 @@ const SEND_VERBS: &[&str] = &[
 /// An address data is asked to go to: an e-mail address or a phone number in a sentence
 /// that sends something (example and test domains excepted).
 pub fn find_destination(folded: &str) -> Option<String> {
+    // Most text has no address at all: look for one before splitting anything.
+    if !folded.contains(['@', '+']) {
+        return None;
+    }
     for (_, sentence) in super::intent::sentences(folded) {
+        if !sentence.contains(['@', '+']) {
+            continue;
+        }
         let words: Vec<&str> = sentence
             .split(|c: char| c.is_whitespace() || ",()[]{}<>\"'`:".contains(c))
             .map(|w| w.trim_end_matches('.'))
@@ -528,7 +537,13 @@ fn is_phone(word: &str) -> bool {
 /// A send-verb sentence naming an http(s) URL that is not under an allowed prefix: data is
 /// asked to go there. A link in prose is documentation and passes.
 pub fn find_url_destination(folded: &str, allowed_prefixes: &[String]) -> Option<String> {
+    if !folded.contains("http") {
+        return None;
+    }
     for (_, sentence) in super::intent::sentences(folded) {
+        if !sentence.contains("http") {
+            continue;
+        }
         let sends = sentence
             .split(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
             .any(|w| UPLOAD_VERBS.contains(&w));

@@ -339,9 +339,12 @@ fn alternative_matches(alternative: &str, word: &str) -> bool {
     }
 }
 
-fn slot_matches(slot: &str, word: &str, names: &[&str]) -> bool {
+fn slot_matches(slot: &str, word: &str, known: Known<'_>) -> bool {
     if slot == "@tool" {
-        return word.trim_matches('_').contains('_') && names.binary_search(&word).is_err();
+        let (names, params) = known;
+        return word.trim_matches('_').contains('_')
+            && names.binary_search(&word).is_err()
+            && params.binary_search(&word).is_err();
     }
     slot.split('|').any(|a| alternative_matches(a, word))
 }
@@ -389,11 +392,14 @@ impl Default for Index {
 
 /// Where the slots after the first match, starting after word `at`: the index of the last
 /// matched word.
+/// The set's tool names and the screened tool's parameter names, both sorted.
+type Known<'a> = (&'a [&'a str], &'a [&'a str]);
+
 fn rest_matches(
     slots: &[&str],
     words: &[(usize, &str)],
     at: usize,
-    names: &[&str],
+    known: Known<'_>,
 ) -> Option<usize> {
     let Some((slot, rest)) = slots.split_first() else {
         return Some(at);
@@ -402,8 +408,8 @@ fn rest_matches(
     let to = from.saturating_add(GAP).saturating_add(1).min(words.len());
     (from..to).find_map(|j| {
         let (_, word) = words.get(j)?;
-        if slot_matches(slot, word, names) {
-            rest_matches(rest, words, j, names)
+        if slot_matches(slot, word, known) {
+            rest_matches(rest, words, j, known)
         } else {
             None
         }
@@ -411,9 +417,14 @@ fn rest_matches(
 }
 
 /// The first match in `lower` (lower-cased folded text): its intent and the byte range of
-/// the matched words. `names` are the screened set's tool names, sorted (siblings are not
-/// another server's tools).
-pub fn find_intent(lower: &str, index: &Index, names: &[&str]) -> Option<(Intent, usize, usize)> {
+/// the matched words. `names` are the screened set's tool names and `params` the tool's
+/// parameter names, both sorted: neither is another server's tool.
+pub fn find_intent(
+    lower: &str,
+    index: &Index,
+    names: &[&str],
+    params: &[&str],
+) -> Option<(Intent, usize, usize)> {
     for (offset, sentence) in sentences(lower) {
         let list = words(sentence);
         for (i, (start, word)) in list.iter().enumerate() {
@@ -422,7 +433,7 @@ pub fn find_intent(lower: &str, index: &Index, names: &[&str]) -> Option<(Intent
                     continue;
                 };
                 let rest = pattern.slots.get(1..).unwrap_or(&[]);
-                if let Some(last) = rest_matches(rest, &list, i, names) {
+                if let Some(last) = rest_matches(rest, &list, i, (names, params)) {
                     let (end_start, end_word) = list.get(last).copied().unwrap_or((*start, ""));
                     let from = offset.saturating_add(*start);
                     let to = offset

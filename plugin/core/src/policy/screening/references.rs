@@ -77,13 +77,13 @@ fn next_word(text: &str) -> &str {
 
 /// The first redirecting reference in `text` (folded with case kept; `folded` is the same
 /// text lower-cased, so byte offsets agree): the phrase and the tool it names. `names` are
-/// the set's tools, `known` those and the tool's own property names (sorted): a parameter
+/// the set's tools, `params` the tool's own property names (both sorted): a parameter
 /// shaped like a tool name (`projectSlug`) is not another tool.
 pub fn find_reference(
     text: &str,
     folded: &str,
     names: &[&str],
-    known: &[&str],
+    params: &[&str],
     own: &str,
 ) -> Option<String> {
     // One pass over word starts; a phrase is only tried where its first word begins.
@@ -101,7 +101,8 @@ pub fn find_reference(
             let end = start.saturating_add(phrase.len());
             let word = next_word(text.get(end..).unwrap_or(""));
             let named = names.binary_search(&word).is_ok() && word != own;
-            let other = looks_like_tool(word) && word != own && known.binary_search(&word).is_err();
+            let other =
+                looks_like_tool(word) && word != own && params.binary_search(&word).is_err();
             if !word.is_empty() && (named || other) {
                 return Some(format!("{phrase} {word}"));
             }
