@@ -74,7 +74,7 @@ const OTHERS: &str = "other|others|alternative|alternatives|competing|rest|anoth
 const TOOLS: &str =
     "tool*|search*|option*|translator*|engine*|server*|service*|provider*|outil*|alternative*";
 const BAD: &str = "inaccurate|outdated|unreliable|deprecated|wrong|fabricated|insecure|unsafe|broken|obsolete|error*|incorrect|inferior|buggy|untrustworthy|obsolète*|erreur*|inexact*|dangereu*|mauvais*|गलत|पुराने|अविश्वसनीय|खतरनाक";
-const PASS: &str = "pass|include|send|forward|append|attach|paste|supply|provide|copy|fill|upload|joins|joignez|joindre|envoie*|envoy*|transmet*|incluez|inclure";
+const PASS: &str = "pass|include|send|forward|append|attach|paste|supply|provide|copy|fill|upload|joins|joignez|joindre|envoie|envoyez|envoyer|transmets|transmettez|transmettre|incluez|inclure";
 const WHOLE: &str = "entire|full|complete|whole|all|every|previous|last|prior|toute|tout|complet";
 const CONVERSATION: &str =
     "conversation*|chat|chats|history|transcript*|dialog*|historique|discussion*";
