@@ -24,7 +24,6 @@ const TAG: &str = "pseudo-markup that real prompt injections use to look authori
 const CONCEAL: &str = "asks the model to hide something from the user";
 const COMMAND: &str = "commands the model instead of describing the tool";
 const PROMPT: &str = "talks about the model's own prompt or instructions";
-const CONSENT: &str = "asks the model to skip the user's confirmation";
 const SHADOW: &str = "reaches beyond this tool to other tools or servers";
 
 /// The curated cue list.
@@ -65,9 +64,6 @@ pub const CUES: &[Cue] = &[
     cue("system prompt", PROMPT),
     cue("new instructions", PROMPT),
     cue("before using any tool", SHADOW),
-    cue("without asking", CONSENT),
-    cue("without confirmation", CONSENT),
-    cue("without user confirmation", CONSENT),
     cue("when this tool is available", SHADOW),
     cue("all other tools", SHADOW),
     cue("any other tool", SHADOW),

@@ -34,6 +34,8 @@ pub enum Intent {
     Preference,
     /// A shell payload to run.
     Command,
+    /// Act without the user's confirmation.
+    SkipConsent,
 }
 
 impl Intent {
@@ -46,6 +48,7 @@ impl Intent {
             Intent::Shadow => "redirects another tool",
             Intent::Preference => "runs down other tools",
             Intent::Command => "shell payload",
+            Intent::SkipConsent => "skips the user's consent",
         }
     }
 }
@@ -63,7 +66,7 @@ const fn pat(intent: Intent, slots: &'static [&'static str]) -> Pattern {
     Pattern { intent, slots }
 }
 
-use Intent::{Command, Conceal, Exfiltrate, Override, Preference, Shadow};
+use Intent::{Command, Conceal, Exfiltrate, Override, Preference, Shadow, SkipConsent};
 
 const NEG: &str = "not|never|t|without|avoid|no";
 const TELL: &str = "tell*|mention*|inform*|reveal*|disclos*|notify*|alert*|say|warn*";
@@ -253,6 +256,24 @@ pub const PATTERNS: &[Pattern] = &[
     ),
     pat(Preference, &["अन्य", "टूल*", BAD]),
     pat(Preference, &["हमेशा", "इसी|केवल|सिर्फ", "टूल"]),
+    // Skip consent: "without asking the user", "without user confirmation". Not "without
+    // asking" alone: "don't fall back to text without asking" is honest (blender-mcp).
+    pat(
+        SkipConsent,
+        &[
+            "without|skip|skipping|bypass|bypassing|sans",
+            "ask*|confirm*|approval|permission|consent|demander",
+            "user|users|human|utilisateur",
+        ],
+    ),
+    pat(
+        SkipConsent,
+        &[
+            "without|sans",
+            "user|human|utilisateur",
+            "confirm*|approval|permission|consent|accord",
+        ],
+    ),
     // Command: a payload for the shell.
     pat(Command, &["curl|wget", "sh|bash|zsh|python|python3"]),
     pat(Command, &["rm", "rf|fr", "~|home|root"]),
