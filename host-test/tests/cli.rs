@@ -373,3 +373,49 @@ fn filter_state_off_writes_none_and_decides_the_same() {
     assert!(writes(&on_counts).is_some_and(|n| n >= 6), "{on_counts}");
     assert_eq!(writes(&off_counts), None, "{off_counts}");
 }
+
+/// `toolseal screen` over the repository's corpus and the recorded transcripts: every
+/// honest server passes (exit 0), the recall lines are printed per split, and a benign set
+/// that would be held makes the command exit 1.
+#[test]
+fn screen_measures_the_corpus_and_exits_1_on_a_false_hold() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let corpus = path_str(&root.join("plugin/core/tests/data/screening/corpus"));
+    // Every recording but the rug pull (release B of the Python SDK server is poisoned).
+    let mut args = vec!["screen".to_string(), corpus];
+    let mut recorded: Vec<String> = std::fs::read_dir(root.join("examples/transcripts"))
+        .unwrap()
+        .map(|e| path_str(&e.unwrap().path()))
+        .filter(|p| p.ends_with(".json") && !p.ends_with("rev2-json.json"))
+        .collect();
+    recorded.sort();
+    assert_eq!(recorded.len(), 9);
+    args.extend(recorded);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = toolseal(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("\ndev       (all)                       47    47    100%\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n-         recorded                     0     9"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("false hold"), "{stdout}");
+
+    let held = scratch("held-benign.json");
+    let set = r#"{"label": "benign", "category": "test", "source": "this test",
+        "tools": [{"name": "a", "description": "<IMPORTANT>hi</IMPORTANT>"}]}"#;
+    std::fs::write(&held, set).unwrap();
+    let out = toolseal(&["screen", held.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains(
+            "false hold: held-benign.json (test): a: instruction_cue: \"</IMPORTANT>\" in description"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+}

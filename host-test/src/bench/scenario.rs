@@ -31,6 +31,10 @@ pub enum Path {
     /// Verified, with a policy that refuses the `delete_*` tools to every caller: lists are
     /// served without them (one tool in eight), calls pass.
     Scoped,
+    /// A server with no baseline under the strict posture: every list is screened as a first
+    /// contact and held `pending` (served with no tools). The cost of first-contact
+    /// screening, paid on every list until someone approves.
+    Screened,
 }
 
 /// The plugin configuration of a [`Path::Contained`] row.
@@ -40,6 +44,9 @@ const CONTAINED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from
 /// The plugin configuration of a [`Path::Scoped`] row.
 const SCOPED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": "route"},
     "policy": {"rules": [{"action": "deny", "tool": "delete_*"}]}}"#;
+
+/// The plugin configuration of a [`Path::Screened`] row.
+const SCREENED_CONFIG: &[u8] = br#"{"posture": "strict", "server_id": {"from": "route"}}"#;
 
 /// What the measured exchange must produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +104,7 @@ impl Scenario {
             Path::Filtered => "filtered",
             Path::Contained => "contained",
             Path::Scoped => "scoped",
+            Path::Screened => "screened",
         };
         Scenario {
             name: format!("{what} {path_name} {}{}", framing.name(), revision.suffix()),
@@ -132,6 +140,12 @@ impl Scenario {
                 all.push(Scenario::new(Kind::List(n), Path::Scoped, framing));
             }
         }
+        // First-contact screening of a list of 100 tools.
+        all.push(Scenario::new(
+            Kind::List(100),
+            Path::Screened,
+            Framing::Json,
+        ));
         // MCP 2026-07-28 beside them: the call, and lists of 10 and 100 tools.
         let stateless = Revision::Stateless;
         for framing in [Framing::Json, Framing::Sse] {
@@ -171,13 +185,14 @@ impl Scenario {
             Path::Verified | Path::Filtered => super::messages::CONFIG,
             Path::Contained => CONTAINED_CONFIG,
             Path::Scoped => SCOPED_CONFIG,
+            Path::Screened => SCREENED_CONFIG,
         }
     }
 
     /// The tools the server lists once the scenario is set up (`count` of them).
     fn listed(&self, count: usize) -> Vec<serde_json::Value> {
         match self.path {
-            Path::Verified | Path::Scoped => workload::tools(count, false),
+            Path::Verified | Path::Scoped | Path::Screened => workload::tools(count, false),
             Path::Filtered => workload::tools(count, true),
             Path::Contained => workload::tools_with_last_drifted(count),
         }

@@ -1,5 +1,5 @@
 //! The `toolseal` command: `replay`, `fingerprint`, `diff`, `pin`, `report`, `check-config`,
-//! `console`, `bench`.
+//! `console`, `bench`, `screen`.
 //!
 //! Main design decision: every subcommand parses its own arguments (lexopt), answers
 //! `--help` with the usage text kept beside it, returns an exit code and writes its own
@@ -14,6 +14,7 @@ pub mod console_cmd;
 pub mod replay_cmd;
 pub mod replay_workers;
 pub mod report_html;
+pub mod screen_cmd;
 pub mod stdout;
 pub mod tool_source;
 pub mod tools_cmd;
@@ -23,7 +24,7 @@ use crate::wasm::plugin_vm::ConfigRefused;
 use std::ffi::OsString;
 
 /// Every subcommand: its name and one line about it (its own `--help` says the rest).
-const COMMANDS: [(&str, &str); 9] = [
+const COMMANDS: [(&str, &str); 10] = [
     (
         "replay",
         "recorded MCP traffic through the built .wasm; one JSON line per message",
@@ -53,6 +54,10 @@ const COMMANDS: [(&str, &str); 9] = [
         "a local web app to review drift across a fleet and approve",
     ),
     ("bench", "per-message cost, native vs .wasm"),
+    (
+        "screen",
+        "first-contact screening on a labeled corpus: recall and false holds per category",
+    ),
     (
         "help",
         "this text, or `toolseal help COMMAND` for one command's usage",
@@ -86,6 +91,7 @@ fn command_usage(name: &str) -> Option<&'static str> {
         "check-config" => check_config::USAGE,
         "console" => console_cmd::USAGE,
         "bench" => crate::bench::USAGE,
+        "screen" => screen_cmd::USAGE,
         _ => return None,
     })
 }
@@ -121,6 +127,7 @@ pub fn run(args: &[OsString]) -> i32 {
         "check-config" => check_config::run(rest),
         "console" => console_cmd::run(rest),
         "bench" => crate::bench::run(rest),
+        "screen" => screen_cmd::run(rest),
         "help" | "--help" | "-h" => help(rest),
         _ => Err(InputError(format!("unknown command {given:?}\n{}", usage())).into()),
     };

@@ -12,8 +12,11 @@
 //! the whole set up to a character budget (past it the set is flagged as not fully
 //! screened), and at most [`MAX_FINDINGS`] findings are kept, in a deterministic order.
 
+#[cfg(feature = "review")]
+pub mod corpus;
 pub mod cues;
 pub mod hidden;
+pub mod intent;
 pub mod names;
 pub mod references;
 pub mod settings;
@@ -166,12 +169,15 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
     let mut screen = Screen {
         config,
         names: &names,
+        params: Vec::new(),
+        index: intent::Index::new(),
         raw: Vec::new(),
         budget: MAX_SCAN_CHARS,
         incomplete: false,
     };
     screen.confusables(&names);
     for tool in list {
+        screen.params = parameter_names(tool);
         if screen.incomplete || screen.raw.len() >= MAX_RAW_FINDINGS {
             break;
         }
@@ -185,6 +191,38 @@ pub fn findings(tools: &Value, config: &ScreeningConfig) -> Vec<Finding> {
             tool: "*".into(),
             kind: Kind::Incomplete,
             detail,
+        });
+    }
+    finish(screen.raw, &config.ignore)
+}
+
+/// Screens one model-visible string outside a tool list: a server's `instructions`, a
+/// prompt's or a resource template's description, a resource's name. The same checks as a
+/// tool's fields, for the role the string plays; findings name `item` and the place `at`
+/// (`instructions`, `prompts/summarize/description`). Sorted, at most [`MAX_FINDINGS`].
+pub fn screen_string(
+    item: &str,
+    at: &str,
+    text: &str,
+    role: Role,
+    config: &ScreeningConfig,
+) -> Vec<Finding> {
+    let mut screen = Screen {
+        config,
+        names: &[],
+        params: Vec::new(),
+        index: intent::Index::new(),
+        raw: Vec::new(),
+        budget: MAX_SCAN_CHARS,
+        incomplete: false,
+    };
+    let label = shown(item, MAX_QUOTED);
+    screen.text(item, &label, at, text, role);
+    if screen.incomplete {
+        screen.raw.push(Finding {
+            tool: label,
+            kind: Kind::Incomplete,
+            detail: format!("{at} exceeds the screening budget of {MAX_SCAN_CHARS} characters"),
         });
     }
     finish(screen.raw, &config.ignore)
@@ -210,7 +248,7 @@ fn finish(mut raw: Vec<Finding>, ignore: &[Kind]) -> Vec<Finding> {
 
 /// How a string is read by the model, which decides the checks that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub enum Role {
     /// A tool name.
     Name,
     /// A description or title: prose the model reads as guidance.
@@ -222,16 +260,49 @@ enum Role {
     Key,
 }
 
+/// Every property name under `tool`'s `inputSchema` (a parameter such as `projectSlug` or
+/// `next_range` is not another server's tool), sorted.
+fn parameter_names(tool: &Value) -> Vec<&str> {
+    let mut known: Vec<&str> = Vec::new();
+    let mut stack: Vec<(&Value, usize)> = tool
+        .get("inputSchema")
+        .map(|s| (s, 0))
+        .into_iter()
+        .collect();
+    while let Some((node, depth)) = stack.pop() {
+        if depth >= MAX_SCHEMA_DEPTH || known.len() >= MAX_RAW_FINDINGS {
+            break;
+        }
+        match node {
+            Value::Object(map) => {
+                if let Some(Value::Object(properties)) = map.get("properties") {
+                    known.extend(properties.keys().map(String::as_str));
+                }
+                stack.extend(map.values().map(|v| (v, depth.saturating_add(1))));
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth.saturating_add(1)))),
+            _ => {}
+        }
+    }
+    // The shared sort: another `sort_unstable` instance would add about 9 KB of `.wasm`.
+    crate::wire::order::name_set(known)
+}
+
 struct Screen<'a> {
     config: &'a ScreeningConfig,
     /// The set's names, sorted and unique.
     names: &'a [&'a str],
+    /// The property names of the tool being screened, sorted: words that are not another
+    /// server's tool.
+    params: Vec<&'a str>,
+    /// Where the intent patterns start.
+    index: intent::Index,
     raw: Vec<Finding>,
     budget: usize,
     incomplete: bool,
 }
 
-impl Screen<'_> {
+impl<'a> Screen<'a> {
     fn push(&mut self, tool: &str, kind: Kind, detail: String) {
         if self.raw.len() < MAX_RAW_FINDINGS {
             self.raw.push(Finding {
@@ -271,7 +342,7 @@ impl Screen<'_> {
     }
 
     #[inline(never)]
-    fn tool(&mut self, tool: &Value) {
+    fn tool(&mut self, tool: &'a Value) {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
         let label = shown(name, MAX_QUOTED);
         if !names::is_plain(name) {
@@ -371,18 +442,42 @@ impl Screen<'_> {
             );
             self.push(label, Kind::HiddenUnicode, detail);
         }
-        if role == Role::Name {
-            return;
+        if role != Role::Name {
+            self.phrases(own, label, at, examined, limit, role);
+        }
+    }
+
+    /// The checks on what a string says: cues, intents, secret requests, destinations,
+    /// references and URLs, each where it applies to `role`.
+    #[inline(never)]
+    fn phrases(
+        &mut self,
+        own: &str,
+        label: &str,
+        at: &str,
+        examined: &str,
+        limit: usize,
+        role: Role,
+    ) {
+        if role == Role::Key
+            && let Some(what) = cues::find_key_request(examined)
+        {
+            let detail = format!("property name asks for \"{what}\" in {at}");
+            self.push(label, Kind::InstructionCue, detail);
         }
         let plain = cues::fold(examined, limit);
         let folded = plain.to_ascii_lowercase();
         // A single token (`string`, `additionalProperties`) can hold no phrase: every cue,
         // secret request and redirect has a space or a bracket in it.
-        let phrases = folded.contains([' ', '<', '[']);
-        if !phrases && role != Role::Prose {
+        if !folded.contains([' ', '<', '[']) {
+            if role == Role::Prose {
+                self.urls(label, at, &folded);
+            }
             return;
         }
-        for (cue, pos) in cues::find_cues(&folded).filter(|_| phrases) {
+        let mut literal = false;
+        for (cue, pos) in cues::find_cues(&folded) {
+            literal = true;
             // Quote the phrase as the server wrote it (case kept, spacing folded).
             let written = plain
                 .get(pos..pos.saturating_add(cue.phrase.len()))
@@ -390,27 +485,52 @@ impl Screen<'_> {
             let detail = format!("\"{}\" in {at}", shown(written, MAX_QUOTED));
             self.push(label, Kind::InstructionCue, detail);
         }
-        if phrases && let Some((verb, secret)) = cues::find_secret_request(&folded) {
-            self.push(
-                label,
-                Kind::InstructionCue,
-                format!("asks to {verb} \"{secret}\" in {at}"),
-            );
+        // Latin-1 capitals (French `É`, `À`) are lower-cased too; ASCII text is used as is.
+        // Not `str::to_lowercase`: its Unicode tables cost the module kilobytes.
+        let lower = if folded.is_ascii() {
+            std::borrow::Cow::Borrowed(folded.as_str())
+        } else {
+            std::borrow::Cow::Owned(folded.chars().map(cues::lower_latin).collect())
+        };
+        // A listed phrase already says what the string does; an intent adds one line only
+        // where no phrase matched.
+        if !literal
+            && let Some((intent, from, to)) =
+                intent::find_intent(&lower, &self.index, self.names, &self.params)
+        {
+            let quoted = shown(lower.get(from..to).unwrap_or(""), MAX_QUOTED);
+            let detail = format!("{}: \"{quoted}\" in {at}", intent.as_str());
+            self.push(label, Kind::InstructionCue, detail);
+        }
+        if let Some((verb, secret)) = cues::find_secret_request(&lower) {
+            let detail = format!("asks to {verb} \"{secret}\" in {at}");
+            self.push(label, Kind::InstructionCue, detail);
+        }
+        if let Some(address) = cues::find_destination(&lower) {
+            let detail = format!("sends data to \"{}\" in {at}", shown(&address, MAX_QUOTED));
+            self.push(label, Kind::InstructionCue, detail);
         }
         if role != Role::Prose {
             return;
         }
-        if phrases
-            && let Some(reference) = references::find_reference(&plain, &folded, self.names, own)
+        if let Some(reference) =
+            references::find_reference(&plain, &folded, self.names, &self.params, own)
         {
-            self.push(
-                label,
-                Kind::ToolReference,
-                format!("\"{}\" in {at}", shown(&reference, MAX_QUOTED)),
-            );
+            let detail = format!("\"{}\" in {at}", shown(&reference, MAX_QUOTED));
+            self.push(label, Kind::ToolReference, detail);
         }
-        if !self.config.allow_urls
-            && let Some(url) = cues::find_url(&folded, &self.config.url_prefixes)
+        self.urls(label, at, &folded);
+    }
+
+    /// Inline data and local files anywhere in prose; web URLs only where data is sent to
+    /// them (a link to documentation is not a cue).
+    fn urls(&mut self, label: &str, at: &str, folded: &str) {
+        if self.config.allow_urls {
+            return;
+        }
+        let prefixes = &self.config.url_prefixes;
+        if let Some(url) = cues::find_url(folded, prefixes)
+            .or_else(|| cues::find_url_destination(folded, prefixes))
         {
             let detail = format!("\"{}\" in {at}", shown(&url, MAX_QUOTED));
             self.push(label, Kind::Url, detail);

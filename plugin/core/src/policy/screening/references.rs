@@ -76,8 +76,16 @@ fn next_word(text: &str) -> &str {
 }
 
 /// The first redirecting reference in `text` (folded with case kept; `folded` is the same
-/// text lower-cased, so byte offsets agree): the phrase and the tool it names.
-pub fn find_reference(text: &str, folded: &str, names: &[&str], own: &str) -> Option<String> {
+/// text lower-cased, so byte offsets agree): the phrase and the tool it names. `names` are
+/// the set's tools, `params` the tool's own property names (both sorted): a parameter
+/// shaped like a tool name (`projectSlug`) is not another tool.
+pub fn find_reference(
+    text: &str,
+    folded: &str,
+    names: &[&str],
+    params: &[&str],
+    own: &str,
+) -> Option<String> {
     // One pass over word starts; a phrase is only tried where its first word begins.
     let bytes = folded.as_bytes();
     for (start, _) in folded.match_indices(BEFORE_FIRST_WORDS) {
@@ -93,7 +101,9 @@ pub fn find_reference(text: &str, folded: &str, names: &[&str], own: &str) -> Op
             let end = start.saturating_add(phrase.len());
             let word = next_word(text.get(end..).unwrap_or(""));
             let named = names.binary_search(&word).is_ok() && word != own;
-            if !word.is_empty() && (named || (looks_like_tool(word) && word != own)) {
+            let other =
+                looks_like_tool(word) && word != own && params.binary_search(&word).is_err();
+            if !word.is_empty() && (named || other) {
                 return Some(format!("{phrase} {word}"));
             }
         }

@@ -29,7 +29,7 @@ impl Default for ScreeningConfig {
     fn default() -> Self {
         ScreeningConfig {
             enabled: true,
-            max_description_chars: 2000,
+            max_description_chars: 16_384,
             allow_urls: false,
             url_prefixes: Vec::new(),
             ignore: Vec::new(),
