@@ -608,6 +608,25 @@ fn corrupt_store_data_fails_the_server_closed_and_is_never_rewritten() {
 }
 
 #[test]
+fn a_corrupt_tool_set_fails_its_server_closed_after_a_restart_and_is_never_rewritten() {
+    let store = FleetStore::new();
+    let mut a = Instance::on(&store);
+    assert_eq!(listed(&mut a, "s1", &honest()), 2);
+    let key = format!("{PREFIX}sets/{}", fp(&honest()));
+    store.with(|etcd| etcd.put(key.as_bytes(), b"not json"));
+    let mut restarted = Instance::on(&store);
+    assert_eq!(
+        listed(&mut restarted, "s2", &honest()),
+        0,
+        "a set that does not parse serves nothing"
+    );
+    assert_eq!(weather_call(&mut restarted, "s2"), "SCHEMA_UNVERIFIED");
+    assert!(restarted.audited("store.corrupt") >= 1);
+    restarted.tick();
+    assert_eq!(store.get(&key).as_deref(), Some(&b"not json"[..]));
+}
+
+#[test]
 fn a_store_call_the_host_will_not_send_fails_closed_and_never_stalls() {
     // The configuration names a cluster the host does not serve: proxy_http_call answers
     // BadArgument, as Envoy does for an unknown cluster.

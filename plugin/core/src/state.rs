@@ -335,12 +335,6 @@ fn named_sets(store: &dyn StateStore, server: &str) -> Result<Vec<String>, State
         .unwrap_or_default())
 }
 
-/// The fingerprint a stored set document opens with.
-/// The fingerprint a stored set document opens with.
-pub(crate) fn document_fingerprint_of(bytes: &[u8]) -> Option<&str> {
-    document_fingerprint(bytes)
-}
-
 fn document_fingerprint(bytes: &[u8]) -> Option<&str> {
     let rest = bytes.strip_prefix(&b"{\"fingerprint\":\""[..])?;
     let end = rest.iter().position(|&b| b == b'"')?;

@@ -519,3 +519,28 @@ fn a_handshake_session_with_json_answers_makes_a_bounded_number_of_round_trips()
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_tool_set_the_store_holds_unreadable_fails_its_server_closed_after_a_restart() {
+    // Found through the .wasm by the e2e (f9bd15c4) and host-test's fleet_wasm: a restarted
+    // instance read the record, stored nothing of the set it names, and served the list.
+    for garbage in [
+        &b"not json"[..],
+        br#"{"fingerprint":"sha256:00","tools":[]}"#,
+    ] {
+        let etcd = Rc::new(RefCell::new(MemoryEtcd::new()));
+        let mut a = instance(&etcd, json!({}));
+        assert_eq!(listed(&mut a, "s1", &honest()), 2);
+        let key = format!("{PREFIX}sets/{}", fp(&honest()));
+        etcd.borrow_mut().put(key.as_bytes(), garbage);
+        let mut restarted = instance(&etcd, json!({}));
+        assert_eq!(listed(&mut restarted, "s2", &honest()), 0);
+        assert_eq!(
+            call(&mut restarted, "s2", "get_weather", json!({"city": "Oslo"})),
+            "SCHEMA_UNVERIFIED"
+        );
+        assert_eq!(audited(&restarted, "store.corrupt"), 1);
+        restarted.tick();
+        assert_eq!(etcd.borrow().get(key.as_bytes()), Some(garbage));
+    }
+}

@@ -387,17 +387,25 @@ impl Engine {
                 record,
                 mod_revision,
             } => etcd::parse_txn(&body).map(|txn| {
+                let mut unusable = None;
                 for range in txn.ranges {
-                    self.store_sets(store, server, range.kvs);
+                    if let Err(corrupt) = self.store_sets(store, server, range.kvs) {
+                        unusable.get_or_insert(corrupt);
+                    }
                 }
-                self.adopt(
-                    store,
-                    out,
-                    now_ms,
-                    server,
-                    ServerRecord::clone(record),
-                    *mod_revision,
-                );
+                // A set the record names that does not parse is store data that cannot be
+                // used, as a record that does not parse is: the server fails closed.
+                match unusable {
+                    Some((key, why)) => self.hold_unusable(store, out, now_ms, server, &key, &why),
+                    None => self.adopt(
+                        store,
+                        out,
+                        now_ms,
+                        server,
+                        ServerRecord::clone(record),
+                        *mod_revision,
+                    ),
+                }
                 None
             }),
             Purpose::Open { server, record } => etcd::parse_txn(&body).map(|txn| {
@@ -535,13 +543,26 @@ impl Engine {
 
     /// Stores set documents read from the store in the replica (each under the fingerprint it
     /// says it is; the definitions are checked against it whenever they are loaded).
-    fn store_sets(&self, store: &mut dyn StateStore, server: &str, kvs: Vec<Kv>) {
+    /// Keeps the sets read in the replica; `Err((key, why))` names the first one that is not a
+    /// set document for the fingerprint its key names.
+    fn store_sets(
+        &self,
+        store: &mut dyn StateStore,
+        server: &str,
+        kvs: Vec<Kv>,
+    ) -> Result<(), (Vec<u8>, String)> {
+        let mut corrupt = None;
         for kv in kvs {
-            if let Some(fingerprint) = state::document_fingerprint_of(&kv.value) {
-                let fingerprint = fingerprint.to_string();
-                let _stored = state::put_set_bytes(store, server, &fingerprint, &kv.value);
+            match usable_set(&kv) {
+                Ok(fingerprint) => {
+                    let _stored = state::put_set_bytes(store, server, &fingerprint, &kv.value);
+                }
+                Err(why) => {
+                    corrupt.get_or_insert((kv.key, why));
+                }
             }
         }
+        corrupt.map_or(Ok(()), Err)
     }
 
     /// The replica holds why a store record cannot be used, so every read of it fails closed;
@@ -942,4 +963,27 @@ pub fn store_report(engine: &Engine, store: &dyn StateStore) -> serde_json::Valu
     json!({"store": "etcd", "cluster": settings.cluster, "prefix": settings.prefix,
         "reachable": !engine.fleet.down, "last_sync_ms": engine.fleet.last_sync_ms,
         "sync_ms": settings.sync_ms, "timeout_ms": settings.timeout_ms, "dirty": dirty})
+}
+
+/// The fingerprint of a set document read from the store, when it is one: a JSON object whose
+/// `fingerprint` is the one its key ends with and whose `tools` is an array.
+fn usable_set(kv: &Kv) -> Result<String, String> {
+    let document: serde_json::Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| format!("the tool set does not parse: {e}"))?;
+    let fingerprint = document
+        .get("fingerprint")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("the tool set has no fingerprint")?;
+    if !kv.key.ends_with(fingerprint.as_bytes()) || fingerprint.is_empty() {
+        return Err(format!(
+            "the tool set holds {fingerprint}, not the set its key names"
+        ));
+    }
+    if !document
+        .get("tools")
+        .is_some_and(serde_json::Value::is_array)
+    {
+        return Err("the tool set has no tools array".into());
+    }
+    Ok(fingerprint.to_string())
 }
