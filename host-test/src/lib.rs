@@ -11,7 +11,6 @@
 pub mod abi;
 pub mod bench;
 pub mod cli;
-pub mod console;
 pub mod fleet;
 pub mod input_error;
 pub mod replay;

@@ -123,14 +123,14 @@ pub struct PluginVm {
     /// Fuel each guest call gets; `None` when the engine does not meter.
     fuel_per_call: Option<u64>,
     /// Exports already looked up, by name: each holds a `TypedFunc<P, R>` (Envoy resolves
-    /// the callbacks once per VM; a lookup by name per call cost ~60K instructions per
-    /// exchange, a fifth of a small `tools/call`).
+    /// the callbacks once per VM; a lookup by name per call would have `toolseal bench`
+    /// count host-test's lookups as the plugin's cost).
     exports: HashMap<String, Box<dyn Any>>,
 }
 
 /// A module and the import table it is instantiated with, built once: defining every
-/// hostcall costs about 2 ms in a debug build, more than the rest of a VM start, and a
-/// multi-worker exploration starts thousands of VMs of one module.
+/// hostcall costs more than the rest of a VM start (docs/host-test.md), and a multi-worker
+/// exploration starts thousands of VMs of one module.
 #[derive(Clone)]
 pub struct LinkedModule {
     engine: Engine,
