@@ -10,7 +10,8 @@ comparison). Then, per decision, through raw MCP requests on an initialized 2025
   and what etcd says it served (gRPC ``Range``/``Txn`` counters from its ``/metrics``);
 - latency of the ``tools/list`` that makes the decision, with the store and without;
 - how long a closure made on A takes to show on B (B's admin view polled every 5 ms);
-- keys and bytes in etcd for one server seen through 16 views (a header view source);
+- keys and bytes in etcd for one server seen through 16 views (a header view source), and
+  with ``--everything`` for server-everything through 16 views of revision and capabilities;
 - etcd's own idle load: what the instances' background sync asks per second.
 
 Run it twice: ``--sync-ms 600000`` (no background sync during the run: each decision's own
@@ -237,11 +238,75 @@ def views_footprint(fleet: StoreFleet, a: FleetEnvoy, http: httpx.Client) -> dic
             "bytes": len(record_kv.value) + sum(len(kv.value) for kv in sets)}
 
 
+CAPABILITY_SETS: list[dict[str, Any]] = [
+    {}, {"roots": {"listChanged": True}}, {"sampling": {}},
+    {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}},
+]
+REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+def sse_or_json(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a response sent as JSON or as an SSE stream."""
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return response.json()
+    for line in response.text.splitlines():
+        if line.startswith("data:") and line[5:].strip().startswith("{"):
+            document = json.loads(line[5:])
+            if "result" in document or "error" in document:
+                return document
+    raise RuntimeError(f"no JSON-RPC answer in {response.text[:200]!r}")
+
+
+def everything_footprint(workdir: Path, sync_ms: int) -> dict[str, Any]:
+    """Keys and bytes in etcd for server-everything 2026.1.26 listed through 16 views: four
+    handshake revisions times four sets of client capabilities (13 to 16 tools each)."""
+    upstream = Upstream(workdir / "everything", everything="2026.1.26")
+    fleet = StoreFleet(workdir / "everything-fleet", {"everything": upstream},
+                       prefix="/toolseal/everything/", sync_ms=sync_ms)
+    listed = []
+    try:
+        fleet.start()
+        a = fleet.add_envoy("A")
+        fleet.start_envoys(a)
+        with httpx.Client(timeout=30, trust_env=False) as http:
+            for revision in REVISIONS:
+                for capabilities in CAPABILITY_SETS:
+                    url = a.url("everything")
+                    answer = http.post(url, headers=HEADERS, json={
+                        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                            "protocolVersion": revision, "capabilities": capabilities,
+                            "clientInfo": {"name": "fleet-bench", "version": "1"}}})
+                    session = HEADERS | {"mcp-session-id": answer.headers["mcp-session-id"],
+                                         "mcp-protocol-version": revision}
+                    http.post(url, headers=session,
+                              json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                    result = sse_or_json(http.post(url, headers=session, json={
+                        "jsonrpc": "2.0", "id": 1, "method": "tools/list"}))["result"]
+                    listed.append(len(result["tools"]))
+        time.sleep(0.3)
+        record_kv = fleet.store.get(fleet.server_key("everything"))
+        assert record_kv is not None
+        record = record_kv.json()["record"]
+        named = {v for v in json.dumps(record).split('"') if v.startswith("sha256:")}
+        keys = fleet.keys()
+        sets = [kv for kv in keys if kv.key.startswith(f"{fleet.prefix}sets/")]
+        in_use = [kv for kv in sets if kv.key.rsplit("/", 1)[-1] in named]
+        return {"tools_listed_per_view": sorted(set(listed)), "views_recorded": len(record.get("views", [])),
+                "status": record.get("status"), "record_bytes": len(record_kv.value),
+                "sets_named": len(in_use), "sets_named_bytes": sum(len(kv.value) for kv in in_use),
+                "sets_written": len(sets), "keys": len(keys),
+                "bytes": sum(len(kv.value) for kv in keys)}
+    finally:
+        fleet.stop()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=12)
     parser.add_argument("--sync-ms", type=int, default=200)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--everything", action="store_true",
+                        help="only: server-everything through 16 views, keys and bytes")
     args = parser.parse_args(argv)
     servers = [f"s{i}" for i in range(args.servers)]
     workdir = Path(tempfile.mkdtemp(prefix="toolseal-fleet-bench-"))
@@ -252,6 +317,10 @@ def main(argv: list[str]) -> int:
     fleet = StoreFleet(workdir, {"shared": shared}, prefix="/toolseal/bench/", plugin_config=config,
                        sync_ms=args.sync_ms)
     report: dict[str, Any] = {"sync_ms": args.sync_ms, "servers": args.servers}
+    if args.everything:
+        report = {"everything_16_views": everything_footprint(workdir, args.sync_ms)}
+        print(json.dumps(report, indent=2))
+        return 0
     try:
         fleet.start()
         ports = {sid: shared.port for sid in servers + [VIEWS_SERVER]}

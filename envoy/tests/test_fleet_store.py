@@ -576,5 +576,9 @@ async def test_etcd_with_auth_on_is_a_store_toolseal_cannot_use_and_opens_nothin
     assert (denial(refused) or {}).get("error_code") == "SCHEMA_UNVERIFIED", refused
     unreachable = a.wait_for_audits("store.unreachable")
     assert "user name is empty" in unreachable[0]["reason"]
-    assert a.admin.get("store").json()["reachable"] is False
+    # Each worker's plugin learns it at its own sync: the admin listener's says so within one.
+    deadline = time.monotonic() + SYNC_MS / 1000 + 1.0
+    while a.admin.get("store").json()["reachable"] is not False:
+        assert time.monotonic() < deadline, a.admin.get("store").json()
+        time.sleep(0.02)
     assert a.audit_events("schema.baselined") == [] and fleet.upstreams["demo"].calls() == []
