@@ -143,6 +143,7 @@ unsafe extern "C" {
     ) -> u32;
     fn proxy_close_stream(stream_type: u32) -> u32;
     fn proxy_continue_stream(stream_type: u32) -> u32;
+    fn proxy_set_effective_context(context_id: u32) -> u32;
     fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
     #[allow(clippy::too_many_arguments)]
     fn proxy_http_call(
@@ -382,4 +383,11 @@ pub fn http_call(
         )
     })?;
     Ok(token)
+}
+
+/// Makes `context_id` the context the next hostcalls act on (an HTTP callout's answer arrives
+/// on the root context that sent it, whatever stream asked for it).
+pub fn set_effective_context(context_id: u32) -> Result<(), Status> {
+    // SAFETY: no pointers.
+    check(unsafe { proxy_set_effective_context(context_id) })
 }

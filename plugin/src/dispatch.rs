@@ -154,7 +154,10 @@ pub extern "C" fn proxy_on_log(id: u32) {
     });
 }
 
-/// The answer to an HTTP callout (a fleet store call) of a root or an HTTP context.
+/// The answer to an HTTP callout (a fleet store call): routed by its token to the context
+/// that asked for it (an HTTP stream, else a root context's background chain). The host sends
+/// every callout from, and answers it on, the root context (`context_id`); a stream that
+/// cannot be made the effective context again stays held until Envoy's own timeouts end it.
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_http_call_response(
     context_id: u32,
@@ -163,16 +166,34 @@ pub extern "C" fn proxy_on_http_call_response(
     body_size: usize,
     _num_trailers: usize,
 ) {
-    let http = with_http(context_id, |h| {
-        h.on_http_call_response(token, body_size);
-        Action::Continue
+    let stream = CONTEXTS.with(|c| {
+        let c = c.try_borrow().ok()?;
+        c.http
+            .iter()
+            .find(|(_, http)| http.awaits(token))
+            .map(|(id, _)| *id)
     });
-    if http == Action::Continue as u32 {
+    if let Some(id) = stream {
+        // The host delivers the answer on the root context that sent the call: the stream's
+        // own context must be the one its hostcalls (body, continue, local reply) act on.
+        if crate::abi::set_effective_context(id).is_err() {
+            return;
+        }
+        with_http(id, |h| {
+            h.on_http_call_response(token, body_size);
+            Action::Continue
+        });
         return;
     }
-    with_root(context_id, |root| {
-        root.on_http_call_response(token, body_size)
+    let roots: Vec<u32> = CONTEXTS.with(|c| {
+        c.try_borrow()
+            .map(|c| c.roots.iter().map(|(id, _)| *id).collect())
+            .unwrap_or_default()
     });
+    let _host_named = context_id;
+    for id in roots {
+        with_root(id, |root| root.on_http_call_response(token, body_size));
+    }
 }
 
 /// The timer of a root context.

@@ -164,6 +164,7 @@ impl Root {
             published: Published::new(filter_state),
             waiting: None,
             pushing: None,
+            held: HeldBody::default(),
         })
     }
 }
@@ -194,6 +195,8 @@ pub struct Http {
     waiting: Option<Waiting>,
     /// A closure of this stream's being pushed to the fleet store (its call in flight).
     pushing: Option<(u32, FleetCall)>,
+    /// The body as held when the stream was held for the fleet store.
+    held: HeldBody,
 }
 
 /// A stream held for the fleet store.
@@ -205,6 +208,14 @@ struct Waiting {
     /// What the host held at the last body callback.
     size: usize,
     end: bool,
+}
+
+/// The body bytes a held stream had when its callback was last made, read in that callback:
+/// Envoy hands a body buffer over only during a body callback, not while an HTTP callout
+/// answers, so the callback made again reads this copy.
+#[derive(Default)]
+struct HeldBody {
+    bytes: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,8 +330,10 @@ impl Http {
             // Held for the fleet store: what arrives meanwhile waits with the rest.
             waiting.size = body_size;
             waiting.end = end_of_stream;
+            self.held.bytes = read_body(Buffer::RequestBody, 0, body_size).ok();
             return Action::Pause;
         }
+        self.held.bytes = None;
         let action = match self.mode {
             Mode::Admin => self.request_again(Again::Admin, body_size, end_of_stream),
             _ => self.request_again(Again::Request, body_size, end_of_stream),
@@ -331,9 +344,14 @@ impl Http {
 
     /// A request body callback (made again once the fleet store answered what it waited for).
     fn request_again(&mut self, again: Again, body_size: usize, end_of_stream: bool) -> Action {
-        let read = &mut |size| {
-            read_body(Buffer::RequestBody, 0, size)
-                .map_err(|code| format!("the request body (status {code})"))
+        let held = self.held.bytes.clone();
+        let read = &mut |size| match &held {
+            Some(bytes) => bytes
+                .get(..size)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| "the request body (held copy too short)".to_string()),
+            None => read_body(Buffer::RequestBody, 0, size)
+                .map_err(|code| format!("the request body (status {code})")),
         };
         match self.mode {
             Mode::Done | Mode::Stopped => Action::Pause,
@@ -418,8 +436,10 @@ impl Http {
         if let Some(waiting) = self.waiting.as_mut() {
             waiting.size = body_size;
             waiting.end = end_of_stream;
+            self.held.bytes = read_body(Buffer::ResponseBody, 0, body_size).ok();
             return Action::Pause;
         }
+        self.held.bytes = None;
         let action = self.response_again(body_size, end_of_stream);
         self.push_closures();
         action
@@ -434,6 +454,7 @@ impl Http {
         if self.mode != Mode::Mcp || self.plan == BodyPlan::Pass {
             return Action::Continue;
         }
+        let held = self.held.bytes.clone();
         let shared = Rc::clone(&self.shared);
         let mut shared = shared.borrow_mut();
         let Shared { engine, metrics } = &mut *shared;
@@ -448,7 +469,10 @@ impl Http {
             &mut self.exchange,
             body_size,
             end_of_stream,
-            &mut |from| read_body(Buffer::ResponseBody, from, body_size).ok(),
+            &mut |from| match &held {
+                Some(bytes) => bytes.get(from..body_size).map(<[u8]>::to_vec),
+                None => read_body(Buffer::ResponseBody, from, body_size).ok(),
+            },
         );
         drop(shared);
         match verdict {
@@ -539,6 +563,14 @@ impl Http {
     /// Holds the stream and sends `call` to the fleet store. A call the host will not send
     /// is answered as failed at once, and the callback is made again (it then fails closed).
     fn hold_for(&mut self, call: FleetCall, again: Again, size: usize, end: bool) -> Action {
+        if self.held.bytes.is_none() {
+            // Still inside the body callback: the only time the host hands the body over.
+            let buffer = match again {
+                Again::Response => Buffer::ResponseBody,
+                Again::Request | Again::Admin => Buffer::RequestBody,
+            };
+            self.held.bytes = Some(read_body(buffer, 0, size).unwrap_or_default());
+        }
         match self.send(&call) {
             Ok(token) => {
                 self.waiting = Some(Waiting {
@@ -603,6 +635,12 @@ impl Http {
         }
     }
 
+    /// Whether `token` is the call this stream waits for or pushes with.
+    pub fn awaits(&self, token: u32) -> bool {
+        self.waiting.as_ref().is_some_and(|w| w.token == token)
+            || self.pushing.as_ref().is_some_and(|(t, _)| *t == token)
+    }
+
     /// `proxy_on_http_call_response`: the answer to this stream's fleet store call.
     pub fn on_http_call_response(&mut self, token: u32, body_size: usize) {
         if let Some((pushed, call)) = self.pushing.take() {
@@ -632,6 +670,7 @@ impl Http {
         if self.waiting.is_some() {
             return;
         }
+        self.held.bytes = None;
         // The callback this stream was held in has returned long ago: going on is asked of
         // the host now (a local answer or a reset was made by the callback itself).
         if action == Action::Continue

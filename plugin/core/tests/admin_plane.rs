@@ -463,7 +463,7 @@ fn every_refusal_is_audited_with_source_method_path_and_reason_and_counted() {
             b"",
             404,
             "demo",
-            "unknown admin endpoint; see GET servers, GET servers/{id}, GET servers/{id}/tools/{fingerprint}, POST servers/{id}/approve|quarantine|release, GET audit",
+            "unknown admin endpoint; see GET servers, GET servers/{id}, GET servers/{id}/tools/{fingerprint}, POST servers/{id}/approve|quarantine|release, GET audit, GET store",
         ),
         (
             ("GET", "/toolseal/servers/nope", Some(NEW)),

@@ -380,6 +380,9 @@ fn a_store_that_cannot_be_reached_opens_nothing_and_closes_what_drifts() {
     a.tick();
     assert_eq!(fleet_record(&etcd)["record"]["status"], "changed");
     assert_eq!(audited(&a, "store.recovered"), 1);
+    let (_, view) = admin(&mut a, "GET", "servers/deploy", Value::Null);
+    assert_eq!(view["fleet"]["in_step"], true);
+    assert!(view["fleet"]["mod_revision"].as_u64().unwrap() > 0);
     assert_eq!(
         listed(&mut fresh, "t1", &honest()),
         0,
@@ -453,4 +456,66 @@ fn a_record_the_store_holds_unreadable_fails_its_server_closed_and_is_never_over
         a.tick();
         assert_eq!(etcd.borrow().get(key.as_bytes()), Some(garbage));
     }
+}
+
+#[test]
+fn a_handshake_session_with_json_answers_makes_a_bounded_number_of_round_trips() {
+    let etcd = Rc::new(RefCell::new(MemoryEtcd::new()));
+    let mut a = instance(&etcd, json!({}));
+    let json_post = |session: Option<&str>, body: Value, response: Value| HttpExchange {
+        seq: "0".into(),
+        http_method: "POST".into(),
+        path: "/mcp".into(),
+        request_headers: [("content-type", "application/json")]
+            .into_iter()
+            .chain(session.map(|s| ("mcp-session-id", s)))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        request_body: body.to_string().into_bytes(),
+        status: 200,
+        response_headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("mcp-session-id".into(), "j1".into()),
+        ],
+        response_body: response.to_string().into_bytes(),
+    };
+    let init = json_post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}}),
+    );
+    let out = a.exchange("deploy", &init, 64);
+    assert!(out.local_reply.is_none());
+    assert!(
+        etcd.borrow().calls.len() <= 1,
+        "{:?}",
+        etcd.borrow()
+            .calls
+            .iter()
+            .map(|(p, b)| format!("{p} {}", String::from_utf8_lossy(b)))
+            .collect::<Vec<_>>()
+    );
+    let list = json_post(
+        Some("j1"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": honest()}}),
+    );
+    let out = a.exchange("deploy", &list, 64);
+    let v: Value = serde_json::from_slice(&out.response_body).unwrap();
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 2);
+    assert!(
+        etcd.borrow().calls.len() <= 3,
+        "{:?}",
+        etcd.borrow()
+            .calls
+            .iter()
+            .map(|(p, b)| format!(
+                "{p} {}",
+                String::from_utf8_lossy(b)
+                    .chars()
+                    .take(150)
+                    .collect::<String>()
+            ))
+            .collect::<Vec<_>>()
+    );
 }

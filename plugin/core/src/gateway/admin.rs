@@ -208,6 +208,7 @@ impl Engine {
             ("GET", ["servers", id, "tools", fingerprint]) => {
                 self.stored_tools(store, id, fingerprint)
             }
+            ("GET", ["store"]) => Ok(reply(200, crate::gateway::fleet::store_report(self, store))),
             ("GET", ["audit"]) => Ok(reply(
                 200,
                 json!({"events": state::recent_audit(store, self.config.audit.ring_size)}),
@@ -215,7 +216,7 @@ impl Engine {
             ("POST", ["servers", id, action]) => {
                 self.admin_action(store, out, now_ms, id, action, request.body, who)
             }
-            _ => Err(refused(404, server, "unknown admin endpoint; see GET servers, GET servers/{id}, GET servers/{id}/tools/{fingerprint}, POST servers/{id}/approve|quarantine|release, GET audit".into())),
+            _ => Err(refused(404, server, "unknown admin endpoint; see GET servers, GET servers/{id}, GET servers/{id}/tools/{fingerprint}, POST servers/{id}/approve|quarantine|release, GET audit, GET store".into())),
         }
     }
 
@@ -355,6 +356,14 @@ impl Engine {
             let changes = diff.as_ref().filter(|_| full);
             crate::gateway::admin_views::drift_scope(obj, &record, scope, changes);
             crate::gateway::admin_views::views(obj, &record);
+            if self.config.store.is_some() {
+                // Whether this copy is the fleet's: `in_step` is false while a closure made
+                // here waits to be written to the store.
+                obj.insert(
+                    "fleet".into(),
+                    json!({"mod_revision": record.fleet_rev, "in_step": !record.fleet_dirty}),
+                );
+            }
             if full {
                 obj.insert(
                     "diff".into(),

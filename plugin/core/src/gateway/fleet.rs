@@ -117,6 +117,10 @@ pub struct FleetWorker {
     pushes: Vec<String>,
     /// When the last sync answered (ms since the epoch).
     last_sync_ms: u64,
+    /// Servers the store had no record of, and when it said so: a first contact does not ask
+    /// again for every message within `sync_ms` (a record written since by another instance
+    /// is found by the next sync, or by the write that conflicts with it).
+    absent: BTreeMap<String, u64>,
     /// The configured servers whose config (pin, lock, quarantine) was applied over the
     /// record of this revision of the store.
     configured: BTreeMap<String, Option<u64>>,
@@ -159,7 +163,14 @@ impl Engine {
         }
         loop {
             let saved = exchange.clone();
-            let progress = std::mem::take(&mut exchange.fleet);
+            let mut progress = std::mem::take(&mut exchange.fleet);
+            let server = exchange.server.as_str();
+            if let Some(said) = self.fleet.absent.get(server)
+                && now_ms.saturating_sub(*said) < settings.sync_ms
+                && !progress.absent.iter().any(|s| s == server)
+            {
+                progress.absent.push(server.to_string());
+            }
             let mut held = CollectedOutputs::default();
             let mut view = FleetView::new(store, &progress);
             if !exchange.server.is_empty() {
@@ -443,6 +454,10 @@ impl Engine {
             if let Some(exchange) = exchange {
                 exchange.fleet.absent.push(server.to_string());
             }
+            if self.fleet.absent.len() >= self.config.limits.max_servers {
+                self.fleet.absent.clear();
+            }
+            self.fleet.absent.insert(server.to_string(), now_ms);
             return None;
         };
         let record = match decode_record(&kv.value) {
@@ -527,6 +542,7 @@ impl Engine {
         record: ServerRecord,
         mod_revision: u64,
     ) {
+        self.fleet.absent.remove(server);
         let key = state::record_key(server);
         if state::register_server(store, server, self.config.limits.max_servers).is_err() {
             return;
@@ -719,6 +735,7 @@ impl Engine {
             let Some(server) = settings.server_of(&kv.key) else {
                 continue;
             };
+            self.fleet.absent.remove(&server);
             let key = state::record_key(&server);
             let local = match store.get(&key) {
                 Ok(Some((bytes, _))) if !bytes.is_empty() => {

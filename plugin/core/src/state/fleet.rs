@@ -22,7 +22,6 @@ pub mod memory_etcd;
 
 use crate::policy::status::{SchemaStatus, ServerRecord};
 use crate::state::store::{Expect, StateStore, StoreError};
-use serde_json::{Value, json};
 use std::cell::RefCell;
 
 /// The `store.etcd` settings.
@@ -75,32 +74,58 @@ impl EtcdSettings {
 /// The format version of a record in the store.
 pub const RECORD_FORMAT: u64 = 1;
 
+/// A record as the store holds it: the format, then the record.
+#[derive(serde::Serialize)]
+struct Stored<'r> {
+    format: u64,
+    record: &'r ServerRecord,
+}
+
+/// A record read from the store.
+#[derive(serde::Deserialize)]
+struct Read {
+    format: u64,
+    record: ServerRecord,
+}
+
+/// Only the format of a record read from the store (to say why one does not parse).
+#[derive(serde::Deserialize)]
+struct FormatOnly {
+    format: u64,
+}
+
 /// A record as the store holds it: without the replica's bookkeeping.
 pub fn encode_record(record: &ServerRecord) -> Vec<u8> {
     let mut clean = record.clone();
     clean.fleet_rev = None;
     clean.fleet_dirty = false;
-    match serde_json::to_value(&clean) {
-        Ok(value) => crate::wire::json::encode(&json!({"format": RECORD_FORMAT, "record": value})),
-        Err(_) => Vec::new(),
-    }
+    serde_json::to_vec(&Stored {
+        format: RECORD_FORMAT,
+        record: &clean,
+    })
+    .unwrap_or_default()
 }
 
 /// Reads a record from the store's bytes; the error says why it cannot be used (the server
-/// then fails closed, and the key is never overwritten from here).
+/// then fails closed, and the key is never overwritten from here). Parsed with the same
+/// reader as the replica's records (duplicate keys: the store is written only by toolseal,
+/// whose writer never repeats one).
 pub fn decode_record(bytes: &[u8]) -> Result<ServerRecord, String> {
-    let value = crate::wire::json::parse_strict(bytes, 64).map_err(|e| format!("not JSON: {e}"))?;
-    match value.get("format").and_then(Value::as_u64) {
-        Some(RECORD_FORMAT) => {}
-        Some(other) => return Err(format!("unknown record format {other}")),
-        None => return Err("no record format".into()),
+    match serde_json::from_slice::<Read>(bytes) {
+        Ok(read) if read.format == RECORD_FORMAT => {
+            let mut record = read.record;
+            record.fleet_rev = None;
+            record.fleet_dirty = false;
+            Ok(record)
+        }
+        Ok(read) => Err(format!("unknown record format {}", read.format)),
+        Err(e) => match serde_json::from_slice::<FormatOnly>(bytes) {
+            Ok(only) if only.format != RECORD_FORMAT => {
+                Err(format!("unknown record format {}", only.format))
+            }
+            _ => Err(format!("not a server record: {e}")),
+        },
     }
-    let record = value.get("record").ok_or("no record")?;
-    let mut record: ServerRecord =
-        serde_json::from_value(record.clone()).map_err(|e| format!("not a server record: {e}"))?;
-    record.fleet_rev = None;
-    record.fleet_dirty = false;
-    Ok(record)
 }
 
 /// What the replica holds in place of a store record that cannot be used: bytes no record

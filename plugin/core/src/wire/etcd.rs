@@ -8,7 +8,7 @@
 //! strings; both are decoded here, and an answer that is not what etcd sends is an error,
 //! never an empty result (what the store says decides what opens).
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// The path of a range (read) request.
 pub const RANGE_PATH: &str = "/v3/kv/range";
@@ -78,45 +78,48 @@ pub fn range_request(
     keys_only: bool,
     min_mod_revision: u64,
 ) -> Vec<u8> {
-    let mut body = Map::new();
-    body.insert("key".into(), json!(encode(key)));
+    let mut body = format!("{{\"key\":\"{}\"", encode(key));
     if let Some(end) = range_end {
-        body.insert("range_end".into(), json!(encode(end)));
+        body.push_str(&format!(",\"range_end\":\"{}\"", encode(end)));
     }
     if keys_only {
-        body.insert("keys_only".into(), json!(true));
+        body.push_str(",\"keys_only\":true");
     }
     if min_mod_revision > 0 {
-        body.insert(
-            "min_mod_revision".into(),
-            json!(min_mod_revision.to_string()),
-        );
+        body.push_str(&format!(",\"min_mod_revision\":\"{min_mod_revision}\""));
     }
-    crate::wire::json::encode(&Value::Object(body))
+    body.push('}');
+    body.into_bytes()
 }
 
 /// A transaction that puts `puts` if `key` is still at `mod_revision` (0: the key does not
 /// exist), and otherwise reads `key`, so the caller learns what won.
 pub fn txn_request(key: &[u8], mod_revision: u64, puts: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
-    let compare = json!({"key": encode(key), "target": "MOD", "result": "EQUAL",
-        "mod_revision": mod_revision.to_string()});
-    let success: Vec<Value> = puts
+    let key = encode(key);
+    let success: Vec<String> = puts
         .iter()
-        .map(|(k, v)| json!({"request_put": {"key": encode(k), "value": encode(v)}}))
+        .map(|(k, v)| {
+            format!(
+                "{{\"request_put\":{{\"key\":\"{}\",\"value\":\"{}\"}}}}",
+                encode(k),
+                encode(v)
+            )
+        })
         .collect();
-    let failure = json!([{"request_range": {"key": encode(key)}}]);
-    crate::wire::json::encode(
-        &json!({"compare": [compare], "success": success, "failure": failure}),
+    format!(
+        "{{\"compare\":[{{\"key\":\"{key}\",\"target\":\"MOD\",\"result\":\"EQUAL\",\"mod_revision\":\"{mod_revision}\"}}],\"success\":[{}],\"failure\":[{{\"request_range\":{{\"key\":\"{key}\"}}}}]}}",
+        success.join(",")
     )
+    .into_bytes()
 }
 
 /// A transaction that only reads: every key of `keys`, in one round trip.
 pub fn read_many_request(keys: &[Vec<u8>]) -> Vec<u8> {
-    let success: Vec<Value> = keys
+    let success: Vec<String> = keys
         .iter()
-        .map(|k| json!({"request_range": {"key": encode(k)}}))
+        .map(|k| format!("{{\"request_range\":{{\"key\":\"{}\"}}}}", encode(k)))
         .collect();
-    crate::wire::json::encode(&json!({"compare": [], "success": success}))
+    format!("{{\"compare\":[],\"success\":[{}]}}", success.join(",")).into_bytes()
 }
 
 /// Reads a range answer.
@@ -284,6 +287,25 @@ mod tests {
         assert_eq!(decode("Zm8"), None);
         assert_eq!(decode("Zg==Zg=="), None);
         assert_eq!(decode("Z==="), None);
+    }
+
+    #[test]
+    fn requests_are_json_etcd_reads() {
+        let range: Value =
+            serde_json::from_slice(&range_request(b"/t/", Some(b"/t0"), true, 5)).unwrap();
+        assert_eq!(range["key"], "L3Qv");
+        assert_eq!(range["range_end"], "L3Qw");
+        assert_eq!(range["keys_only"], true);
+        assert_eq!(range["min_mod_revision"], "5");
+        let txn: Value =
+            serde_json::from_slice(&txn_request(b"k", 7, &[(b"a".to_vec(), b"b".to_vec())]))
+                .unwrap();
+        assert_eq!(txn["compare"][0]["mod_revision"], "7");
+        assert_eq!(txn["success"][0]["request_put"]["value"], "Yg==");
+        assert_eq!(txn["failure"][0]["request_range"]["key"], "aw==");
+        let read: Value =
+            serde_json::from_slice(&read_many_request(&[b"a".to_vec(), b"b".to_vec()])).unwrap();
+        assert_eq!(read["success"].as_array().unwrap().len(), 2);
     }
 
     #[test]
