@@ -18,6 +18,8 @@ pub mod persistent;
 pub mod policy;
 pub mod state_file;
 pub mod stdio;
+pub mod store_client;
+pub mod store_option;
 
 pub use bindings::toolseal::policy::state::{Entry, Expect, SetError};
 pub use bindings::{AdminError, LocalReply, MessageContext, Transport, Verdict};
