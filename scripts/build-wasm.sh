@@ -5,8 +5,11 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-# The project's size budget for the plugin module (bytes, exclusive).
-limit=1000000
+# The project's size budget for the plugin module (bytes, exclusive). 1,000,000 until the fleet
+# store (etcd's JSON API, the replica view, callouts) added ~90 KB: measured in the same run,
+# Envoy's start-up CPU with it is 1.11x the module before (1,550 ms vs 1,400 ms, medians of 5),
+# in line with the bytes (docs/performance.md, "Fleet store: module size and start-up").
+limit=1050000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -19,8 +19,10 @@ fn size_limit() -> u64 {
 #[test]
 fn the_plugin_wasm_is_under_the_size_limit() {
     let limit = size_limit();
+    // 1,000,000 until the fleet store (docs/performance.md, "Fleet store: module size and
+    // start-up"); a change of the limit is a decision with its measurement, not a side effect.
     assert_eq!(
-        limit, 1_000_000,
+        limit, 1_050_000,
         "the limit was changed in scripts/build-wasm.sh"
     );
     let wasm = common::plugin_wasm();

@@ -90,6 +90,12 @@ fn set_key(server: &str, slot: usize) -> String {
     format!("ts/v1/set/{server}/{slot}")
 }
 
+/// Whether `key` is one that workers update with compare-and-swap from what they read (the
+/// server registry, the audit ring): never written over from a copy made earlier.
+pub(crate) fn is_shared_counter(key: &str) -> bool {
+    key == SERVERS_KEY || key.starts_with("ts/v1/audit/")
+}
+
 /// Reads `key`; a read the host could not serve is an error.
 fn read(store: &dyn StateStore, key: &str) -> Result<Option<(Vec<u8>, u32)>, StateError> {
     store.get(key).map_err(StateError::Store)

@@ -22,6 +22,7 @@ use crate::state::store::{Expect, StateStore};
 use crate::state::{self, StateError};
 use crate::wire::etcd::{self, Kv, RANGE_PATH, TXN_PATH};
 use serde_json::{Map, json};
+use std::any::Any;
 use std::collections::BTreeMap;
 
 /// How many round trips one callback may make before it fails closed (a store that keeps
@@ -88,7 +89,7 @@ const MAX_DECIDED: usize = 64;
 /// A run that proposed an opening change and decided as if it were made: its answer stands
 /// once the store accepts.
 struct Decided {
-    result: Box<dyn std::any::Any>,
+    result: Box<dyn Any>,
     exchange: Exchange,
     outputs: CollectedOutputs,
     writes: Vec<(String, Vec<u8>)>,
@@ -102,11 +103,15 @@ impl std::fmt::Debug for Decided {
     }
 }
 
+/// One run of a callback, its answer erased (see [`Engine::with_fleet`]).
+type Run<'r> = dyn FnMut(&mut Engine, &mut dyn StateStore, &mut dyn Outputs, &mut Exchange) -> Box<dyn Any>
+    + 'r;
+
 /// A worker's fleet bookkeeping (the replica itself is the host's shared data).
 #[derive(Debug, Default)]
 pub struct FleetWorker {
-    /// Runs waiting for the store's yes, by ticket.
-    decided: BTreeMap<u64, Decided>,
+    /// Runs waiting for the store's yes, by ticket, oldest first.
+    decided: Vec<(u64, Decided)>,
     /// The last ticket given.
     next_ticket: u64,
     /// The store revision this worker has read other instances' writes up to.
@@ -120,7 +125,7 @@ pub struct FleetWorker {
     /// Servers the store had no record of, and when it said so: a first contact does not ask
     /// again for every message within `sync_ms` (a record written since by another instance
     /// is found by the next sync, or by the write that conflicts with it).
-    absent: BTreeMap<String, u64>,
+    absent: Vec<(String, u64)>,
     /// The configured servers whose config (pin, lock, quarantine) was applied over the
     /// record of this revision of the store.
     configured: BTreeMap<String, Option<u64>>,
@@ -155,6 +160,36 @@ impl Engine {
         exchange: &mut Exchange,
         mut run: impl FnMut(&mut Engine, &mut dyn StateStore, &mut dyn Outputs, &mut Exchange) -> T,
     ) -> Result<T, FleetCall> {
+        if self.config.store.is_none() {
+            return Ok(run(self, store, out, exchange));
+        }
+        // One copy of the fleet's rounds for every kind of callback: the answer travels as
+        // `Any` and comes back as what `run` made.
+        let result = {
+            let mut erased =
+                |engine: &mut Engine,
+                 store: &mut dyn StateStore,
+                 out: &mut dyn Outputs,
+                 exchange: &mut Exchange|
+                 -> Box<dyn Any> { Box::new(run(engine, store, out, exchange)) };
+            self.fleet_rounds(store, out, now_ms, exchange, &mut erased)?
+        };
+        match result.downcast::<T>() {
+            Ok(answer) => Ok(*answer),
+            // A kept answer of another kind of callback (never made): decide anew.
+            Err(_) => Ok(run(self, store, out, exchange)),
+        }
+    }
+
+    #[inline(never)]
+    fn fleet_rounds(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        run: &mut Run<'_>,
+    ) -> Result<Box<dyn Any>, FleetCall> {
         let Some(settings) = self.config.store.clone() else {
             return Ok(run(self, store, out, exchange));
         };
@@ -165,7 +200,8 @@ impl Engine {
             let saved = exchange.clone();
             let mut progress = std::mem::take(&mut exchange.fleet);
             let server = exchange.server.as_str();
-            if let Some(said) = self.fleet.absent.get(server)
+            let said = self.fleet.absent.iter().find(|(s, _)| s == server);
+            if let Some((_, said)) = said
                 && now_ms.saturating_sub(*said) < settings.sync_ms
                 && !progress.absent.iter().any(|s| s == server)
             {
@@ -189,7 +225,7 @@ impl Engine {
             };
             let decided = match end.decided {
                 Some(writes) => Some(Decided {
-                    result: Box::new(result),
+                    result,
                     exchange: std::mem::replace(exchange, saved),
                     outputs: held,
                     writes,
@@ -203,7 +239,7 @@ impl Engine {
             exchange.fleet.rounds += 1;
             exchange.fleet.accepted = false;
             if let Some(ticket) = exchange.fleet.ticket.take() {
-                self.fleet.decided.remove(&ticket);
+                self.fleet.decided.retain(|(t, _)| *t != ticket);
             }
             if exchange.fleet.rounds > MAX_ROUNDS {
                 // The store kept changing under this callback: decide without it (what opens
@@ -215,13 +251,11 @@ impl Engine {
             if let Some(decided) = decided {
                 self.fleet.next_ticket = self.fleet.next_ticket.wrapping_add(1);
                 let ticket = self.fleet.next_ticket;
-                if self.fleet.decided.len() >= MAX_DECIDED
-                    && let Some(oldest) = self.fleet.decided.keys().next().copied()
-                {
+                if self.fleet.decided.len() >= MAX_DECIDED {
                     // Its stream decides again when its answer comes (bounded memory).
-                    self.fleet.decided.remove(&oldest);
+                    self.fleet.decided.remove(0);
                 }
-                self.fleet.decided.insert(ticket, decided);
+                self.fleet.decided.push((ticket, decided));
                 exchange.fleet.ticket = Some(ticket);
             }
             return Err(self.call_for(store, &settings, need));
@@ -230,25 +264,33 @@ impl Engine {
 
     /// The run a callback kept while its opening change went to the store, once the store
     /// accepted it: its writes are made, its outputs sent, and its answer stands.
-    fn take_decided<T: 'static>(
+    fn take_decided(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         exchange: &mut Exchange,
-    ) -> Option<T> {
+    ) -> Option<Box<dyn Any>> {
         let ticket = exchange.fleet.ticket?;
         if !exchange.fleet.accepted {
             return None;
         }
-        let decided = self.fleet.decided.remove(&ticket)?;
-        let result = decided.result.downcast::<T>().ok()?;
+        let index = self.fleet.decided.iter().position(|(t, _)| *t == ticket)?;
+        let (_, decided) = self.fleet.decided.remove(index);
+        // The keys several workers move with compare-and-swap (the server registry, the audit
+        // ring's head) are not written over: the registry was brought up to date when the
+        // record was taken, and the run's audit events enter the ring now.
         for (key, value) in &decided.writes {
-            let _written = store.set(key, value, Expect::Any);
+            if !state::is_shared_counter(key) {
+                let _written = store.set(key, value, Expect::Any);
+            }
+        }
+        for event in &decided.outputs.audits {
+            state::push_audit(store, &event.to_json(), self.config.audit.ring_size);
         }
         replay(&decided.outputs, out);
         *exchange = decided.exchange;
         exchange.fleet = Default::default();
-        Some(*result)
+        Some(decided.result)
     }
 
     /// Applies a configured server's `pin`, `lock` or `quarantine` over the record the store
@@ -454,10 +496,11 @@ impl Engine {
             if let Some(exchange) = exchange {
                 exchange.fleet.absent.push(server.to_string());
             }
+            self.fleet.absent.retain(|(s, _)| s != server);
             if self.fleet.absent.len() >= self.config.limits.max_servers {
                 self.fleet.absent.clear();
             }
-            self.fleet.absent.insert(server.to_string(), now_ms);
+            self.fleet.absent.push((server.to_string(), now_ms));
             return None;
         };
         let record = match decode_record(&kv.value) {
@@ -542,7 +585,7 @@ impl Engine {
         record: ServerRecord,
         mod_revision: u64,
     ) {
-        self.fleet.absent.remove(server);
+        self.fleet.absent.retain(|(s, _)| s != server);
         let key = state::record_key(server);
         if state::register_server(store, server, self.config.limits.max_servers).is_err() {
             return;
@@ -735,7 +778,7 @@ impl Engine {
             let Some(server) = settings.server_of(&kv.key) else {
                 continue;
             };
-            self.fleet.absent.remove(&server);
+            self.fleet.absent.retain(|(s, _)| *s != server);
             let key = state::record_key(&server);
             let local = match store.get(&key) {
                 Ok(Some((bytes, _))) if !bytes.is_empty() => {
@@ -787,8 +830,10 @@ impl Engine {
     ) -> Option<FleetCall> {
         let settings = self.config.store.clone()?;
         for server in state::server_ids(store) {
+            // Through the worker's parse cache: a record that did not change is not parsed
+            // again on every tick.
             let dirty = matches!(
-                state::load_record(store, &server),
+                state::load_record_cached(store, &mut self.records, &server),
                 Ok(Some((record, _))) if record.fleet_dirty
             );
             if dirty && !self.fleet.pushes.contains(&server) {
