@@ -110,6 +110,8 @@ pub struct Args {
 
 /// A parsed command line: what to run, or a usage text to print (`-h`/`--help`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One value per process, made once: boxing `Args` would only make its tests wordier.
+#[allow(clippy::large_enum_variant)]
 pub enum Invocation {
     /// Guard a server or run an admin subcommand.
     Run(Args),
