@@ -5,11 +5,14 @@ Envoy running the toolseal .wasm in front of it, then plays an agent (the SDK's 
 operator (the admin API) through a rug pull, a quarantine, a fixed release and its approval,
 printing what happens in plain words. A second server on the same Envoy speaks MCP 2026-07-28
 (the Python SDK 2.x, no session): an agent on that SDK sees the same rug pull blocked, with the
-structured denial as a tool result. Every step checks what it claims; the demo exits 1 if
+structured denial as a tool result. Then the fleet: two Envoys of two workers share their
+memory in one etcd (Debian's etcd-server, on loopback); a drift seen through one closes the
+other, a restarted Envoy still refuses the drifted server, and a quarantine made on one
+instance's admin API holds everywhere. Every step checks what it claims; the demo exits 1 if
 any step does not behave as expected, and stops every process it started, by PID, even on error.
 
-Run: ``envoy/demo.sh`` (after scripts/setup-python.sh, scripts/setup-python-mcp2.sh and the
-.wasm build).
+Run: ``envoy/demo.sh`` (after scripts/setup-python.sh, scripts/setup-python-mcp2.sh,
+scripts/setup-etcd.sh and the .wasm build).
 """
 
 from __future__ import annotations
@@ -28,14 +31,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "testserver"))
 
 import envoyctl  # noqa: E402
+from fleet_stack import StoreFleet, balanced_client  # noqa: E402
 from modern_stack import ClientRaised, ModernUpstream, SdkClient  # noqa: E402
 from rugpull_server import tool_surface  # noqa: E402
 from stack import (  # noqa: E402
-    Stack, baseline_of, candidate_of, denial, mcp_client, start_stack, status_of,
+    Stack, Upstream, baseline_of, candidate_of, denial, mcp_client, start_stack, status_of,
 )
+from surface import WEATHER_HONEST  # noqa: E402
 
 SERVER = "demo"
 MODERN = "modern"
+FLEET_SERVER = "deploy"
+FLEET_PREFIX = "/toolseal/demo-fleet/"
+FLEET_SYNC_MS = 200
 
 
 class DemoFailed(Exception):
@@ -240,6 +248,100 @@ def modern_agent(n: Narrator, stack: Stack) -> None:
         agent.close()
 
 
+async def fleet_acts(n: Narrator, fleet: StoreFleet) -> None:
+    """Two Envoys, one etcd: what one instance learns or decides holds on the other, and a
+    restart forgets nothing. Each step asserts what it prints."""
+    a, b = fleet.add_envoy("A"), fleet.add_envoy("B")
+    fleet.start_envoys(a, b)
+    upstream = fleet.upstreams[FLEET_SERVER]
+    assert fleet.etcd is not None
+    n.title(f"A fleet: two Envoys, A and B (two workers each), in front of another MCP server, "
+            f"sharing their memory in one etcd ({fleet.etcd.url}, prefix {fleet.prefix}).")
+    async with mcp_client(a.url(FLEET_SERVER)) as agent:
+        names = await agent.tool_names()
+    kv, doc = fleet.wait_for_record(FLEET_SERVER, lambda r: r.get("status") == "verified",
+                                    "the baseline")
+    record = doc["record"]
+    n.say(f"an agent listed through A: {', '.join(names)}")
+    n.say(f"etcd holds {kv.key} (mod_revision {kv.mod_revision}): status {record['status']}, "
+          f"baseline {short(record['baseline'])}; see it with")
+    n.say(f"  etcdctl --endpoints {fleet.etcd.url} get --prefix {fleet.prefix}")
+    n.expect(len(names) == 3, "A trusted the first list and wrote the baseline to etcd", names)
+    async with mcp_client(b.url(FLEET_SERVER)) as agent:
+        names_b = await agent.tool_names()
+    n.expect(names_b == names and b.audit_events("schema.baselined") == [],
+             "B serves the same tools from the fleet's record, without a baseline of its own",
+             (names_b, b.audit_events("schema.baselined")))
+
+    n.title("The server is redeployed: deploy_preview now requires `region` (nothing a screening "
+            "cue can see). Only an agent on A lists the new tools.")
+    async with balanced_client(fleet, FLEET_SERVER, "B") as (agent_on_b, _):
+        upstream.set_revision(2)
+        async with mcp_client(a.url(FLEET_SERVER)) as agent:
+            listed = await agent.list_tools()
+            n.expect(listed.tools == [], "A serves no tools: schema_status changed", listed.tools)
+            waited = wait_for_status(b, FLEET_SERVER, "changed")
+        n.expect(waited is not None,
+                 f"B, which never saw the new tools, holds the server too, {waited or 0:.2f}s after "
+                 f"A's answer (instances sync every {FLEET_SYNC_MS} ms)", waited)
+        before = forwarded(fleet, FLEET_SERVER)
+        result = await agent_on_b.call("deploy_preview",
+                                       {"branch": "fix-login", "region": "eu-preview"})
+        n.say("an agent on B calls deploy_preview:")
+        describe_denial(n, result, "SCHEMA_CHANGED", "admin_review")
+        n.expect(forwarded(fleet, FLEET_SERVER) == before,
+                 "the call never left B (the server's request log and every Envoy's "
+                 "upstream_rq_total unchanged)")
+
+    n.title("Envoy A is restarted (a rollout). Per process, a restart trusted the drifted set as "
+            "a new baseline; with the fleet store the new process reads the record first.")
+    seconds = a.restart()
+    n.say(f"A is back in {seconds:.2f}s, with no local state")
+    async with balanced_client(fleet, FLEET_SERVER, "A") as (agent, _):
+        listed = await agent.list_tools()
+        status = (listed.meta or {}).get("io.toolseal/status", {})
+        n.expect(listed.tools == [] and status.get("schema_status") == "changed",
+                 "the restarted A serves no tools: schema_status changed", (listed.tools, status))
+        before = forwarded(fleet, FLEET_SERVER)
+        result = await agent.call("deploy_preview", {"branch": "fix-login", "region": "eu-preview"})
+        describe_denial(n, result, "SCHEMA_CHANGED", "admin_review")
+        n.expect(forwarded(fleet, FLEET_SERVER) == before, "and it never reached the server")
+    n.expect(a.audit_events("schema.baselined") == [],
+             "the restarted A made no new baseline (no schema.baselined in its log)")
+
+    n.title("During the review, an operator quarantines the server on B's admin API.")
+    response = b.admin.quarantine(FLEET_SERVER, "INC-7: reviewing the region change")
+    n.expect(response.status_code == 200, "B: quarantined", response.text)
+    waited = wait_for_status(a, FLEET_SERVER, "quarantined")
+    n.expect(waited is not None, f"A holds it too, {waited or 0:.2f}s later", waited)
+    async with balanced_client(fleet, FLEET_SERVER, "A") as (agent, _):
+        result = await agent.call("add", {"a": 1, "b": 2})
+        describe_denial(n, result, "SERVER_QUARANTINED", "admin_review")
+    _, doc = fleet.wait_for_record(FLEET_SERVER, lambda r: r.get("status") == "quarantined",
+                                   "the quarantine")
+    n.expect(doc["record"]["status"] == "quarantined",
+             "the quarantine is in etcd: every instance, and every restart, holds the server")
+    n.expect(upstream.calls() == [], "the fleet's server executed no call at all", upstream.calls())
+
+
+def forwarded(fleet: StoreFleet, server_id: str) -> tuple[int, list[int]]:
+    """What reached the server so far: its own request log's length, each Envoy's
+    upstream_rq_total for it."""
+    return (len(fleet.upstreams[server_id].events()),
+            [m.upstream_requests(server_id) for m in fleet.envoys.values()])
+
+
+def wait_for_status(member: Any, server_id: str, status: str, timeout: float = 5) -> float | None:
+    """Seconds until the instance's admin view shows ``status``, or None after ``timeout``."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        response = member.admin.get(f"servers/{server_id}")
+        if response.status_code == 200 and status_of(response.json()) == status:
+            return time.monotonic() - began
+        time.sleep(0.02)
+    return None
+
+
 def audit_trail(stack: Stack, denials: int, timeout: float = 5) -> list[dict[str, Any]]:
     """The audit events once the expected denials are in (Envoy flushes its log every 100 ms)."""
     events: list[dict[str, Any]] = []
@@ -280,8 +382,9 @@ def diff_lines(view: dict[str, Any]) -> list[str]:
 
 
 def _expected_failure(err: BaseException) -> BaseException | None:
-    """The DemoFailed or EnvoyError inside ``err`` (task groups wrap exceptions in groups)."""
-    if isinstance(err, (DemoFailed, envoyctl.EnvoyError)):
+    """The DemoFailed, EnvoyError or failed wait (AssertionError) inside ``err`` (task groups
+    wrap exceptions in groups)."""
+    if isinstance(err, (DemoFailed, envoyctl.EnvoyError, AssertionError)):
         return err
     if isinstance(err, BaseExceptionGroup):
         for inner in err.exceptions:
@@ -306,13 +409,21 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     n = Narrator()
     workdir = Path(tempfile.mkdtemp(prefix="toolseal-demo-"))
-    stack = None
+    stack = fleet = None
     try:
         envoyctl.wasm_file()
         modern = ModernUpstream(workdir / MODERN, "python")
         stack = start_stack(workdir, server_id=SERVER, plugin_config=demo_config(),
                             extras={MODERN: modern})
         anyio.run(run_demo, n, stack)
+        stack.stop()
+        stack = None
+        # The drift no screening cue can see: get_weather stays honest in every revision.
+        honest = Upstream(workdir / FLEET_SERVER, extra_args=("--poisoned-description", WEATHER_HONEST))
+        fleet = StoreFleet(workdir / "fleet", {FLEET_SERVER: honest}, prefix=FLEET_PREFIX,
+                           sync_ms=FLEET_SYNC_MS)
+        fleet.start()
+        anyio.run(fleet_acts, n, fleet)
     except Exception as err:  # report, then stop everything (finally) and exit 1
         expected = _expected_failure(err)
         if expected is None:
@@ -322,6 +433,8 @@ def main(argv: list[str]) -> int:
     finally:
         if stack is not None:
             stack.stop()
+        if fleet is not None:
+            fleet.stop()
     print(f"\nAll {n.checks} checks held. Everything started was stopped.")
     if args.keep_logs:
         print(f"logs: {workdir}")

@@ -81,6 +81,43 @@ class McpRoute:
         return f"upstream_{self.server_id}"
 
 
+@dataclasses.dataclass(frozen=True)
+class StoreCluster:
+    """The Envoy cluster toolseal reaches its fleet store (etcd) through: the config's
+    ``store.etcd.cluster`` names it (:func:`store_config`)."""
+
+    port: int
+    name: str = "toolseal_store"
+    # PEM paths for mTLS to etcd: the CA that signed etcd's certificate, and the client
+    # certificate and key Envoy presents (None: plain HTTP).
+    tls: tuple[str, str, str] | None = None
+
+    def transport_socket_yaml(self) -> str:
+        """The cluster's TLS transport socket (empty without ``tls``)."""
+        if self.tls is None:
+            return ""
+        ca, cert, key = self.tls
+        return "\n".join([
+            "    transport_socket:",
+            "      name: envoy.transport_sockets.tls",
+            "      typed_config:",
+            '        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+            "        common_tls_context:",
+            f'          validation_context: {{ trusted_ca: {{ filename: "{ca}" }} }}',
+            "          tls_certificates:",
+            f'          - certificate_chain: {{ filename: "{cert}" }}',
+            f'            private_key: {{ filename: "{key}" }}',
+        ]) + "\n"
+
+
+def store_config(prefix: str, cluster: str = "toolseal_store", timeout_ms: int = 1000,
+                 sync_ms: int = 1000) -> dict[str, Any]:
+    """The plugin config's ``store`` block: etcd through the Envoy cluster ``cluster``, every
+    key under ``prefix`` (one prefix per fleet; it must end with ``/``)."""
+    return {"etcd": {"cluster": cluster, "prefix": prefix, "timeout_ms": timeout_ms,
+                     "sync_ms": sync_ms}}
+
+
 def token_sha256(token: str) -> str:
     """Lowercase hex SHA-256 of an admin token, as ``admin.token_sha256`` wants it."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -182,6 +219,7 @@ def render(
     admin_api_address: str = ADMIN_API_ADDRESS,
     admin_pre_filters: str = "",
     filters: tuple[str, str | None] | None = None,
+    store: StoreCluster | None = None,
 ) -> str:
     """The Envoy config text.
 
@@ -192,7 +230,8 @@ def render(
     toolseal filters (data, admin) with other YAML (ECDS: ``envoy/ecds/fleet.py``);
     ``access_log_path`` is where the JSON access log with toolseal's decisions goes. The admin
     listener is rendered when the config turns the admin API on, or ``filters`` names its
-    toolseal filter."""
+    toolseal filter. ``store`` adds the cluster the config's ``store.etcd.cluster`` names
+    (both listeners' plugin instances get the config's ``store`` block: it is not ``admin``)."""
     routes = routes if routes is not None else [McpRoute("demo", 8000)]
     config = plugin_config if plugin_config is not None else default_plugin_config()
     data_config, admin_config = (
@@ -218,7 +257,12 @@ def render(
         admin_api_address=admin_api_address,
         admin_api_port=admin_api_port,
         admin_max_request_bytes=ADMIN_MAX_REQUEST_BYTES,
+        store_cluster=store.name if store else "toolseal_store",
+        store_port=store.port if store else 0,
+        store_transport_socket=store.transport_socket_yaml() if store else "",
     )
+    if store is None:
+        text = _replace_block(text, "store cluster")
     if not with_plugin:
         return _replace_block(_replace_block(text, "toolseal"), "admin listener")
     if filters is not None:
@@ -451,6 +495,10 @@ def _cli(argv: list[str]) -> int:
         p.add_argument("--upstream-port", type=int, default=8000)
         p.add_argument("--server-id", default="demo")
         p.add_argument("--no-plugin", action="store_true", help="Envoy without toolseal")
+        p.add_argument("--etcd-port", type=int, default=None,
+                       help="keep runtime state in the etcd on 127.0.0.1:PORT (docs/fleet.md)")
+        p.add_argument("--store-prefix", default="/toolseal/",
+                       help="the fleet's key prefix in etcd (with --etcd-port)")
     start_p.add_argument("--workdir", type=Path, default=REPO / "target" / "envoy-run")
     val = sub.add_parser("validate", help="envoy --mode validate (default: envoy/envoy.yaml)")
     val.add_argument("config", type=Path, nargs="?", default=SHIPPED_CONFIG)
@@ -477,9 +525,13 @@ def _run_cli(args: argparse.Namespace) -> int:
         pid_file.unlink()
         print("stopped")
         return 0
+    store, config = None, default_plugin_config()
+    if args.etcd_port is not None:
+        store = StoreCluster(args.etcd_port)
+        config["store"] = store_config(args.store_prefix, store.name)
     text = render(
         listen_port=args.listen_port, admin_port=args.admin_port,
-        admin_api_port=args.admin_api_port,
+        admin_api_port=args.admin_api_port, plugin_config=config, store=store,
         routes=[McpRoute(args.server_id, args.upstream_port)], with_plugin=not args.no_plugin,
     )
     if args.command == "render":

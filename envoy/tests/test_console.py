@@ -57,7 +57,7 @@ REV2_TOOLS = REV1_TOOLS
 TOKEN_ENV = "TOOLSEAL_CONSOLE_TEST_TOKEN"
 OPERATOR_HEADER = "x-toolseal-operator"
 ADMIN_RELOADS = "extension_config_discovery.http_filter.toolseal-admin.update_success"
-# The page's fixed colors (host-test/src/console/assets/console.css).
+# The page's fixed colors (host-test/console/src/assets/console.css).
 CHANGED = (0xCF, 0x22, 0x2E)
 QUARANTINED = (0x6E, 0x77, 0x81)
 VERIFIED = (0x1A, 0x7F, 0x37)

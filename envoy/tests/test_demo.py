@@ -1,7 +1,8 @@
 """The demo is part of the product (README's first command): it must keep telling the truth.
 
 Runs envoy/demo.py end to end as a user would and checks its exit status and the claims it
-prints; a broken plugin must make it fail (exit 1) and still leave no process behind.
+prints (the single Envoy's story, then the fleet's: two Envoys on one etcd); a broken plugin
+must make it fail (exit 1) and still leave no process behind.
 """
 
 from __future__ import annotations
@@ -35,9 +36,18 @@ def test_demo_runs_every_step(wasm: Any) -> None:
         "ok: no tools served, sent with ttlMs 0 and cacheScope private (no cache keeps it after an approval)",
         "ok: the 2026-07-28 agent sees error_code SCHEMA_CHANGED as structured content",
         "ok: the server never saw the call (its request log and upstream_rq_total unchanged)",
+        # The fleet acts: two Envoys, one etcd.
+        "ok: A trusted the first list and wrote the baseline to etcd",
+        "ok: B serves the same tools from the fleet's record, without a baseline of its own",
+        "ok: the call never left B (the server's request log and every Envoy's upstream_rq_total unchanged)",
+        "ok: the restarted A serves no tools: schema_status changed",
+        "ok: the restarted A made no new baseline (no schema.baselined in its log)",
+        "ok: the quarantine is in etcd: every instance, and every restart, holds the server",
+        "ok: the fleet's server executed no call at all",
     ):
         assert claim in out, out
-    assert out.rstrip().endswith("All 25 checks held. Everything started was stopped.")
+    assert "ok: B, which never saw the new tools, holds the server too" in out, out
+    assert out.rstrip().endswith("All 40 checks held. Everything started was stopped.")
 
 
 def test_demo_fails_loudly_on_a_broken_plugin(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ DATA = REPO / "plugin" / "core" / "tests" / "data"
 OLD = DATA / "everything-2025.11.25.tools.json"
 NEW = DATA / "everything-2026.1.26.tools.json"
 
-# The page's fixed colors (host-test/src/cli/report_html.rs STYLE).
+# The page's fixed colors (host-test/console/src/report_html.rs STYLE).
 BADGE = {"additive": (0x1A, 0x7F, 0x37), "breaking": (0xCF, 0x22, 0x2E),
          "semantic": (0x82, 0x50, 0xDF), "authority": (0xBC, 0x4C, 0x00)}
 ZERO_BADGE = (0xD0, 0xD7, 0xDE)

@@ -11,7 +11,7 @@
 pub mod abi;
 pub mod bench;
 pub mod cli;
-pub mod console;
+pub mod fleet;
 pub mod input_error;
 pub mod replay;
 pub mod wasm;

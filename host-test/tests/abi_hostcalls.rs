@@ -11,6 +11,7 @@ use toolseal::abi::buffers::{self, ConfigPhase};
 use toolseal::abi::control;
 use toolseal::abi::guest::{Fail, Guest, Trap, checked_range};
 use toolseal::abi::header_map::{HeaderMap, PairsError, deserialize_pairs, serialize_pairs};
+use toolseal::abi::http_call::{self, CallAnswer};
 use toolseal::abi::maps;
 use toolseal::abi::metrics;
 use toolseal::abi::properties;
@@ -691,4 +692,153 @@ fn arbitrary_arguments_never_panic() {
             );
         }
     }
+}
+
+/// Places a `proxy_http_call` for `cluster` with `headers` and `body` in guest memory and
+/// makes it; returns the status.
+fn http_call_with(
+    g: &mut FakeGuest,
+    cluster: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    token_ptr: u32,
+) -> u32 {
+    let up = g.put(1000, cluster.as_bytes());
+    let hs = g.put(
+        2000,
+        &HeaderMap::from_pairs(headers.iter().copied()).serialize(),
+    );
+    let b = g.put(4000, body);
+    let tr = g.put(6000, &HeaderMap::default().serialize());
+    http_call::http_call(g, up, hs, b, tr, 1000, token_ptr).unwrap()
+}
+
+const STORE_HEADERS: [(&str, &str); 4] = [
+    (":method", "POST"),
+    (":path", "/v3/kv/range"),
+    (":authority", "toolseal_store"),
+    ("content-type", "application/json"),
+];
+
+#[test]
+fn http_calls_are_recorded_for_the_served_cluster_only() {
+    let mut g = FakeGuest::new();
+    g.host.vm.effective_context = 7;
+    // No cluster served: refused as Envoy refuses an unknown cluster, and named.
+    assert_eq!(
+        http_call_with(&mut g, "toolseal_store", &STORE_HEADERS, b"{}", PTR),
+        BAD_ARGUMENT
+    );
+    assert_eq!(g.host.vm.unsupported_calls, vec!["proxy_http_call"]);
+    g.host.vm.callouts.cluster = Some("toolseal_store".into());
+    assert_eq!(
+        http_call_with(&mut g, "elsewhere", &STORE_HEADERS, b"{}", PTR),
+        BAD_ARGUMENT
+    );
+    // Without :path (or :method, :authority) Envoy refuses the call.
+    assert_eq!(
+        http_call_with(&mut g, "toolseal_store", &STORE_HEADERS[..1], b"{}", PTR),
+        BAD_ARGUMENT
+    );
+    assert!(g.host.vm.callouts.pending.is_empty());
+    // A token pointer outside memory starts no call.
+    assert_eq!(
+        http_call_with(&mut g, "toolseal_store", &STORE_HEADERS, b"{}", 70_000),
+        BAD_MEMORY
+    );
+    assert!(g.host.vm.callouts.pending.is_empty());
+    assert_eq!(
+        http_call_with(&mut g, "toolseal_store", &STORE_HEADERS, b"{\"k\":1}", PTR),
+        OK
+    );
+    assert_eq!(
+        http_call_with(&mut g, "toolseal_store", &STORE_HEADERS, b"{}", PTR + 4),
+        OK
+    );
+    let pending = &g.host.vm.callouts.pending;
+    assert_eq!(
+        (g.u32_at(PTR), g.u32_at(PTR + 4)),
+        (1, 2),
+        "tokens 1, 2, ..."
+    );
+    assert_eq!(pending.len(), 2);
+    assert_eq!(pending[0].context_id, 7);
+    assert_eq!(pending[0].body, b"{\"k\":1}");
+    assert_eq!(pending[0].path(), "/v3/kv/range");
+    // A body pointer past the end of memory.
+    let up = g.put(1000, b"toolseal_store");
+    let hs = g.put(2000, &HeaderMap::from_pairs(STORE_HEADERS).serialize());
+    let tr = g.put(6000, &HeaderMap::default().serialize());
+    assert_eq!(
+        http_call::http_call(&mut g, up, hs, (65_530, 100), tr, 1000, PTR).unwrap(),
+        BAD_MEMORY
+    );
+    // Headers that are not a serialized map.
+    assert_eq!(
+        http_call::http_call(&mut g, up, (2000, 3), (4000, 0), tr, 1000, PTR).unwrap(),
+        Status::ParseFailure as u32
+    );
+    assert_eq!(g.host.vm.callouts.pending.len(), 2);
+    // A runner can drop the calls made from a context.
+    assert_eq!(g.host.vm.callouts.cancel_context(7).len(), 2);
+    assert!(g.host.vm.callouts.pending.is_empty());
+}
+
+#[test]
+fn a_call_answer_is_readable_only_while_delivered_and_a_failed_one_has_no_headers_or_body() {
+    let mut g = FakeGuest::new();
+    let key = g.put(200, b":status");
+    // Outside a delivery the answer's map and buffer do not exist.
+    assert_eq!(
+        maps::get_header_map_value(&mut g, 6, key.0, key.1, PTR, SIZE).unwrap(),
+        BAD_ARGUMENT
+    );
+    assert_eq!(
+        buffers::get_buffer_bytes(&mut g, 4, 0, 100, PTR, SIZE).unwrap(),
+        NOT_FOUND
+    );
+    g.host.vm.callouts.delivering = Some(Some(CallAnswer {
+        headers: HeaderMap::from_pairs([(":status", "200")]),
+        body: b"{\"header\":{}}".to_vec(),
+    }));
+    assert_eq!(
+        maps::get_header_map_value(&mut g, 6, key.0, key.1, PTR, SIZE).unwrap(),
+        OK
+    );
+    assert_eq!(g.returned(PTR, SIZE), b"200");
+    assert_eq!(
+        buffers::get_buffer_bytes(&mut g, 4, 0, 100, PTR, SIZE).unwrap(),
+        OK
+    );
+    assert_eq!(g.returned(PTR, SIZE), b"{\"header\":{}}");
+    // Read-only: neither the map nor the body can be changed.
+    let v = g.put(300, b"500");
+    assert_eq!(
+        maps::replace_header_map_value(&mut g, 6, key.0, key.1, v.0, v.1).unwrap(),
+        BAD_ARGUMENT
+    );
+    assert_eq!(
+        buffers::set_buffer_bytes(&mut g, 4, 0, 0, v.0, v.1).unwrap(),
+        BAD_ARGUMENT
+    );
+    // A stream's held body is not handed over while an answer is delivered (Envoy hands a
+    // body only during a body callback).
+    g.host.stream = Some(StreamState {
+        response_body: Some(b"held".to_vec()),
+        ..StreamState::default()
+    });
+    assert_eq!(
+        buffers::get_buffer_bytes(&mut g, 1, 0, 100, PTR, SIZE).unwrap(),
+        NOT_FOUND
+    );
+    // A failed call (reset, timeout): delivered with no headers and no body.
+    g.host.vm.callouts.delivering = Some(None);
+    assert_eq!(
+        maps::get_header_map_value(&mut g, 6, key.0, key.1, PTR, SIZE).unwrap(),
+        BAD_ARGUMENT
+    );
+    assert_eq!(
+        buffers::get_buffer_bytes(&mut g, 4, 0, 100, PTR, SIZE).unwrap(),
+        NOT_FOUND
+    );
 }

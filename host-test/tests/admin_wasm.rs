@@ -44,6 +44,8 @@ fn replay(config: &Value, metadata: Value) -> Replay {
         dynamic_metadata: metadata.as_object().cloned().unwrap_or_default(),
         cache_dir: Some(std::env::temp_dir().join("toolseal-admin-wasm-cache")),
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     })
     .unwrap()
 }

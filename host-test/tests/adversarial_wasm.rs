@@ -47,6 +47,8 @@ fn start(chunk: usize) -> Replay {
         // Compiled once, then deserialized: compiling the module per case is slow in debug.
         cache_dir: Some(std::env::temp_dir().join("toolseal-adversarial-wasm-cache")),
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     })
     .unwrap()
 }

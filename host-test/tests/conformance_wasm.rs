@@ -34,6 +34,8 @@ fn replay(exchanges: Vec<HttpExchange>) -> Vec<ExchangeReport> {
         dynamic_metadata: Map::new(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     })
     .unwrap();
     let transcript = Transcript {

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use toolseal::console::http_client::{self, HttpUrl, Response};
+use toolseal_console::http_client::{self, HttpUrl, Response};
 
 /// A fresh directory for one test.
 fn scratch(test: &str) -> PathBuf {
@@ -281,7 +281,7 @@ fn admin_answers(
 fn the_console_shows_each_instances_views_as_its_admin_api_gives_them() {
     use serde_json::{Value, json};
     use std::sync::Arc;
-    use toolseal::console::web::{self, Answer, Request};
+    use toolseal_console::web::{self, Answer, Request};
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/transcripts");
     let plain = root.join("everything-2026.8.31-no-capabilities.json");
     let tools = toolseal::cli::tool_source::load_tools(&plain).unwrap();

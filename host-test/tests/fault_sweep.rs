@@ -181,6 +181,8 @@ fn options(s: &Scenario, faults: Vec<Fault>) -> ReplayOptions {
         dynamic_metadata: s.metadata.clone(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
         faults,
+        store: None,
+        callouts: None,
     }
 }
 

@@ -44,6 +44,8 @@ fn options(server: &str, config: &Value, chunk: usize) -> ReplayOptions {
         dynamic_metadata: Map::new(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     }
 }
 

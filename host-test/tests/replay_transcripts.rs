@@ -27,6 +27,8 @@ fn options(server: Option<&str>, config: &[u8], chunk: usize) -> ReplayOptions {
         dynamic_metadata: Map::new(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     }
 }
 

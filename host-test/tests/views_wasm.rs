@@ -54,6 +54,8 @@ fn start(config: Vec<u8>, chunk: usize) -> Replay {
         dynamic_metadata: Map::new(),
         cache_dir: Some(common::workspace().join("target/toolseal-cache")),
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     })
     .unwrap()
 }

@@ -170,6 +170,8 @@ fn proxy_wasm_run(wasm: &Path, server: &str, names: &[&str]) -> Vec<Seen> {
         dynamic_metadata: Map::new(),
         cache_dir: None,
         faults: Vec::new(),
+        store: None,
+        callouts: None,
     };
     let mut replay = Replay::start(options).unwrap();
     let mut seen = Vec::new();

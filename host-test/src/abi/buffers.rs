@@ -2,7 +2,7 @@
 //! past the end returns what is there, possibly nothing). Writes follow Envoy's
 //! `Buffer::copyFrom`: at offset 0 drain `size` bytes then prepend the data (so
 //! `set(0, len, data)` replaces the whole body), at or past the end append, anywhere else
-//! refuse. Configuration buffers are read-only and only visible during the callback that
+//! refuse. Configuration buffers and a callout's answer are read-only and only visible during the callback that
 //! receives them (`proxy_on_vm_start`, `proxy_on_configure`), as in Envoy.
 
 use super::guest::{Fail, Guest, HostcallResult, finish, return_bytes};
@@ -23,7 +23,10 @@ pub enum ConfigPhase {
 
 /// The bytes of buffer `buffer_type`, if it exists now.
 fn buffer_ref(state: &HostState, buffer_type: BufferType) -> Option<&[u8]> {
-    let stream = state.stream.as_ref();
+    // Envoy hands a stream's body over only during a body callback, not while a callout's
+    // answer is delivered (measured on Envoy 1.40): a plugin must keep what it needs.
+    let delivering = state.vm.callouts.delivering.is_some();
+    let stream = state.stream.as_ref().filter(|_| !delivering);
     match buffer_type {
         BufferType::RequestBody => stream.and_then(|s| s.request_body.as_deref()),
         BufferType::ResponseBody => stream.and_then(|s| s.response_body.as_deref()),
@@ -31,6 +34,7 @@ fn buffer_ref(state: &HostState, buffer_type: BufferType) -> Option<&[u8]> {
             .then_some(state.vm.vm_configuration.as_slice()),
         BufferType::PluginConfiguration => (state.vm.config_phase == ConfigPhase::Configure)
             .then_some(state.vm.plugin_configuration.as_slice()),
+        BufferType::HttpCallResponseBody => state.vm.callouts.answer_body(),
     }
 }
 
@@ -75,7 +79,9 @@ pub fn set_buffer_bytes(
         let data = g.read(data_ptr, data_len)?;
         let state = g.host();
         let body = match buffer_type {
-            BufferType::VmConfiguration | BufferType::PluginConfiguration => {
+            BufferType::VmConfiguration
+            | BufferType::PluginConfiguration
+            | BufferType::HttpCallResponseBody => {
                 return Err(Fail::Status(Status::BadArgument));
             }
             BufferType::RequestBody => state.stream.as_mut().and_then(|s| s.request_body.as_mut()),

@@ -7,7 +7,8 @@ use super::header_map::HeaderMap;
 use super::state::HostState;
 use super::types::{MapType, Status};
 
-/// The map `map_type` of the current stream.
+/// The map `map_type` of the current stream, to change it (a callout's answer is
+/// read-only).
 fn map_mut(state: &mut HostState, map_type: u32) -> Result<&mut HeaderMap, Fail> {
     let map_type = MapType::from_u32(map_type).ok_or(Status::BadArgument)?;
     let stream = state.stream.as_mut().ok_or(Status::BadArgument)?;
@@ -16,8 +17,22 @@ fn map_mut(state: &mut HostState, map_type: u32) -> Result<&mut HeaderMap, Fail>
         MapType::RequestTrailers => stream.request_trailers.as_mut(),
         MapType::ResponseHeaders => stream.response_headers.as_mut(),
         MapType::ResponseTrailers => stream.response_trailers.as_mut(),
+        MapType::HttpCallResponseHeaders => None,
     };
     map.ok_or(Fail::Status(Status::BadArgument))
+}
+
+/// The map `map_type`, to read it: a stream's, or the headers of the callout answer being
+/// delivered (none outside `proxy_on_http_call_response`, and none for a failed call).
+fn map_ref(state: &mut HostState, map_type: u32) -> Result<&HeaderMap, Fail> {
+    if MapType::from_u32(map_type) == Some(MapType::HttpCallResponseHeaders) {
+        return state
+            .vm
+            .callouts
+            .answer_headers()
+            .ok_or(Fail::Status(Status::BadArgument));
+    }
+    map_mut(state, map_type).map(|map| &*map)
 }
 
 /// `proxy_get_header_map_pairs(type, *data, *size)`.
@@ -28,7 +43,7 @@ pub fn get_header_map_pairs(
     size_ptr: u32,
 ) -> HostcallResult {
     finish((|| {
-        let bytes = map_mut(g.host(), map_type)?.serialize();
+        let bytes = map_ref(g.host(), map_type)?.serialize();
         return_bytes(g, &bytes, data_ptr_ptr, size_ptr)
     })())
 }
@@ -59,7 +74,7 @@ pub fn get_header_map_value(
 ) -> HostcallResult {
     finish((|| {
         let key = g.read(key_ptr, key_len)?;
-        let value = map_mut(g.host(), map_type)?
+        let value = map_ref(g.host(), map_type)?
             .get(&key)
             .map(<[u8]>::to_vec)
             .ok_or(Status::NotFound)?;

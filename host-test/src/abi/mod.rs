@@ -12,6 +12,7 @@ pub mod control;
 pub mod faults;
 pub mod guest;
 pub mod header_map;
+pub mod http_call;
 pub mod maps;
 pub mod metrics;
 pub mod properties;

@@ -9,6 +9,7 @@
 use super::buffers::ConfigPhase;
 use super::faults::HostcallLog;
 use super::header_map::HeaderMap;
+use super::http_call::Callouts;
 use super::metrics::Metrics;
 use super::shared::SharedQueues;
 use super::shared_store::SharedStore;
@@ -87,6 +88,8 @@ pub struct VmState {
     pub config_phase: ConfigPhase,
     /// Hostcalls made (counted by name) and the faults to inject into them.
     pub hostcalls: HostcallLog,
+    /// `proxy_http_call`: the cluster served, the calls in flight, the answer being read.
+    pub callouts: Callouts,
 }
 
 impl Default for VmState {
@@ -110,6 +113,7 @@ impl Default for VmState {
             effective_context: 0,
             config_phase: ConfigPhase::None,
             hostcalls: HostcallLog::default(),
+            callouts: Callouts::default(),
         }
     }
 }

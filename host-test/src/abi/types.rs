@@ -46,16 +46,20 @@ pub enum MapType {
     ResponseHeaders,
     /// Response trailers.
     ResponseTrailers,
+    /// The headers of an HTTP callout's answer (read-only, during
+    /// `proxy_on_http_call_response`).
+    HttpCallResponseHeaders,
 }
 
 impl MapType {
-    /// Decodes a guest value; gRPC and http_call maps are not offered (`None`).
+    /// Decodes a guest value; gRPC maps and callout trailers are not offered (`None`).
     pub fn from_u32(v: u32) -> Option<Self> {
         match v {
             0 => Some(Self::RequestHeaders),
             1 => Some(Self::RequestTrailers),
             2 => Some(Self::ResponseHeaders),
             3 => Some(Self::ResponseTrailers),
+            6 => Some(Self::HttpCallResponseHeaders),
             _ => None,
         }
     }
@@ -72,14 +76,18 @@ pub enum BufferType {
     VmConfiguration,
     /// The plugin configuration (read-only).
     PluginConfiguration,
+    /// The body of an HTTP callout's answer (read-only, during
+    /// `proxy_on_http_call_response`).
+    HttpCallResponseBody,
 }
 
 impl BufferType {
-    /// Decodes a guest value; TCP, http_call, gRPC and call-data buffers are not offered.
+    /// Decodes a guest value; TCP, gRPC and call-data buffers are not offered.
     pub fn from_u32(v: u32) -> Option<Self> {
         match v {
             0 => Some(Self::RequestBody),
             1 => Some(Self::ResponseBody),
+            4 => Some(Self::HttpCallResponseBody),
             6 => Some(Self::VmConfiguration),
             7 => Some(Self::PluginConfiguration),
             _ => None,

@@ -10,6 +10,7 @@
 pub mod args;
 pub mod catalogue;
 pub mod check_config;
+pub mod console_cmd;
 pub mod replay_cmd;
 pub mod replay_workers;
 pub mod report_html;
@@ -83,7 +84,7 @@ fn command_usage(name: &str) -> Option<&'static str> {
         "pin" => tools_cmd::PIN_USAGE,
         "report" => report_html::USAGE,
         "check-config" => check_config::USAGE,
-        "console" => crate::console::USAGE,
+        "console" => console_cmd::USAGE,
         "bench" => crate::bench::USAGE,
         _ => return None,
     })
@@ -118,7 +119,7 @@ pub fn run(args: &[OsString]) -> i32 {
         "pin" => tools_cmd::pin(rest),
         "report" => report_html::run(rest),
         "check-config" => check_config::run(rest),
-        "console" => crate::console::run(rest),
+        "console" => console_cmd::run(rest),
         "bench" => crate::bench::run(rest),
         "help" | "--help" | "-h" => help(rest),
         _ => Err(InputError(format!("unknown command {given:?}\n{}", usage())).into()),

@@ -3,7 +3,8 @@
 //! go to stderr; with `--http`, one line per exchange with its HTTP outcome); `--expect
 //! FILE` checks the lines exactly (`BLESS=1` rewrites FILE); `--fail-hostcall NAME[:N]`
 //! injects host faults, and `--hostcalls` ends the output with how often each hostcall was
-//! made (what a fault sweep iterates over).
+//! made (what a fault sweep iterates over). `--store sim` serves the configuration's fleet
+//! store (`store.etcd`) from an in-memory etcd and ends the output with what it holds.
 
 use super::args::{Parsed, invocation_error, is_help, parser, text_value};
 use super::stdout::print_lines;
@@ -12,12 +13,13 @@ use crate::abi::types::LogLevel;
 use crate::input_error::input_error;
 use crate::replay::exchange::Stop;
 use crate::replay::expect::{self, ExpectOutcome};
+use crate::replay::fleet_store::FleetStore;
 use crate::replay::records::{PluginRecord, audit_line, decision_line, http_line};
 use crate::replay::{ExchangeReport, Replay, ReplayOptions, chunks, load_transcript};
 use crate::wasm::module_cache::default_cache_dir;
 use anyhow::Result;
 use lexopt::Arg;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toolseal_core::wire::json::parse_strict;
@@ -27,6 +29,7 @@ pub const USAGE: &str = "\
 usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--expect FILE]
                        [--chunk N] [--audit] [--http] [--log-level LEVEL] [--metadata FILE]
                        [--no-cache] [--fail-hostcall NAME[:N]]... [--hostcalls]
+                       [--store sim]
                        [--workers N [--assign copies|round-robin]] [--scenario FILE]
                        [--schedule SPEC] [--schedules K] [--preemptions P] [--keep-going]
                        [--trace] TRANSCRIPT...
@@ -51,6 +54,14 @@ usage: toolseal replay [--config CONFIG.json] [--server ID] [--wasm PATH] [--exp
                      faulting host would; repeatable
   --hostcalls        a last line {\"hostcalls\": {NAME: calls, ...}}: how often the plugin made
                      each hostcall
+  --store sim        serve the fleet store the configuration names (store.etcd.cluster)
+                     from an etcd in memory, empty at start: every HTTP callout to that
+                     cluster is answered right after the callback that made it (the stream
+                     held meanwhile, as Envoy holds it), the timer fires every sync_ms of the
+                     replay clock (one second per exchange), and a last line
+                     {\"store\": {\"calls\": N, \"keys\": {KEY: VALUE, ...}}} shows what the
+                     store holds. Without it, callouts are refused (no cluster) and what
+                     needs the store fails closed. Not with --workers (see docs/host-test.md)
   --workers N        N plugin VMs (Envoy workers) over one shared data store, taking turns
                      at every shared-data access as --schedule decides; each schedule is
                      checked against single-worker replays of the same exchanges
@@ -86,6 +97,7 @@ pub(super) struct ReplayArgs {
     pub(super) http: bool,
     pub(super) no_cache: bool,
     pub(super) hostcalls: bool,
+    pub(super) store: Option<String>,
     /// The multi-worker options (`--workers` and friends).
     pub(super) workers: WorkerArgs,
 }
@@ -135,6 +147,7 @@ fn parse(args: &[OsString]) -> Result<Parsed<ReplayArgs>, lexopt::Error> {
                 .fail_hostcall
                 .push(text_value(&mut parser, "--fail-hostcall")?),
             Arg::Long("hostcalls") => parsed.hostcalls = true,
+            Arg::Long("store") => parsed.store = Some(text_value(&mut parser, "--store")?),
             Arg::Long("workers") => {
                 parsed.workers.workers = Some(text_value(&mut parser, "--workers")?)
             }
@@ -226,6 +239,9 @@ pub fn run(args: &[OsString]) -> Result<i32> {
     if args.hostcalls {
         lines.push(hostcalls_line(&replay.hostcalls().counts));
     }
+    if let Some(store) = &replay.options().store {
+        lines.push(store_line(store));
+    }
     print_lines(&lines)?;
     match &args.expect {
         Some(expect_path) => check_expectation(expect_path, &lines),
@@ -285,6 +301,7 @@ pub(super) fn options(args: &ReplayArgs) -> Result<ReplayOptions> {
         })?,
         None => LogLevel::Debug,
     };
+    let store = store(args.store.as_deref(), &plugin_configuration)?;
     Ok(ReplayOptions {
         wasm_path: args.wasm.clone().unwrap_or_else(default_wasm_path),
         plugin_configuration,
@@ -302,7 +319,43 @@ pub(super) fn options(args: &ReplayArgs) -> Result<ReplayOptions> {
             .iter()
             .map(|spec| Fault::parse(spec).map_err(input_error))
             .collect::<Result<_>>()?,
+        store,
+        callouts: None,
     })
+}
+
+/// `--store sim`: an empty etcd in memory, for a configuration that names a fleet store.
+fn store(spec: Option<&str>, configuration: &[u8]) -> Result<Option<FleetStore>> {
+    match spec {
+        None => Ok(None),
+        Some("sim") => {
+            let named = toolseal_core::config::Config::parse(configuration)
+                .is_ok_and(|c| c.store.is_some());
+            if !named {
+                return Err(input_error(
+                    "--store sim serves the fleet store the configuration names, and it names none: add \"store\": {\"etcd\": {\"cluster\": \"toolseal_store\"}} to --config (docs/config.md)",
+                ));
+            }
+            Ok(Some(FleetStore::new()))
+        }
+        Some(other) => Err(input_error(format!(
+            "--store {other:?}: the only store a replay serves is `sim` (an etcd in memory)"
+        ))),
+    }
+}
+
+/// `{"store": {"calls": N, "keys": {KEY: VALUE}}}`: what the simulated store received and
+/// holds (values that are JSON as JSON).
+pub fn store_line(store: &FleetStore) -> String {
+    let keys: Map<String, Value> = store
+        .entries()
+        .into_iter()
+        .map(|(k, v)| {
+            let value = parse_strict(v.as_bytes(), 128).unwrap_or(Value::String(v));
+            (k, value)
+        })
+        .collect();
+    json!({"store": {"calls": store.calls(), "keys": keys}}).to_string()
 }
 
 /// `{"hostcalls": {NAME: calls, ...}}`: how often the plugin made each hostcall.

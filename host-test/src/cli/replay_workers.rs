@@ -30,6 +30,11 @@ pub(super) fn run(args: &ReplayArgs, options: ReplayOptions) -> Result<i32> {
             "--fail-hostcall and --hostcalls count calls per VM and do not combine with --workers or --scenario",
         ));
     }
+    if options.store.is_some() {
+        return Err(input_error(
+            "--store sim does not combine with --workers or --scenario yet: the fleet harness (instances x workers over one simulated etcd) runs from host-test's tests (docs/host-test.md)",
+        ));
+    }
     let scenario = scenario(args)?;
     let plan = plan(&args.workers)?;
     let single = matches!(plan, Plan::Fixed(_) | Plan::Random { count: 1, .. });

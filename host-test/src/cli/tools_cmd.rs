@@ -222,13 +222,9 @@ fn covered_by(
     }
 }
 
-/// A server's config entry pinning `tools` (whose digests are `set`) as a full lock:
-/// `{"lock": {"fingerprint", "tools"}}`. `toolseal pin` prints it under `servers`;
-/// `toolseal console` writes it into the fleet's plugin configuration when an operator
-/// approves.
-pub fn lock_entry(set: &ToolDigests, tools: Vec<Value>) -> Value {
-    json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}})
-}
+/// The lock `toolseal pin` prints is the one `toolseal console` writes when an operator
+/// approves: one function builds both.
+pub use toolseal_console::actions::lock_entry;
 
 /// `toolseal pin FILE… [--server ID]`: `{"servers": {"ID": {"lock": {"fingerprint",
 /// "tools"}}}}`, the lock of one list or the catalogue of several.

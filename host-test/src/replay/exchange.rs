@@ -7,14 +7,20 @@
 //! empties it; `Pause` keeps buffering; a pause at end of stream stalls the exchange. A
 //! local response stops the exchange: in the request phase the upstream is never
 //! contacted, in a response-body callback the stream is reset (its headers already left).
+//! A callback that made a callout (the fleet store) holds its stream as Envoy does: the
+//! runner's [`CalloutServer`] answers it through `proxy_on_http_call_response`, where the
+//! plugin re-reads the body still buffered (whole) and resumes with
+//! `proxy_continue_stream`, answers locally, or leaves the stream held.
 
 use super::chunks;
+use super::fleet_store::CalloutServer;
 use crate::abi::header_map::HeaderMap;
 use crate::abi::state::{LocalResponse, LogEntry, RequestInfo, StreamState};
 use crate::abi::types::{Action, StreamType};
 use crate::wasm::plugin_vm::PluginVm;
 use anyhow::Result;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use toolseal_core::transcript::HttpExchange;
 
 /// Why an exchange ended before the client got the upstream's full answer.
@@ -57,6 +63,9 @@ pub struct ExchangeSetup {
     pub chunk: usize,
     /// Dynamic metadata (namespace → struct) the plugin can read.
     pub dynamic_metadata: Map<String, Value>,
+    /// Who answers the plugin's callouts, after every callback (`None`: nobody; a call
+    /// stays in flight and a stream held for it stalls).
+    pub callouts: Option<Arc<dyn CalloutServer>>,
 }
 
 #[derive(Clone, Copy)]
@@ -123,7 +132,7 @@ pub fn begin(
 ) -> Result<PendingExchange> {
     let context_id = vm.create_http_context_with(|id| request_stream(id, exchange, setup))?;
     let mut outcome = ExchangeOutcome::default();
-    let ended = request_phase(vm, context_id, exchange, setup.chunk, &mut outcome);
+    let ended = request_phase(vm, context_id, exchange, setup, &mut outcome);
     outcome.logs = std::mem::take(&mut vm.host_mut().vm.logs);
     outcome.request_log_count = outcome.logs.len();
     outcome.local_response = first_local_response(vm);
@@ -158,7 +167,7 @@ pub fn finish(
     vm.host_mut().stream = stream;
     let result = match ended {
         Some(stop) => Ok(Some(stop)),
-        None => response_phase(vm, context_id, exchange, setup.chunk, &mut outcome),
+        None => response_phase(vm, context_id, exchange, setup, &mut outcome),
     };
     let finished = result.and_then(|stop| {
         outcome.stop = stop;
@@ -178,14 +187,15 @@ fn request_phase(
     vm: &mut PluginVm,
     ctx: u32,
     exchange: &HttpExchange,
-    chunk: usize,
+    setup: &ExchangeSetup,
     outcome: &mut ExchangeOutcome,
 ) -> Result<Option<Stop>> {
-    let request_chunks = chunks::split(&exchange.request_body, chunk);
-    if let Some(stop) = headers(vm, ctx, Phase::Request, request_chunks.is_empty())? {
+    let request_chunks = chunks::split(&exchange.request_body, setup.chunk);
+    let end = request_chunks.is_empty();
+    if let Some(stop) = headers(vm, ctx, Phase::Request, end, setup)? {
         return Ok(Some(stop));
     }
-    let (forwarded, stop) = body(vm, ctx, Phase::Request, &request_chunks)?;
+    let (forwarded, stop) = body(vm, ctx, Phase::Request, &request_chunks, setup)?;
     outcome.forwarded_request_body = forwarded;
     Ok(stop)
 }
@@ -195,12 +205,12 @@ fn response_phase(
     vm: &mut PluginVm,
     ctx: u32,
     exchange: &HttpExchange,
-    chunk: usize,
+    setup: &ExchangeSetup,
     outcome: &mut ExchangeOutcome,
 ) -> Result<Option<Stop>> {
     start_response(vm, exchange);
-    let response_chunks = chunks::split(&exchange.response_body, chunk);
-    let stop = headers(vm, ctx, Phase::Response, response_chunks.is_empty())?;
+    let response_chunks = chunks::split(&exchange.response_body, setup.chunk);
+    let stop = headers(vm, ctx, Phase::Response, response_chunks.is_empty(), setup)?;
     outcome.response_headers = vm
         .host()
         .stream
@@ -209,7 +219,7 @@ fn response_phase(
     if stop.is_some() {
         return Ok(stop);
     }
-    let (delivered, stop) = body(vm, ctx, Phase::Response, &response_chunks)?;
+    let (delivered, stop) = body(vm, ctx, Phase::Response, &response_chunks, setup)?;
     outcome.response_body = delivered;
     // Response headers have left: a local reply can only reset the stream now.
     Ok(stop.map(|stop| {
@@ -229,7 +239,13 @@ fn first_local_response(vm: &PluginVm) -> Option<LocalResponse> {
 }
 
 /// Runs a headers callback; returns why the exchange stops, if it does.
-fn headers(vm: &mut PluginVm, ctx: u32, phase: Phase, end_of_stream: bool) -> Result<Option<Stop>> {
+fn headers(
+    vm: &mut PluginVm,
+    ctx: u32,
+    phase: Phase,
+    end_of_stream: bool,
+    setup: &ExchangeSetup,
+) -> Result<Option<Stop>> {
     let count = with_stream(vm, |s| {
         s.resumed.clear();
         match phase {
@@ -243,6 +259,7 @@ fn headers(vm: &mut PluginVm, ctx: u32, phase: Phase, end_of_stream: bool) -> Re
         u32::try_from(count).unwrap_or(u32::MAX),
         end_of_stream,
     )?;
+    wait_for_callouts(vm, setup)?;
     // Envoy turns a paused headers callback into stop-all: no body callback follows and the
     // stream hangs unless the plugin resumed it.
     Ok(match after_callback(vm, phase, action) {
@@ -261,6 +278,7 @@ fn body(
     ctx: u32,
     phase: Phase,
     chunks: &[&[u8]],
+    setup: &ExchangeSetup,
 ) -> Result<(Vec<u8>, Option<Stop>)> {
     let mut forwarded = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
@@ -277,11 +295,18 @@ fn body(
             u32::try_from(size).unwrap_or(u32::MAX),
             end_of_stream,
         )?;
+        // What a callback lets through leaves at once, before any callout it made is
+        // answered (Envoy does not wait for a call the plugin did not wait for).
+        let flowed = after_callback(vm, phase, action);
+        if flowed == Ok(true) {
+            forwarded.extend(with_stream(vm, |s| phase.body(s).take()).unwrap_or_default());
+        }
+        wait_for_callouts(vm, setup)?;
         match after_callback(vm, phase, action) {
-            Ok(true) => {
+            Ok(true) if flowed != Ok(true) => {
                 forwarded.extend(with_stream(vm, |s| phase.body(s).take()).unwrap_or_default())
             }
-            Ok(false) => {}
+            Ok(_) => {}
             Err(stop) => return Ok((forwarded, Some(stop))),
         }
     }
@@ -292,6 +317,15 @@ fn body(
             "the plugin paused at end of stream and never resumed",
         )),
     ))
+}
+
+/// The wait point after a callback: the runner's callout server answers what the plugin
+/// sent (the answers may resume the stream, answer it locally, or leave it held).
+fn wait_for_callouts(vm: &mut PluginVm, setup: &ExchangeSetup) -> Result<()> {
+    match &setup.callouts {
+        Some(server) if !vm.host().vm.callouts.pending.is_empty() => server.serve(vm),
+        _ => Ok(()),
+    }
 }
 
 /// Interprets a callback's result: `Err(stop)` ends the exchange, `Ok(true)` means the data

@@ -9,6 +9,7 @@
 pub mod chunks;
 pub mod exchange;
 pub mod expect;
+pub mod fleet_store;
 pub mod records;
 
 use crate::abi::faults::Fault;
@@ -20,9 +21,11 @@ use crate::wasm::module_cache::{self, CacheOutcome};
 use crate::wasm::plugin_vm::{LinkedModule, PluginVm, VmSettings};
 use anyhow::{Context, Result};
 use exchange::{ExchangeOutcome, ExchangeSetup};
+use fleet_store::{CalloutServer, FleetStore};
 use records::PluginRecord;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use toolseal_core::transcript::{HttpExchange, parse_transcript};
 
 /// How far the clock moves per exchange.
@@ -52,6 +55,11 @@ pub struct ReplayOptions {
     pub cache_dir: Option<PathBuf>,
     /// Hostcall faults to inject (`--fail-hostcall`).
     pub faults: Vec<Fault>,
+    /// The fleet store behind the configuration's `store.etcd.cluster` (`--store sim`):
+    /// `None`, no cluster is served and every callout is refused.
+    pub store: Option<FleetStore>,
+    /// Who answers callouts and when (`None` with a store: the store, at once).
+    pub callouts: Option<Arc<dyn CalloutServer>>,
 }
 
 impl ReplayOptions {
@@ -69,6 +77,8 @@ impl ReplayOptions {
             dynamic_metadata: Map::new(),
             cache_dir: module_cache::default_cache_dir(),
             faults: Vec::new(),
+            store: None,
+            callouts: None,
         }
     }
 }
@@ -168,6 +178,9 @@ impl Replay {
             shared_data,
         };
         let mut vm = PluginVm::start_linked(&plugin.linked, settings)?;
+        if options.store.is_some() {
+            vm.host_mut().vm.callouts.cluster = store_cluster(&options.plugin_configuration);
+        }
         let logs = std::mem::take(&mut vm.host_mut().vm.logs);
         let startup_records = records::parse_logs(&logs)?;
         Ok(Replay {
@@ -177,6 +190,11 @@ impl Replay {
             cache: plugin.cache,
             startup_records,
         })
+    }
+
+    /// The options it was started with.
+    pub fn options(&self) -> &ReplayOptions {
+        &self.options
     }
 
     /// The VM (its host state: shared data, metrics...).
@@ -262,7 +280,39 @@ impl Replay {
         ExchangeSetup {
             chunk: self.options.chunk,
             dynamic_metadata: self.options.dynamic_metadata.clone(),
+            callouts: self.callout_server(),
         }
+    }
+
+    fn callout_server(&self) -> Option<Arc<dyn CalloutServer>> {
+        self.options.callouts.clone().or_else(|| {
+            self.options
+                .store
+                .clone()
+                .map(|s| Arc::new(s) as Arc<dyn CalloutServer>)
+        })
+    }
+
+    /// Runs `proxy_on_tick` now (whatever the clock says) and answers the callouts it made.
+    pub fn tick(&mut self) -> Result<()> {
+        self.vm.tick()?;
+        self.serve_callouts()
+    }
+
+    /// Answers the callouts in flight (a tick's, a push a stream left) as the replay's
+    /// callout server would at a wait point.
+    pub fn serve_callouts(&mut self) -> Result<()> {
+        match self.callout_server() {
+            Some(server) if !self.vm.host().vm.callouts.pending.is_empty() => {
+                server.serve(&mut self.vm)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The VM, mutable (tests deliver callouts by hand).
+    pub fn vm_mut(&mut self) -> &mut PluginVm {
+        &mut self.vm
     }
 
     /// Sets the clock so that the next exchange runs at `now_ns` (workers share one clock:
@@ -283,10 +333,18 @@ impl Replay {
         let due = *self.next_tick_ns.get_or_insert(now);
         if now >= due {
             self.next_tick_ns = Some(now.saturating_add(period_ms.saturating_mul(1_000_000)));
-            self.vm.tick()?;
+            self.tick()?;
         }
         Ok(())
     }
+}
+
+/// The cluster the configuration sends fleet store calls to (`store.etcd.cluster`).
+fn store_cluster(configuration: &[u8]) -> Option<String> {
+    toolseal_core::config::Config::parse(configuration)
+        .ok()?
+        .store
+        .map(|s| s.cluster)
 }
 
 fn identity_for(server: &str) -> Identity {

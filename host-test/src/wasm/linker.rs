@@ -6,7 +6,7 @@
 use super::caller_guest::{CallerGuest, StoreData};
 use crate::abi::faults::FAULT_STATUS;
 use crate::abi::guest::Guest;
-use crate::abi::{buffers, control, maps, metrics, properties, shared, wasi};
+use crate::abi::{buffers, control, http_call, maps, metrics, properties, shared, wasi};
 use anyhow::{Context, Result};
 use wasmtime::{Caller, Linker, Module};
 
@@ -229,23 +229,32 @@ fn add_proxy_wasm(l: &mut Linker<StoreData>) -> Result<()> {
     Ok(())
 }
 
-/// Calls that would leave the VM (other clusters, gRPC, foreign functions): refused.
+/// Calls that leave the VM: HTTP callouts to the one cluster the runner serves (the fleet
+/// store); gRPC and foreign functions refused.
 fn add_outgoing_calls(l: &mut Linker<StoreData>) -> Result<()> {
     hostcall!(
         l,
         "env",
         "proxy_http_call",
         |g,
-         _a: u32,
-         _b: u32,
-         _c: u32,
-         _d: u32,
-         _e: u32,
-         _f: u32,
-         _h: u32,
-         _i: u32,
-         _timeout: u32,
-         _token: u32| control::unsupported(g, "proxy_http_call")
+         up: u32,
+         un: u32,
+         hp: u32,
+         hn: u32,
+         bp: u32,
+         bn: u32,
+         tp: u32,
+         tn: u32,
+         timeout: u32,
+         token: u32| http_call::http_call(
+            g,
+            (up, un),
+            (hp, hn),
+            (bp, bn),
+            (tp, tn),
+            timeout,
+            token
+        )
     );
     hostcall!(
         l,

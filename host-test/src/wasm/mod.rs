@@ -16,8 +16,8 @@ use wasmtime::{Config, Engine};
 pub enum Metering {
     /// Fuel metering: a looping plugin is stopped instead of hanging the run.
     Fuel,
-    /// Nothing counted, as in Envoy (V8 meters nothing). Fuel costs a small call about a
-    /// quarter of its instructions, so `toolseal bench` measures without it by default.
+    /// Nothing counted, as in Envoy (V8 meters nothing). Fuel adds instructions Envoy never
+    /// runs, so `toolseal bench` measures without it by default.
     Off,
 }
 

@@ -11,6 +11,7 @@ use super::caller_guest::{GuestExports, StoreData};
 use super::linker::{linker, missing_imports};
 use crate::abi::buffers::ConfigPhase;
 use crate::abi::faults::Fault;
+use crate::abi::http_call::CallAnswer;
 use crate::abi::shared_store::SharedStore;
 use crate::abi::state::{HostState, Identity, LogEntry, StreamState};
 use crate::abi::types::{Action, LogLevel};
@@ -122,14 +123,14 @@ pub struct PluginVm {
     /// Fuel each guest call gets; `None` when the engine does not meter.
     fuel_per_call: Option<u64>,
     /// Exports already looked up, by name: each holds a `TypedFunc<P, R>` (Envoy resolves
-    /// the callbacks once per VM; a lookup by name per call cost ~60K instructions per
-    /// exchange, a fifth of a small `tools/call`).
+    /// the callbacks once per VM; a lookup by name per call would have `toolseal bench`
+    /// count host-test's lookups as the plugin's cost).
     exports: HashMap<String, Box<dyn Any>>,
 }
 
 /// A module and the import table it is instantiated with, built once: defining every
-/// hostcall costs about 2 ms in a debug build, more than the rest of a VM start, and a
-/// multi-worker exploration starts thousands of VMs of one module.
+/// hostcall costs more than the rest of a VM start (docs/host-test.md), and a multi-worker
+/// exploration starts thousands of VMs of one module.
 #[derive(Clone)]
 pub struct LinkedModule {
     engine: Engine,
@@ -216,6 +217,7 @@ impl PluginVm {
         }
         let root = self.root_id;
         self.host_mut().vm.live_contexts.push(root);
+        self.host_mut().vm.effective_context = root;
         self.call::<(u32, u32), ()>("proxy_on_context_create", (root, 0))?;
         let vm_config_len = len_u32(self.host().vm.vm_configuration.len());
         self.host_mut().vm.config_phase = ConfigPhase::VmStart;
@@ -290,6 +292,7 @@ impl PluginVm {
         self.host_mut().vm.live_contexts.push(id);
         self.host_mut().stream = Some(stream(id));
         let root = self.root_id;
+        self.host_mut().vm.effective_context = id;
         self.call::<(u32, u32), ()>("proxy_on_context_create", (id, root))?;
         Ok(id)
     }
@@ -303,13 +306,17 @@ impl PluginVm {
         size: u32,
         end_of_stream: bool,
     ) -> Result<Action> {
+        self.host_mut().vm.effective_context = context_id;
         let raw =
             self.call::<(u32, u32, u32), u32>(name, (context_id, size, u32::from(end_of_stream)))?;
         Ok(Action::from_u32(raw))
     }
 
-    /// Ends an HTTP context: `proxy_on_log`, `proxy_on_done`, `proxy_on_delete`.
+    /// Ends an HTTP context: `proxy_on_log`, `proxy_on_done`, `proxy_on_delete`. Its
+    /// callouts still in flight are not cancelled: Envoy sends them from the root context,
+    /// which answers them after the stream is gone (the plugin drops what no one awaits).
     pub fn finish_http_context(&mut self, context_id: u32) -> Result<()> {
+        self.host_mut().vm.effective_context = context_id;
         self.call::<u32, ()>("proxy_on_log", context_id)?;
         self.call::<u32, u32>("proxy_on_done", context_id)?;
         self.call::<u32, ()>("proxy_on_delete", context_id)?;
@@ -318,6 +325,30 @@ impl PluginVm {
             .live_contexts
             .retain(|c| *c != context_id);
         Ok(())
+    }
+
+    /// Delivers the answer of callout `token` (`None`: the call failed, delivered as Envoy
+    /// does with no headers and no body) through `proxy_on_http_call_response` on the root
+    /// context, as Envoy does (it sends every callout from the root context, whichever
+    /// stream asked; the plugin makes the stream effective again with
+    /// `proxy_set_effective_context`). Returns `false` when no such call is in flight.
+    pub fn deliver_http_call(&mut self, token: u32, answer: Option<CallAnswer>) -> Result<bool> {
+        if self.host_mut().vm.callouts.take(token).is_none() {
+            return Ok(false);
+        }
+        let (headers, body) = answer.as_ref().map_or((0, 0), |a| {
+            (len_u32(a.headers.len()), len_u32(a.body.len()))
+        });
+        let root = self.root_id;
+        let vm = &mut self.host_mut().vm;
+        vm.callouts.delivering = Some(answer);
+        vm.effective_context = root;
+        let delivered = self.call::<(u32, u32, u32, u32, u32), ()>(
+            "proxy_on_http_call_response",
+            (root, token, headers, body, 0),
+        );
+        self.host_mut().vm.callouts.delivering = None;
+        delivered.map(|()| true)
     }
 
     /// Runs `proxy_on_tick` on the root context, if the plugin exports it.
@@ -330,6 +361,7 @@ impl PluginVm {
             return Ok(());
         }
         let root = self.root_id;
+        self.host_mut().vm.effective_context = root;
         self.call::<u32, ()>("proxy_on_tick", root)
     }
 

@@ -90,18 +90,22 @@ pub struct ServerConfig {
     pub views: Option<Vec<ViewSource>>,
 }
 
+/// The settings of a server the config does not list, lent by [`Config::server`] so that
+/// looking a server up never copies its settings.
+const UNLISTED_SERVER: &ServerConfig = &ServerConfig {
+    posture: None,
+    pin: None,
+    allow_subset: false,
+    list_changed: ListChanged::Hold,
+    quarantine: None,
+    results: ResultsMode::Observe,
+    drift_scope: DriftScope::Server,
+    views: None,
+};
+
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig {
-            posture: None,
-            pin: None,
-            allow_subset: false,
-            list_changed: ListChanged::Hold,
-            quarantine: None,
-            results: ResultsMode::Observe,
-            drift_scope: DriftScope::Server,
-            views: None,
-        }
+        UNLISTED_SERVER.clone()
     }
 }
 
@@ -421,32 +425,25 @@ impl Config {
         Ok(config)
     }
 
-    /// The settings of one server (defaults for a server not listed).
-    pub fn server(&self, id: &str) -> ServerConfig {
-        self.servers.get(id).cloned().unwrap_or_default()
+    /// The settings of one server (defaults for a server not listed), borrowed: the list
+    /// and call paths read a field or two of them per message.
+    pub fn server(&self, id: &str) -> &ServerConfig {
+        self.servers.get(id).unwrap_or(UNLISTED_SERVER)
     }
 
-    /// The drift scope of one server (without copying its settings: read on the call path).
+    /// The drift scope of one server.
     pub fn drift_scope_of(&self, id: &str) -> DriftScope {
-        self.servers
-            .get(id)
-            .map_or(DriftScope::Server, |s| s.drift_scope)
+        self.server(id).drift_scope
     }
 
     /// The view sources of one server.
     pub fn views_of(&self, id: &str) -> &[ViewSource] {
-        self.servers
-            .get(id)
-            .and_then(|s| s.views.as_deref())
-            .unwrap_or(&self.views)
+        self.server(id).views.as_deref().unwrap_or(&self.views)
     }
 
     /// The effective posture of one server.
     pub fn posture_of(&self, id: &str) -> Posture {
-        self.servers
-            .get(id)
-            .and_then(|s| s.posture)
-            .unwrap_or(self.posture)
+        self.server(id).posture.unwrap_or(self.posture)
     }
 }
 

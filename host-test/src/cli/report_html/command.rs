@@ -87,11 +87,10 @@ pub fn run(args: &[OsString]) -> Result<i32> {
             let bytes = std::fs::read(path).map_err(|e| {
                 crate::input_error::input_error(format!("cannot read {shown}: {e}"))
             })?;
-            Some(ReportConfig::parse(
-                &bytes,
-                &shown,
-                parsed.server.as_deref(),
-            )?)
+            Some(
+                ReportConfig::parse(&bytes, &shown, parsed.server.as_deref())
+                    .map_err(input_error)?,
+            )
         }
         None if parsed.server.is_some() => {
             return Err(InputError("--server needs --config CONFIG.json".into()).into());

@@ -330,9 +330,9 @@ impl ToolDigests {
     /// Builds the set from `(name, digest)` pairs in any order, e.g. gathered page by page
     /// (`nextCursor`): sorts them and refuses a name seen twice (also across pages).
     pub fn from_entries(mut entries: Vec<(String, String)>) -> Result<Self, ToolSetError> {
-        // Not `wire::order::sort_by`: this runs on every list (one entry per tool), where
-        // sorting positions through a `dyn` comparator cost 2.8% of a filtered list's
-        // instructions.
+        // Not `wire::order::sort_by`: this runs on every list (one entry per tool), where an
+        // indirect call per comparison is a measurable share of the list's cost
+        // (docs/performance.md).
         crate::wire::order::sort_hot_by(&mut entries, |a, b| cmp_utf16(&a.0, &b.0));
         let repeated = entries.windows(2).find_map(|w| match w {
             [a, b] if a.0 == b.0 => Some(a.0.clone()),

@@ -2,7 +2,7 @@
 //! `structuredContent` against `outputSchema`.
 //!
 //! Main design decision: a strict, hand-written subset of JSON Schema that fails closed. A
-//! full validator crate would more than double the `.wasm` (measured: +1.33 MB), so the
+//! full validator crate would more than double the `.wasm` (docs/performance.md), so the
 //! subset below is implemented here, and a schema that uses anything else does not compile
 //! ([`SchemaError::Unsupported`]): an approved tool whose schema cannot be fully checked is
 //! never silently waved through. Compilation resolves `$ref`s into an arena of nodes once;

@@ -220,8 +220,9 @@ pub fn candidate<'v>(
             Some(_) => {}
         }
     }
-    // Sorted vectors, not `BTreeSet`s: filling a set cost a filtered list 3% more
-    // instructions than sorting, and each set type is kilobytes of `.wasm`.
+    // Sorted vectors, not `BTreeSet`s: this runs on every filtered list, where sorting is
+    // cheaper than filling a set, and each set type is one more copy of the B-tree code in
+    // the `.wasm` (docs/performance.md).
     let (names_hold, dropped) = match view {
         None => (true, Vec::new()),
         Some(view) => {
@@ -258,8 +259,8 @@ pub fn candidate<'v>(
         .map(|(name, tool)| (name.clone(), tool.digest.clone()))
         .collect();
     let (digests, fingerprint) = match entries.is_empty() {
-        // The list is the whole candidate: its fingerprint is known (hashing every digest
-        // again cost each 100-tool list more than half a million instructions).
+        // The list is the whole candidate: its fingerprint is known, and hashing every
+        // digest again would be the costliest step of the list (docs/performance.md).
         true => (listed.clone(), listed_fingerprint.to_string()),
         false => {
             entries.extend(listed.entries.iter().cloned());

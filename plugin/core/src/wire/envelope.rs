@@ -169,8 +169,8 @@ impl Scanner<'_> {
 }
 
 /// Whether two byte strings are equal: natively the C library's vectorized `memcmp`; in the
-/// `.wasm` [`equal_by_words`], because wasi-libc's `memcmp` goes byte by byte (for a 73 KB
-/// list that was most of the cost of recognizing it).
+/// `.wasm` [`equal_by_words`], because wasi-libc's `memcmp` goes byte by byte, which would
+/// be most of the cost of recognizing a large list again.
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     #[cfg(target_arch = "wasm32")]
     let equal = equal_by_words(a, b);

@@ -1,12 +1,12 @@
 //! The one stable sort that the core's orderings share (canonical JSON members and sets, drift
 //! changes, approved names, screening findings), and [`sort_hot_by`] for the tool-digest
-//! sort, which runs on every list with one entry per tool: through the shared sort's `dyn`
-//! comparator it cost a filtered list 2.8% more instructions, and the standard sort is about
-//! 9 KB of `.wasm` for its one element type.
+//! sort, which runs on every list with one entry per tool: there the shared sort's indirect
+//! call per comparison shows in a list's cost, and the standard sort would be another copy
+//! of itself for its one element type (docs/performance.md has both figures).
 //!
 //! Main design decision: the standard library's sort is compiled anew for every element type
-//! and comparator, about 10 KB of `.wasm` each; the core had ten of them, a tenth of the
-//! module, and each one more for V8 to compile at every start. Here the positions are sorted
+//! and comparator, kilobytes of `.wasm` each, every one more for V8 to compile at every
+//! start (docs/performance.md: what the copies came to). Here the positions are sorted
 //! (by the merge sort below) through one comparator behind a `dyn`, compiled once, and the
 //! elements are then moved into their places. Stable, exactly as `slice::sort_by`; the cost
 //! is an indirect call per comparison and one pass to move the elements, small next to what
@@ -44,8 +44,7 @@ pub fn sort_by<T>(items: &mut Vec<T>, mut compare: impl FnMut(&T, &T) -> Orderin
 
 /// [`sort_by`] for the hot sorts of many items (the tool digests of every list): the
 /// positions sorted by the same merge sort, with `compare` compiled in instead of behind a
-/// `dyn` (through the `dyn`, a filtered list cost 2.8% more instructions), for about 1 KB of
-/// `.wasm`. Positions, not the items: moving a word is cheaper than moving an item.
+/// `dyn` (on every list the indirect call shows), for a small copy in the `.wasm`. Positions, not the items: moving a word is cheaper than moving an item.
 pub fn sort_hot_by<T>(items: &mut Vec<T>, mut compare: impl FnMut(&T, &T) -> Ordering) {
     if items.len() <= IN_PLACE {
         insertion_sort(items, &mut compare);
@@ -174,8 +173,8 @@ pub fn sort<T: Ord>(items: &mut Vec<T>) {
 }
 
 /// `0..len` sorted stably by `compare` on positions, through the merge sort: the standard
-/// sort would be one more copy of itself (7.7 KB of `.wasm`) for no measurable gain on what
-/// goes through here.
+/// sort would be one more copy of itself in the `.wasm` for no measurable gain on what goes
+/// through here.
 #[inline(never)]
 fn positions(len: usize, compare: &mut dyn FnMut(usize, usize) -> Ordering) -> Vec<usize> {
     let mut order: Vec<usize> = (0..len).collect();

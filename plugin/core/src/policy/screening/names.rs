@@ -1,7 +1,8 @@
 //! Tool names: the plain-name rule, mixed scripts, and confusable skeletons.
 //!
 //! Main design decision: a small hand-written skeleton map instead of the Unicode
-//! confusables database (`unicode-security` adds ~272 KB to the `.wasm`, measured). It
+//! confusables database (`unicode-security` would grow the `.wasm` by more than a quarter,
+//! docs/performance.md). It
 //! covers the homoglyphs that matter for names that otherwise pass as ASCII: Cyrillic and
 //! Greek letters that look Latin, fullwidth forms, a few Latin lookalikes (dotless i, script
 //! l), and the ASCII pairs I/l/1/|, O/0 and rn/m, vv/w. Case is folded, since a model

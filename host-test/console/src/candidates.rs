@@ -13,7 +13,7 @@ use super::Console;
 use super::fleet_config::FleetConfig;
 use super::instances::{Reader, encode_segment};
 use super::mcp_list;
-use crate::cli::report_html;
+use crate::report_html;
 use serde_json::Value;
 use toolseal_core::config::Pin;
 use toolseal_core::policy::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
@@ -347,7 +347,7 @@ mod tests {
         let tools =
             vec![json!({"name": "add", "description": "Add.", "inputSchema": {"type": "object"}})];
         let set = digests(&tools, &FingerprintFields::default()).unwrap();
-        let entry = crate::cli::tools_cmd::lock_entry(&set, tools.clone());
+        let entry = crate::actions::lock_entry(&set, tools.clone());
         assert_eq!(entry["lock"]["tools"], json!(tools));
         assert!(is_fingerprint(
             entry["lock"]["fingerprint"].as_str().unwrap()

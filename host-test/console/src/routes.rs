@@ -12,7 +12,7 @@ use super::Console;
 use super::actions::Action;
 use super::candidates::{is_fingerprint, review_page};
 use super::web::{Answer, Request, percent_decode};
-use crate::cli::report_html;
+use crate::report_html;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use toolseal_core::wire::json::parse_strict;

@@ -1,46 +1,22 @@
-//! `toolseal console FLEET.json`: a local web app to review drift across a fleet of Envoys and
-//! approve, quarantine or release through the fleet's plugin configuration.
-//!
-//! Main design decision: the console is a thin, local HTTP server that holds every secret
-//! and does every privileged step itself; the page only shows and asks. It reads each
-//! instance's admin API with the instance's token (never sent to the browser), and carries
-//! out actions as changes to the ECDS resource the whole fleet watches, bound to what the
-//! operator reviewed, audited with who and what. It binds to loopback unless told otherwise,
-//! and protects itself against the browser it serves (Host, token, Origin checks, strict
-//! Content-Security-Policy). HTTP comes from libraries (hyper serves, ureq calls), bounded
-//! by the console (`web`, `http_client`).
-
-pub mod actions;
-pub mod audit_log;
-pub mod candidates;
-pub mod ecds;
-pub mod fleet;
-pub mod fleet_config;
-pub mod guard;
-pub mod http_client;
-pub mod instances;
-pub mod mcp_list;
-pub mod overview;
-pub mod renames;
-pub mod routes;
-pub mod web;
+//! `toolseal console FLEET.json`: reads its options, opens the fleet and the audit log, binds
+//! the listener and serves the console (the `toolseal-console` crate) until killed.
 
 use crate::cli::args::{Parsed, invocation_error, is_help, parser, text_value};
+use crate::cli::stdout::print_lines;
 use crate::input_error::{InputError, input_error};
 use anyhow::Result;
-use audit_log::AuditLog;
-use candidates::CandidateCache;
-use fleet::Fleet;
-use fleet_config::FleetConfig;
-use guard::Guard;
-use instances::Reader;
 use lexopt::Arg;
-use overview::ActionQueue;
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use toolseal_console::audit_log::AuditLog;
+use toolseal_console::candidates::CandidateCache;
+use toolseal_console::fleet::Fleet;
+use toolseal_console::guard::{self, Guard};
+use toolseal_console::overview::ActionQueue;
+use toolseal_console::{Console, web};
 
 /// Usage of `toolseal console`.
 pub const USAGE: &str = "\
@@ -81,51 +57,6 @@ fn parse(args: &[OsString]) -> Result<Parsed<ConsoleArgs>, lexopt::Error> {
         }
     }
     Ok(Parsed::Run(parsed))
-}
-
-/// The running console's state, shared by its connection threads.
-#[derive(Debug)]
-pub struct Console {
-    /// The fleet file.
-    pub fleet: Fleet,
-    /// Who acts, for the audit log.
-    pub operator: String,
-    /// Request checks and the per-run token.
-    pub guard: Guard,
-    /// Timeout of each outgoing call.
-    pub timeout: Duration,
-    /// The audit log.
-    pub audit: AuditLog,
-    /// Candidate tool sets listed recently, by fingerprint.
-    pub candidates: Mutex<CandidateCache>,
-    /// Serializes actions.
-    pub action_lock: Mutex<()>,
-    /// Actions followed until they converge.
-    pub actions: Mutex<ActionQueue>,
-    /// The header the admin listener's `admin.identity` names, as last read from its resource.
-    pub identity_header: Mutex<Option<String>>,
-}
-
-impl Console {
-    /// Reads the fleet's two ECDS resources (and notes where the admin listener reads the
-    /// approver's name, for [`Console::reader`]).
-    pub fn fleet_config(&self) -> Result<FleetConfig, String> {
-        let config = FleetConfig::read(&self.fleet)?;
-        if let Ok(mut header) = self.identity_header.lock() {
-            *header = config.identity_header().map(str::to_owned);
-        }
-        Ok(config)
-    }
-
-    /// Calls the admin APIs with the operator's name in the identity header (as last read).
-    pub fn reader(&self) -> Reader<'_> {
-        let header = self.identity_header.lock().ok().and_then(|h| h.clone());
-        Reader {
-            fleet: &self.fleet,
-            timeout: self.timeout,
-            identity: header.map(|h| (h, self.operator.as_str())),
-        }
-    }
 }
 
 /// The operator: the flag, else the fleet file's, else the OS user.
@@ -176,7 +107,7 @@ fn listen_address(args: &ConsoleArgs) -> Result<SocketAddr> {
 pub fn run(args: &[OsString]) -> Result<i32> {
     let args = match parse(args).map_err(|e| invocation_error("console", e))? {
         Parsed::Help => {
-            crate::cli::stdout::print_lines(&[USAGE])?;
+            print_lines(&[USAGE])?;
             return Ok(0);
         }
         Parsed::Run(args) => args,
@@ -216,7 +147,7 @@ pub fn run(args: &[OsString]) -> Result<i32> {
     // API; an unreadable configuration is shown on the page.
     let _ = console.fleet_config();
     // Best effort: a reader that went away after the URL must not stop the console.
-    let _ = crate::cli::stdout::print_lines(&[
+    let _ = print_lines(&[
         format!("http://{bound}/"),
         format!(
             "toolseal console: {} instance(s), plugin configuration {} and {}, audit log {}, operator {}",

@@ -13,7 +13,7 @@
 //! as absent, never trusted and never a panic.
 
 use super::escape;
-use crate::console::audit_log::rfc3339;
+use crate::audit_log::rfc3339;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

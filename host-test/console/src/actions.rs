@@ -16,8 +16,16 @@ use super::candidates::{ToolSet, is_fingerprint, tool_set};
 use super::ecds::EntryChange;
 use super::fleet_config::{FleetConfig, Versions};
 use super::instances::Reader;
-use crate::cli::tools_cmd::lock_entry;
 use serde_json::{Value, json};
+use toolseal_core::policy::fingerprint::ToolDigests;
+
+/// A server's config entry pinning `tools` (whose digests are `set`) as a full lock:
+/// `{"lock": {"fingerprint", "tools"}}`. `toolseal pin` prints it under `servers`;
+/// `toolseal console` writes it into the fleet's plugin configuration when an operator
+/// approves.
+pub fn lock_entry(set: &ToolDigests, tools: Vec<Value>) -> Value {
+    json!({"lock": {"fingerprint": set.fingerprint(), "tools": tools}})
+}
 
 /// Longest quarantine reason accepted.
 const MAX_REASON_CHARS: usize = 500;

@@ -8,8 +8,6 @@
 //! configuration's own fingerprint fields, so what a reviewer reads is what the gateway does.
 
 use super::escape;
-use crate::input_error::input_error;
-use anyhow::Result;
 use serde_json::Value;
 use std::fmt::Write as _;
 use toolseal_core::config::Config;
@@ -31,17 +29,17 @@ pub struct ReportConfig {
 
 impl ReportConfig {
     /// Reads and validates `bytes` (the plugin's own parser); `server` may be left out when
-    /// the configuration lists exactly one server.
-    pub fn parse(bytes: &[u8], source: &str, server: Option<&str>) -> Result<ReportConfig> {
-        let config = Config::parse(bytes).map_err(|e| input_error(format!("{source}: {e}")))?;
+    /// the configuration lists exactly one server. The error says what to fix in the file.
+    pub fn parse(bytes: &[u8], source: &str, server: Option<&str>) -> Result<ReportConfig, String> {
+        let config = Config::parse(bytes).map_err(|e| format!("{source}: {e}"))?;
         let server = match (server, config.servers.keys().collect::<Vec<_>>().as_slice()) {
             (Some(id), _) => id.to_owned(),
             (None, [only]) => (*only).clone(),
             (None, _) => {
-                return Err(input_error(format!(
+                return Err(format!(
                     "{source} lists {} servers: name the one under review with --server ID",
                     config.servers.len()
-                )));
+                ));
             }
         };
         let raw: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);

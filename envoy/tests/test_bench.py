@@ -1,0 +1,99 @@
+"""The Envoy benchmark (envoy/bench/run.py, step 3 of scripts/bench.sh), once, short: every
+workload through toolseal and through the router alone, so that a change to the plugin or to
+the workloads that breaks the benchmark's own checks (every answer 2xx and the expected body,
+toolseal's counters showing the path under test) fails here rather than on the next
+benchmark day. It broke that way once, unnoticed: its 2025 session had no initialize.
+
+Nothing here judges speed: wall-clock figures on a shared machine are noise at one second per
+run. The test asserts that the run completed its checks and reported a ratio to the router
+for every workload.
+
+Load comes from wrk (scripts/setup-bench.sh); without it the test skips, unless
+TOOLSEAL_REQUIRE_BENCH=1 (scripts/test.sh), where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import envoyctl
+
+BENCH_DIR = envoyctl.REPO / "envoy" / "bench"
+sys.path.insert(0, str(BENCH_DIR))
+
+import run as bench_run  # noqa: E402  (envoy/bench/run.py: its workload names)
+
+RUN = BENCH_DIR / "run.py"
+CONFIGS = ("router", "toolseal")
+# The whole run is 16 one-second wrk runs plus starting three Envoys.
+RUN_TIMEOUT_SECONDS = 150
+# One table row: workload, config, req/s, CPU µs/req, CPU ×, p50 µs, p50 ×, p99 µs, p99 ×.
+ROW = re.compile(r"^(\S+)\s+(\S+)\s+\d+\s+[\d.]+\s+([\d.]+|nan)x\s+\d+\s+([\d.]+|nan)x\s+\d+\s+([\d.]+|nan)x$")
+
+
+def wrk() -> str:
+    """The wrk binary, or skip (fail under TOOLSEAL_REQUIRE_BENCH=1)."""
+    path = shutil.which("wrk")
+    if path is None:
+        message = "wrk is not installed: run scripts/setup-bench.sh"
+        if os.environ.get("TOOLSEAL_REQUIRE_BENCH") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def run_bench(tmp_path: Path, report: Path) -> subprocess.CompletedProcess:
+    """run.py with one repetition of one second per point; its Envoys' work directories are
+    under ``tmp_path`` (TMPDIR). On a timeout it is interrupted (it stops its Envoys on the
+    way out), then killed."""
+    command = [sys.executable, str(RUN), "--duration", "1", "--repeat", "1", "--no-startup",
+               "--configs", ",".join(CONFIGS), "--json", str(report)]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    with subprocess.Popen(command, cwd=envoyctl.REPO, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        try:
+            out, err = process.communicate(timeout=RUN_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                out, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate()
+            pytest.fail(f"run.py took over {RUN_TIMEOUT_SECONDS} s: {err[-2000:]}")
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60, method="signal")
+def test_the_envoy_benchmark_runs_its_checks_and_reports_every_ratio(wasm: Path, tmp_path: Path) -> None:
+    wrk()
+    report = tmp_path / "envoy.json"
+    result = run_bench(tmp_path, report)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+    # Every Envoy the run started was stopped (each has its work directory on its command line).
+    leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert leftovers.stdout.split() == [], f"processes left behind in {tmp_path}"
+
+    workloads = set(bench_run.WORKLOADS)
+    results = json.loads(report.read_text())["results"]
+    assert set(results) == workloads
+    for name, per_config in results.items():
+        assert set(per_config) == set(CONFIGS), name
+        for config, figures in per_config.items():
+            assert figures["requests"] > 0, (name, config)
+
+    rows = [m.groups() for m in map(ROW.match, result.stdout.splitlines()) if m]
+    assert {(row[0], row[1]) for row in rows} == {(w, c) for w in workloads for c in CONFIGS}, result.stdout
+    for workload, config, *ratios in rows:
+        assert all(math.isfinite(float(r)) and float(r) > 0 for r in ratios), (workload, config, ratios)
