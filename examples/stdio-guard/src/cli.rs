@@ -1,11 +1,11 @@
 //! The command line.
 //!
 //! ```text
-//! toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--audit FILE] [--decisions] -- SERVER COMMAND…
-//! toolseal-stdio status     --state FILE [--server ID] [--config FILE]
-//! toolseal-stdio approve    --state FILE --server ID --fingerprint sha256:… [--config FILE]
-//! toolseal-stdio quarantine --state FILE --server ID [--reason TEXT] [--config FILE]
-//! toolseal-stdio release    --state FILE --server ID [--config FILE]
+//! toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--store etcd=URL[,prefix=P]] [--audit FILE] [--decisions] -- SERVER COMMAND…
+//! toolseal-stdio status     --state FILE|--store … [--server ID] [--config FILE]
+//! toolseal-stdio approve    --state FILE|--store … --server ID --fingerprint sha256:… [--config FILE]
+//! toolseal-stdio quarantine --state FILE|--store … --server ID [--reason TEXT] [--config FILE]
+//! toolseal-stdio release    --state FILE|--store … --server ID [--config FILE]
 //! ```
 //!
 //! Main design decision: the admin subcommands are thin: they load the same component on the
@@ -20,6 +20,7 @@ use crate::persistent::PersistentPolicy;
 use crate::policy::Runtime;
 use crate::state_file::StateFile;
 use crate::stdio::{self, EXIT_POLICY_FAILED, Target};
+use crate::store_option::StoreOption;
 use anyhow::{Context, Result, anyhow, bail};
 use lexopt::{Arg, ValueExt};
 use std::ffi::OsString;
@@ -32,41 +33,44 @@ pub const DEFAULT_SERVER_ID: &str = "stdio";
 
 /// Every form of the command line.
 pub const USAGE: &str = "usage:
-  toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--audit FILE] [--decisions] -- SERVER COMMAND...
-  toolseal-stdio status     --state FILE [--server ID] [--config FILE]
-  toolseal-stdio approve    --state FILE --server ID --fingerprint sha256:... [--config FILE]
-  toolseal-stdio quarantine --state FILE --server ID [--reason TEXT] [--config FILE]
-  toolseal-stdio release    --state FILE --server ID [--config FILE]
+  toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--store etcd=URL[,prefix=P]] [--audit FILE] [--decisions] -- SERVER COMMAND...
+  toolseal-stdio status     --state FILE|--store etcd=URL[,prefix=P] [--server ID] [--config FILE]
+  toolseal-stdio approve    --state FILE|--store etcd=URL[,prefix=P] --server ID --fingerprint sha256:... [--config FILE]
+  toolseal-stdio quarantine --state FILE|--store etcd=URL[,prefix=P] --server ID [--reason TEXT] [--config FILE]
+  toolseal-stdio release    --state FILE|--store etcd=URL[,prefix=P] --server ID [--config FILE]
 `toolseal-stdio SUBCOMMAND --help` says more about each.
 exit status: the server's own when guarding; 0 done, 1 refused (conflict, unknown server),
 2 unusable input, 70 the guard could not decide (it stopped the server: fail closed).";
 
-const GUARD_USAGE: &str = "usage: toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--audit FILE] [--decisions] -- SERVER COMMAND...
+const GUARD_USAGE: &str = "usage: toolseal-stdio [--state FILE] [--config FILE] [--server ID] [--store etcd=URL[,prefix=P]] [--audit FILE] [--decisions] -- SERVER COMMAND...
   Starts SERVER COMMAND as a child and passes its line-delimited JSON-RPC through the
   toolseal policy both ways: drifted tools are withheld, refused calls never reach it.
   --state FILE   baselines, status and audit ring, kept across restarts (default: in memory)
   --config FILE  the toolseal configuration (the same JSON as the Envoy plugin's)
   --server ID    the id baselines, pins, policy rules and admin commands name (default: stdio)
+  --store etcd=URL[,prefix=P]
+                 share baselines, drift and admin decisions with every guard and Envoy on
+                 this etcd (http:// only; prefix default /toolseal/)
   --audit FILE   audit events as JSON lines, appended (default: stderr)
   --decisions    also write one decision record per MCP message
 exit status: the server's own; 2 unusable input; 70 the guard could not decide.";
 
-const STATUS_USAGE: &str = "usage: toolseal-stdio status --state FILE [--server ID] [--config FILE]
+const STATUS_USAGE: &str = "usage: toolseal-stdio status --state FILE|--store etcd=URL[,prefix=P] [--server ID] [--config FILE]
   Prints the status of one server (or of every server without --server): schema_status,
   baseline and candidate fingerprints, the classified diff.
 exit status: 0 printed, 1 unknown server, 2 unusable input.";
 
-const APPROVE_USAGE: &str = "usage: toolseal-stdio approve --state FILE --server ID --fingerprint sha256:... [--config FILE]
+const APPROVE_USAGE: &str = "usage: toolseal-stdio approve --state FILE|--store etcd=URL[,prefix=P] --server ID --fingerprint sha256:... [--config FILE]
   Approves the server's candidate tool set: the fingerprint must be the candidate_fingerprint
   that `status` printed (what you reviewed), else nothing changes.
 exit status: 0 approved, 1 refused (not the candidate, unknown server), 2 unusable input.";
 
 const QUARANTINE_USAGE: &str =
-    "usage: toolseal-stdio quarantine --state FILE --server ID [--reason TEXT] [--config FILE]
+    "usage: toolseal-stdio quarantine --state FILE|--store etcd=URL[,prefix=P] --server ID [--reason TEXT] [--config FILE]
   Holds the server: no tools listed, every call refused, until `release`.
 exit status: 0 held, 1 unknown server, 2 unusable input.";
 
-const RELEASE_USAGE: &str = "usage: toolseal-stdio release --state FILE --server ID [--config FILE]
+const RELEASE_USAGE: &str = "usage: toolseal-stdio release --state FILE|--store etcd=URL[,prefix=P] --server ID [--config FILE]
   Lifts a quarantine; the server's status is evaluated again from its baseline.
 exit status: 0 released, 1 refused (not quarantined, unknown server), 2 unusable input.";
 
@@ -90,6 +94,8 @@ pub struct Args {
     pub config: Option<PathBuf>,
     /// `--server`.
     pub server: Option<String>,
+    /// `--store`, as given (`etcd=URL[,prefix=P]`).
+    pub store: Option<String>,
     /// `--audit`.
     pub audit: Option<PathBuf>,
     /// `--decisions`: also write per-message decision records to the audit output.
@@ -104,6 +110,8 @@ pub struct Args {
 
 /// A parsed command line: what to run, or a usage text to print (`-h`/`--help`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One value per process, made once: boxing `Args` would only make its tests wordier.
+#[allow(clippy::large_enum_variant)]
 pub enum Invocation {
     /// Guard a server or run an admin subcommand.
     Run(Args),
@@ -135,6 +143,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, lexopt::Error> {
             Arg::Long("state") => parsed.state = Some(parser.value()?.into()),
             Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
             Arg::Long("server") => parsed.server = Some(parser.value()?.string()?),
+            Arg::Long("store") => parsed.store = Some(parser.value()?.string()?),
             Arg::Long("audit") => {
                 parsed.audit = Some(parser.value()?.into());
                 particular.push("--audit");
@@ -292,13 +301,23 @@ fn open_policy(args: &Args) -> Result<PersistentPolicy> {
     if args.subcommand.is_none() && args.command.is_empty() {
         bail!("give the server command after --\n{USAGE}");
     }
-    if args.subcommand.is_some() && args.state.is_none() {
-        bail!("admin subcommands act on a state file: give --state FILE");
+    if args.subcommand.is_some() && args.state.is_none() && args.store.is_none() {
+        bail!(
+            "admin subcommands act on a state file or a fleet store: give --state FILE or --store etcd=URL"
+        );
     }
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("reading the config {}", path.display()))?,
         None => String::new(),
+    };
+    let store_option = match &args.store {
+        Some(spec) => {
+            let option = StoreOption::parse(spec).map_err(|e| anyhow!("{e}"))?;
+            config = option.into_config(&config).map_err(|e| anyhow!("{e}"))?;
+            Some(option)
+        }
+        None => None,
     };
     let (file, store) = match &args.state {
         Some(path) => {
@@ -319,7 +338,11 @@ fn open_policy(args: &Args) -> Result<PersistentPolicy> {
         None => Box::new(JsonLines::new(Box::new(std::io::stderr()), args.decisions)),
     };
     let runtime = Runtime::new()?;
-    let mut policy = PersistentPolicy::new(runtime.instantiate(HostState::new(store, sink))?, file);
+    let mut host = HostState::new(store, sink);
+    if let Some(option) = store_option {
+        host = host.with_fleet(option.client);
+    }
+    let mut policy = PersistentPolicy::new(runtime.instantiate(host)?, file);
     if let Err(message) = policy.call(|p| p.configure(&config))? {
         bail!("the config is invalid: {message}");
     }

@@ -4,10 +4,14 @@
 //! Main design decision: the key-value store is toolseal-core's own versioned
 //! [`MemoryStore`] (the same compare-and-swap semantics every host gives the engine), wrapped
 //! to remember whether anything changed, so the caller persists after exactly the calls that
-//! wrote.
+//! wrote. The fleet store, when there is one, is reached with a blocking HTTP client
+//! ([`StoreClient`]) from inside the component's call: the guard decides one message at a
+//! time, so a call that waits for the store is what it would do anyway.
 
 use crate::audit_sink::AuditSink;
-use crate::bindings::toolseal::policy::{audit, clock, state};
+use crate::bindings::toolseal::policy::{audit, clock, fleet, state};
+use crate::store_client::StoreClient;
+use std::time::{Duration, Instant};
 use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
 
 /// What the component's imports act on.
@@ -20,6 +24,12 @@ pub struct HostState {
     pub sink: Box<dyn AuditSink + Send>,
     /// Milliseconds since the epoch.
     pub clock: fn() -> u64,
+    /// The fleet store (`--store`), if any.
+    pub fleet: Option<StoreClient>,
+    /// Calls made to the fleet store, answered or not.
+    pub fleet_calls: u64,
+    /// Time spent waiting for the fleet store.
+    pub fleet_wait: Duration,
 }
 
 impl HostState {
@@ -30,7 +40,16 @@ impl HostState {
             changed: false,
             sink,
             clock: system_now_ms,
+            fleet: None,
+            fleet_calls: 0,
+            fleet_wait: Duration::ZERO,
         }
+    }
+
+    /// The same, reaching the fleet store at `fleet`.
+    pub fn with_fleet(mut self, fleet: StoreClient) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 }
 
@@ -88,5 +107,24 @@ impl audit::Host for HostState {
 impl clock::Host for HostState {
     fn now_ms(&mut self) -> u64 {
         (self.clock)()
+    }
+}
+
+impl fleet::Host for HostState {
+    fn call(
+        &mut self,
+        path: String,
+        body: Vec<u8>,
+        timeout_ms: u32,
+    ) -> Result<(u16, Vec<u8>), String> {
+        let Some(client) = &self.fleet else {
+            // Only a config with `store` asks, and the guard sets one only with --store.
+            return Err("this guard reaches no fleet store (give --store etcd=URL)".into());
+        };
+        let started = Instant::now();
+        let answer = client.post(&path, &body, Duration::from_millis(timeout_ms.into()));
+        self.fleet_calls = self.fleet_calls.saturating_add(1);
+        self.fleet_wait = self.fleet_wait.saturating_add(started.elapsed());
+        answer
     }
 }

@@ -133,4 +133,10 @@ impl Policy {
             "calling release",
         )
     }
+
+    /// The fleet store's background work; the milliseconds until the next tick (`None`: no
+    /// fleet store, never again).
+    pub fn tick(&mut self) -> Result<Option<u32>> {
+        done(self.guard.call_tick(&mut self.store), "calling tick")
+    }
 }

@@ -5,7 +5,9 @@
 //! it arrived; two reader threads only frame lines and hand them over a channel. A client
 //! message the policy answers (a denied `tools/call`) is answered on stdout and never written
 //! to the child. Anything the guard cannot decide (the component trapped, the state file
-//! failed) stops the guard and the server: fail closed, never forward unchecked.
+//! failed) stops the guard and the server: fail closed, never forward unchecked. With a
+//! fleet store, the same thread ticks the component between messages (the channel's wait is
+//! bounded by the next tick), so no thread of its own ever touches the policy.
 
 use crate::line_reader::{Line, LineReader, MAX_LINE_BYTES};
 use crate::persistent::PersistentPolicy;
@@ -15,7 +17,7 @@ use std::ffi::OsString;
 use std::io::{BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the server may take to exit after the client closed its input.
 pub const EXIT_GRACE: Duration = Duration::from_secs(5);
@@ -75,7 +77,9 @@ pub fn run(policy: &mut PersistentPolicy, target: &Target) -> Result<i32> {
         transport: Transport::Stdio,
         headers: Vec::new(),
     };
-    let outcome = pump(policy, &ctx, &inputs, Some(child_stdin));
+    // The first tick reads the fleet store at once (and says whether there is one at all).
+    let outcome = tick(policy, Instant::now())
+        .and_then(|next_tick| pump(policy, &ctx, &inputs, Some(child_stdin), next_tick));
     match outcome {
         Ok(()) => Ok(wait_exit(&mut child)),
         Err(e) => {
@@ -103,20 +107,36 @@ fn spawn_reader<R: Read + Send + 'static>(
     });
 }
 
-/// Decides every line until the server's output ends.
+/// The fleet store's background work when it is due; when the next is (`None`: no store).
+fn tick(policy: &mut PersistentPolicy, due: Instant) -> Result<Option<Instant>> {
+    if Instant::now() < due {
+        return Ok(Some(due));
+    }
+    let next = policy.call(|p| p.tick())?;
+    Ok(next.map(|ms| Instant::now() + Duration::from_millis(ms.into())))
+}
+
+/// Decides every line until the server's output ends, ticking the fleet store when due.
 fn pump(
     policy: &mut PersistentPolicy,
     ctx: &MessageContext,
     inputs: &Receiver<Input>,
     mut child_stdin: Option<ChildStdin>,
+    mut next_tick: Option<Instant>,
 ) -> Result<()> {
-    let mut client_closed_at = None;
+    let mut client_closed_at: Option<Instant> = None;
     loop {
-        let input = match client_closed_at {
+        if let Some(due) = next_tick {
+            next_tick = tick(policy, due)?;
+        }
+        let exit_at = client_closed_at.map(|since| since + EXIT_GRACE);
+        let wake = match (next_tick, exit_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let input = match wake {
             None => inputs.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(since) => {
-                inputs.recv_timeout(EXIT_GRACE.saturating_sub(std::time::Instant::elapsed(&since)))
-            }
+            Some(at) => inputs.recv_timeout(at.saturating_duration_since(Instant::now())),
         };
         match input {
             Ok(Input::Client(Line::Message(body))) => {
@@ -151,8 +171,10 @@ fn pump(
             Ok(Input::ClientEnd) => {
                 // Closing the server's stdin is how the stdio transport asks it to exit.
                 child_stdin = None;
-                client_closed_at = Some(std::time::Instant::now());
+                client_closed_at = Some(Instant::now());
             }
+            // A tick is due (done at the top of the loop), or the server's grace is over.
+            Err(RecvTimeoutError::Timeout) if exit_at.is_none_or(|at| Instant::now() < at) => {}
             Ok(Input::ServerEnd)
             | Err(RecvTimeoutError::Disconnected)
             | Err(RecvTimeoutError::Timeout) => {

@@ -2,16 +2,18 @@
 //!
 //! Main design decision: the engine lives in one per-instance slot, empty until `configure`
 //! succeeds; until then every message is refused (fail closed), never passed unchecked. Admin
-//! actions go through the core's trusted entry points ([`Engine::admin_event`]), so approving
-//! from a host command runs the same lifecycle transition and audit as Envoy's admin API.
+//! actions go through the core's entry for a trusted host ([`Engine::host_admin_arrived`]),
+//! so approving from a host command runs the same lifecycle transition and audit as Envoy's
+//! admin API, and with a fleet store waits for the store's yes as that API does.
 
 use crate::bindings::{AdminError, Guest, LocalReply, MessageContext, Verdict};
 use crate::exchanges::Exchanges;
 use crate::host::{self, HostOutputs, HostStore};
-use crate::message;
+use crate::{fleet, message};
 use std::cell::RefCell;
 use toolseal_core::config::Config;
-use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::engine::{Engine, Exchange};
+use toolseal_core::gateway::host_admin::{AdminAnswer, HostAdmin};
 use toolseal_core::policy::status::{Actor, Event};
 use toolseal_core::state::StateError;
 use toolseal_core::wire::jsonrpc;
@@ -53,24 +55,45 @@ fn with_engine<R>(f: impl FnOnce(&mut Loaded) -> R, otherwise: impl FnOnce() -> 
     })
 }
 
-fn admin(server: &str, event: &Event) -> Result<String, AdminError> {
+/// One admin action through the engine (and the fleet store, when there is one): the
+/// server's view, `Ok(None)` for an unknown server.
+fn admin_action(action: HostAdmin<'_>) -> Result<Option<String>, AdminError> {
     with_engine(
-        |loaded| match loaded.engine.admin_event(
-            &mut HostStore,
-            &mut HostOutputs,
-            host::now_ms(),
-            server,
-            event,
-        ) {
-            Ok(Some(view)) => Ok(view.to_string()),
-            Ok(None) => Err(AdminError::UnknownServer(format!(
-                "unknown server {server:?}"
-            ))),
-            Err(StateError::Refused(refusal)) => Err(AdminError::Conflict(refusal.to_string())),
-            Err(e) => Err(AdminError::Failed(e.to_string())),
+        |loaded| {
+            let now_ms = host::now_ms();
+            let mut exchange = Exchange::new(action.server(), None);
+            let answer =
+                fleet::until_decided(&mut loaded.engine, &mut exchange, |engine, exchange| {
+                    match engine.host_admin_arrived(
+                        &mut HostStore,
+                        &mut HostOutputs,
+                        now_ms,
+                        exchange,
+                        action,
+                    ) {
+                        AdminAnswer::Done(done) => Ok(done),
+                        AdminAnswer::Fleet(call) => Err(call),
+                    }
+                });
+            fleet::push_closures(&mut loaded.engine);
+            match answer {
+                Some(Ok(view)) => Ok(view.map(|v| v.to_string())),
+                Some(Err(StateError::Refused(refusal))) => {
+                    Err(AdminError::Conflict(refusal.to_string()))
+                }
+                Some(Err(e)) => Err(AdminError::Failed(e.to_string())),
+                None => Err(AdminError::Failed(
+                    "the fleet store gave no stable answer; nothing changed".into(),
+                )),
+            }
         },
         || Err(AdminError::Failed(NOT_CONFIGURED.to_string())),
     )
+}
+
+fn admin(server: &str, event: &Event) -> Result<String, AdminError> {
+    admin_action(HostAdmin::Event { server, event })?
+        .ok_or_else(|| AdminError::UnknownServer(format!("unknown server {server:?}")))
 }
 
 impl Guest for Guard {
@@ -127,16 +150,9 @@ impl Guest for Guard {
     }
 
     fn admin_status(server: Option<String>) -> Result<String, AdminError> {
-        with_engine(
-            |loaded| match loaded.engine.admin_view(&HostStore, server.as_deref()) {
-                Some(view) => Ok(view.to_string()),
-                None => Err(AdminError::UnknownServer(format!(
-                    "unknown server {:?}",
-                    server.unwrap_or_default()
-                ))),
-            },
-            || Err(AdminError::Failed(NOT_CONFIGURED.to_string())),
-        )
+        admin_action(HostAdmin::View(server.as_deref()))?.ok_or_else(|| {
+            AdminError::UnknownServer(format!("unknown server {:?}", server.unwrap_or_default()))
+        })
     }
 
     fn approve(server: String, fingerprint: String) -> Result<String, AdminError> {
@@ -155,5 +171,9 @@ impl Guest for Guard {
 
     fn release(server: String) -> Result<String, AdminError> {
         admin(&server, &Event::Release { by: Actor::Admin })
+    }
+
+    fn tick() -> Option<u32> {
+        with_engine(|loaded| fleet::tick(&mut loaded.engine), || None)
     }
 }

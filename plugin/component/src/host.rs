@@ -1,7 +1,9 @@
 //! The core's host traits over the world's imports: `state` as the [`StateStore`], `audit`
-//! as the [`Outputs`], the message's headers as the caller's identity.
+//! as the [`Outputs`], `fleet` as the way to the fleet store, the message's headers as the
+//! caller's identity.
 
-use crate::bindings::toolseal::policy::{audit, clock, state};
+use crate::bindings::toolseal::policy::{audit, clock, fleet, state};
+use toolseal_core::gateway::fleet::{FleetCall, FleetReply};
 use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::{AuditEvent, Counter, Decision, Outputs};
 use toolseal_core::state::store::{Expect, StateStore, StoreError};
@@ -46,6 +48,15 @@ impl Outputs for HostOutputs {
 /// The host's clock (`clock` import).
 pub fn now_ms() -> u64 {
     clock::now_ms()
+}
+
+/// Sends one call to the fleet store through the host (`fleet` import).
+pub fn fleet_send(call: &FleetCall) -> FleetReply {
+    let timeout_ms = u32::try_from(call.timeout_ms).unwrap_or(u32::MAX);
+    match fleet::call(call.path, &call.body, timeout_ms) {
+        Ok((status, body)) => FleetReply::Answered { status, body },
+        Err(why) => FleetReply::Failed(why),
+    }
 }
 
 /// A message's headers as the caller's identity for policy `principal` rules. There is no

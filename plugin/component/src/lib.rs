@@ -11,6 +11,7 @@
 
 mod bindings;
 pub mod exchanges;
+mod fleet;
 mod guard;
 mod host;
 mod message;

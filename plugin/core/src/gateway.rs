@@ -12,6 +12,7 @@ pub mod call;
 pub mod denial;
 pub mod engine;
 pub mod fleet;
+pub mod host_admin;
 pub mod known_list;
 pub mod listing;
 pub mod request;
