@@ -39,6 +39,15 @@ function when(ms) {
   return typeof ms === "number" ? new Date(ms).toISOString() : "";
 }
 
+// With a fleet store, whether this instance's copy of the record is the fleet's: a closure
+// made here that etcd has not accepted yet is "waiting for the fleet store".
+function fleetNote(view) {
+  if (!view.fleet) return null;
+  return el("div", {class: "fleet", "data-fleet": view.fleet.in_step ? "in-step" : "waiting",
+    text: view.fleet.in_step ? "in step with the fleet (revision " + view.fleet.mod_revision + ")"
+                             : "waiting for the fleet store"});
+}
+
 function status(name) {
   const s = name || "unknown";
   return el("span", {class: "status " + s.replace(/[^a-z-]/g, ""), text: s});
@@ -84,7 +93,8 @@ function renderServers(state) {
       el("td", {class: odd("schema_status")}, s.instances.map((i) =>
         el("div", {"data-instance": i.instance}, i.instance + " ",
           i.error ? status("unreachable") : i.view ? status(i.view.schema_status) : status("not-seen"),
-          i.view ? containment(i.view) : null, i.view ? viewsNote(i.view) : null))),
+          i.view ? containment(i.view) : null, i.view ? viewsNote(i.view) : null,
+          i.view ? fleetNote(i.view) : null))),
       el("td", {class: odd("baseline_fingerprint")}, short(first.baseline_fingerprint)),
       el("td", {class: odd("live_fingerprint")}, short(first.live_fingerprint)),
       el("td", {}, views.filter((v) => v.drift_at_ms).map((v) => el("div", {text: when(v.drift_at_ms)}))),
