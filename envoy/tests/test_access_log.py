@@ -166,6 +166,10 @@ async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> 
         "toolseal_requests_rejected": 0,
         "toolseal_result_mismatches": 0,
         "toolseal_admin_refused": 0,
+        # Fleet store round trips, conflicts and failures: none without `store`.
+        "toolseal_store_round_trips": 0,
+        "toolseal_store_conflicts": 0,
+        "toolseal_store_failures": 0,
     }
     # The same counters in Envoy's /stats text form carry the wasmcustom. prefix.
     assert logged.envoy.stats()["wasmcustom.toolseal_calls_denied_policy_denied"] == 1
