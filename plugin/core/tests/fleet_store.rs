@@ -544,3 +544,47 @@ fn a_tool_set_the_store_holds_unreadable_fails_its_server_closed_after_a_restart
         assert_eq!(etcd.borrow().get(key.as_bytes()), Some(garbage));
     }
 }
+
+#[test]
+fn turning_the_store_on_does_not_open_a_drift_held_before_it() {
+    // A ran without a store and holds a drift (its shared data outlives the config update that
+    // names the store). B, new, first contacts the drifted set and the store takes it; A must
+    // carry its closure into the store rather than take B's baseline.
+    let etcd = Rc::new(RefCell::new(MemoryEtcd::new()));
+    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
+    let plain = json!({"views": ["revision"], "admin": {"token_sha256": hash}});
+    let mut a = NativeReplay::new(Config::parse(plain.to_string().as_bytes()).unwrap());
+    assert_eq!(listed(&mut a, "s1", &honest()), 2);
+    assert_eq!(listed(&mut a, "s2", &rug_pull()), 0);
+    assert_eq!(status(&mut a), "changed");
+    a.engine = toolseal_core::gateway::engine::Engine::new(config(json!({})));
+    let send = Rc::clone(&etcd);
+    a.fleet = Some(Box::new(move |call| {
+        match send.borrow_mut().call(call.path, &call.body) {
+            Ok((status, body)) => FleetReply::Answered { status, body },
+            Err(why) => FleetReply::Failed(why),
+        }
+    }));
+    let mut b = instance(&etcd, json!({}));
+    assert_eq!(
+        listed(&mut b, "t1", &rug_pull()),
+        2,
+        "B alone trusts what it first sees"
+    );
+    a.tick();
+    assert_eq!(status(&mut a), "changed", "A keeps its drift");
+    assert_eq!(
+        fleet_record(&etcd)["record"]["status"],
+        "changed",
+        "and writes it to the store"
+    );
+    assert_eq!(
+        call(&mut a, "s2", "get_weather", json!({"city": "Oslo"})),
+        "SCHEMA_CHANGED"
+    );
+    b.tick();
+    assert_eq!(
+        call(&mut b, "t1", "get_weather", json!({"city": "Oslo"})),
+        "SCHEMA_CHANGED"
+    );
+}

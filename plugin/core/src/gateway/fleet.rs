@@ -16,7 +16,7 @@ use crate::gateway::engine::{Engine, Exchange};
 use crate::policy::status::ServerRecord;
 use crate::state;
 use crate::state::audit::{CollectedOutputs, Outputs};
-use crate::state::fleet::{EtcdSettings, FleetView, Need, encode_record};
+use crate::state::fleet::{EtcdSettings, FleetView, Need, closed_before_the_store, encode_record};
 use crate::state::store::{Expect, StateStore};
 use crate::wire::etcd::{self, RANGE_PATH, TXN_PATH};
 use serde_json::json;
@@ -363,7 +363,7 @@ impl Engine {
             // again on every tick.
             let dirty = matches!(
                 state::load_record_cached(store, &mut self.records, &server),
-                Ok(Some((record, _))) if record.fleet_dirty
+                Ok(Some((record, _))) if record.fleet_dirty || closed_before_the_store(&record)
             );
             if dirty && !self.fleet.pushes.contains(&server) {
                 self.fleet.pushes.push(server);
@@ -395,7 +395,7 @@ impl Engine {
             let Ok(Some((record, _))) = state::load_record(store, &server) else {
                 continue;
             };
-            if !record.fleet_dirty {
+            if !record.fleet_dirty && !closed_before_the_store(&record) {
                 continue;
             }
             let puts = writes(store, &settings, &server, &record);

@@ -222,6 +222,19 @@ pub fn merge(fleet: ServerRecord, local: &ServerRecord) -> Merged {
             superseded: false,
         };
     }
+    Merged::Push(closing_on(&fleet, local))
+}
+
+/// Whether `record` is a copy made before this instance had a fleet store (never read from it
+/// nor accepted by it) that holds a closure: turning the store on must not open it, so it is
+/// carried into the store like a closure made here, whatever baseline the store holds.
+pub fn closed_before_the_store(record: &ServerRecord) -> bool {
+    record.fleet_rev.is_none() && serving_level(record) == 0
+}
+
+/// A local closure applied over the store's record: the local copy, with the store's
+/// quarantine when the copy has none and the views the store knows that it lacks.
+pub fn closing_on(fleet: &ServerRecord, local: &ServerRecord) -> ServerRecord {
     let mut merged = local.clone();
     if merged.quarantine.is_none() && fleet.quarantine.is_some() {
         merged.quarantine = fleet.quarantine.clone();
@@ -232,7 +245,7 @@ pub fn merge(fleet: ServerRecord, local: &ServerRecord) -> Merged {
             merged.views.push(view.clone());
         }
     }
-    Merged::Push(merged)
+    merged
 }
 
 /// What the engine needs from the fleet store before it can decide.

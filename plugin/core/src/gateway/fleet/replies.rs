@@ -6,7 +6,10 @@ use super::{FleetCall, FleetReply, Purpose};
 use crate::gateway::engine::{Engine, Exchange};
 use crate::policy::status::ServerRecord;
 use crate::state::audit::{AuditEvent, Counter, Outputs};
-use crate::state::fleet::{EtcdSettings, Merged, decode_record, merge, unusable_record};
+use crate::state::fleet::{
+    EtcdSettings, Merged, closed_before_the_store, closing_on, decode_record, merge,
+    unusable_record,
+};
 use crate::state::store::{Expect, StateStore};
 use crate::state::{self, StateError};
 use crate::wire::etcd::{self, Kv, TXN_PATH};
@@ -294,8 +297,13 @@ impl Engine {
                 if local.fleet_rev.is_some_and(|r| r >= mod_revision) {
                     return;
                 }
-                if local.fleet_dirty {
-                    match merge(record.clone(), local) {
+                let carried = closed_before_the_store(local);
+                if local.fleet_dirty || carried {
+                    let merged = match carried {
+                        true => Merged::Push(closing_on(&record, local)),
+                        false => merge(record.clone(), local),
+                    };
+                    match merged {
                         Merged::Push(merged) => {
                             next = merged;
                             next.fleet_rev = Some(mod_revision);
@@ -494,6 +502,7 @@ impl Engine {
                 self.adopt(store, out, now_ms, &server, record, kv.mod_revision);
             } else if let Some(local) = local
                 && !local.fleet_dirty
+                && !closed_before_the_store(&local)
             {
                 // The record names sets this instance does not hold: the copy is dropped, and
                 // the next request that needs it reads it whole (record and sets).
