@@ -37,7 +37,7 @@ import httpx
 import pytest
 
 import envoyctl
-from browser import Browser
+from browser import Browser, BrowserError
 from envoyctl import McpRoute
 from fingerprint_ref import server_fingerprint
 from rugpull_server import tool_surface as surface
@@ -215,9 +215,15 @@ def _shot(browser: Browser, path: Path) -> Any:
 
 
 def _confirm(browser: Browser, button: str) -> str:
-    """Clicks ``button``, then Confirm; the action's result line once it is in."""
+    """Clicks ``button``, then Confirm; the action's result line once it is in. A click is
+    aimed at where the button was a moment before: when the page's poll re-renders the rows
+    above it in between (a loaded machine), the click lands beside it, so it is made once more."""
     browser.click(button)
-    browser.wait_for("!document.getElementById('confirm-box').hidden", "the confirmation")
+    try:
+        browser.wait_for("!document.getElementById('confirm-box').hidden", "the confirmation", 10)
+    except BrowserError:
+        browser.click(button)
+        browser.wait_for("!document.getElementById('confirm-box').hidden", "the confirmation")
     browser.click("#confirm")
     return browser.wait_for(
         "(() => { const r = document.getElementById('action-result');"
