@@ -588,3 +588,29 @@ fn turning_the_store_on_does_not_open_a_drift_held_before_it() {
         "SCHEMA_CHANGED"
     );
 }
+
+#[test]
+fn a_copy_that_has_not_synced_does_not_close_a_server_an_approval_elsewhere_made_honest() {
+    // B sees the new release drift and an admin approves it on B, all before A's next sync:
+    // A's copy still holds the old baseline when A is listed the approved set.
+    let etcd = Rc::new(RefCell::new(MemoryEtcd::new()));
+    let mut a = instance(&etcd, json!({}));
+    let mut b = instance(&etcd, json!({}));
+    assert_eq!(listed(&mut a, "s1", &honest()), 2);
+    assert_eq!(listed(&mut b, "t1", &honest()), 2);
+    assert_eq!(listed(&mut b, "t2", &rug_pull()), 0);
+    let (code, view) = admin(
+        &mut b,
+        "POST",
+        "servers/deploy/approve",
+        json!({"fingerprint": fp(&rug_pull())}),
+    );
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(
+        listed(&mut a, "s2", &rug_pull()),
+        2,
+        "A reads the store before it closes"
+    );
+    assert_eq!(audited(&a, "schema.changed"), 0);
+    assert_eq!(fleet_record(&etcd)["record"]["status"], "verified");
+}

@@ -280,6 +280,9 @@ pub struct FleetProgress {
     pub absent: Vec<String>,
     /// Why the store could not answer: what needs it fails closed.
     pub failed: Option<String>,
+    /// Servers whose record was read from the store during this callback: a drift is decided
+    /// against a copy at least that fresh.
+    pub refreshed: Vec<String>,
     /// Round trips made for this callback (bounded).
     pub rounds: u32,
 }
@@ -420,6 +423,21 @@ impl<'a> FleetView<'a> {
             }
             self.held = Some(vec![(key.to_string(), held)]);
             return Ok(());
+        }
+        // A new drift on a copy from the store is decided against the store's latest record
+        // first (one read, on drift only): a copy that has not synced yet may predate an
+        // approval another instance made, and closing on it would close an honest server.
+        let new_drift = after.status == SchemaStatus::Changed
+            && before
+                .as_ref()
+                .is_some_and(|b| b.status != SchemaStatus::Changed && b.fleet_rev.is_some());
+        if new_drift
+            && self.progress.failed.is_none()
+            && !self.progress.refreshed.iter().any(|s| s == server)
+        {
+            return Err(self.ask(Need::Read {
+                server: server.to_string(),
+            }));
         }
         let for_fleet = before
             .as_ref()

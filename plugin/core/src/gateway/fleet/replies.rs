@@ -167,6 +167,10 @@ impl Engine {
         server: &str,
         kvs: Vec<Kv>,
     ) -> Option<FleetCall> {
+        let mut exchange = exchange;
+        if let Some(exchange) = exchange.as_deref_mut() {
+            exchange.fleet.refreshed.push(server.to_string());
+        }
         let Some(kv) = kvs.into_iter().next() else {
             if let Some(exchange) = exchange {
                 exchange.fleet.absent.push(server.to_string());
