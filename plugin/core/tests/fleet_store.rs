@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
 use toolseal_core::config::Config;
-use toolseal_core::gateway::fleet::FleetReply;
+use toolseal_core::gateway::fleet::{FleetCall, FleetReply};
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::state::fleet::memory_etcd::MemoryEtcd;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
@@ -34,16 +34,19 @@ fn config(extra: Value) -> Config {
     Config::parse(config.to_string().as_bytes()).unwrap()
 }
 
+/// The in-memory etcd's answer to `call`, as a host hands it to the engine.
+fn ask(etcd: &Etcd, call: &FleetCall) -> FleetReply {
+    match etcd.borrow_mut().call(call.path, &call.body) {
+        Ok((status, body)) => FleetReply::Answered { status, body },
+        Err(why) => FleetReply::Failed(why),
+    }
+}
+
 /// An instance (a fresh process: empty shared data) of a fleet on `etcd`.
 fn instance(etcd: &Etcd, extra: Value) -> NativeReplay {
     let mut gw = NativeReplay::new(config(extra));
     let etcd = Rc::clone(etcd);
-    gw.fleet = Some(Box::new(move |call| {
-        match etcd.borrow_mut().call(call.path, &call.body) {
-            Ok((status, body)) => FleetReply::Answered { status, body },
-            Err(why) => FleetReply::Failed(why),
-        }
-    }));
+    gw.fleet = Some(Box::new(move |call| ask(&etcd, call)));
     gw
 }
 
@@ -317,10 +320,7 @@ fn two_first_contacts_at_once_make_one_baseline_and_the_loser_decides_again() {
             // A's whole first contact lands between B's read and B's write.
             assert_eq!(listed(&mut a, "s1", &honest()), 2);
         }
-        match racing.borrow_mut().call(call.path, &call.body) {
-            Ok((status, body)) => FleetReply::Answered { status, body },
-            Err(why) => FleetReply::Failed(why),
-        }
+        ask(&racing, call)
     }));
     assert_eq!(listed(&mut b, "t1", &rug_pull()), 0, "the loser sees drift");
     assert!(a_cell.borrow().is_none(), "A ran inside B's first contact");
@@ -559,12 +559,7 @@ fn turning_the_store_on_does_not_open_a_drift_held_before_it() {
     assert_eq!(status(&mut a), "changed");
     a.engine = toolseal_core::gateway::engine::Engine::new(config(json!({})));
     let send = Rc::clone(&etcd);
-    a.fleet = Some(Box::new(move |call| {
-        match send.borrow_mut().call(call.path, &call.body) {
-            Ok((status, body)) => FleetReply::Answered { status, body },
-            Err(why) => FleetReply::Failed(why),
-        }
-    }));
+    a.fleet = Some(Box::new(move |call| ask(&send, call)));
     let mut b = instance(&etcd, json!({}));
     assert_eq!(
         listed(&mut b, "t1", &rug_pull()),

@@ -283,17 +283,8 @@ impl Engine {
             return;
         }
         for _ in 0..state::CAS_ATTEMPTS {
-            let held = match store.get(&key) {
-                Ok(held) => held,
-                Err(_) => return,
-            };
-            let (local, expect) = match &held {
-                None => (None, Expect::Absent),
-                Some((bytes, version)) if bytes.is_empty() => (None, Expect::Version(*version)),
-                Some((bytes, version)) => (
-                    serde_json::from_slice::<ServerRecord>(bytes).ok(),
-                    Expect::Version(*version),
-                ),
+            let Some((local, expect)) = read_copy(store, &key) else {
+                return;
             };
             let mut next = record.clone();
             next.fleet_rev = Some(mod_revision);
@@ -389,14 +380,8 @@ impl Engine {
     ) {
         let key = state::record_key(server);
         for _ in 0..state::CAS_ATTEMPTS {
-            let Ok(held) = store.get(&key) else { return };
-            let (local, expect) = match &held {
-                Some((bytes, version)) if !bytes.is_empty() => (
-                    serde_json::from_slice::<ServerRecord>(bytes).ok(),
-                    Expect::Version(*version),
-                ),
-                Some((_, version)) => (None, Expect::Version(*version)),
-                None => (None, Expect::Absent),
+            let Some((local, expect)) = read_copy(store, &key) else {
+                return;
             };
             let mut next = match &local {
                 // A push accepted while the copy moved on: the copy stays, still to push.
@@ -540,4 +525,17 @@ fn usable_set(kv: &Kv) -> Result<String, String> {
         return Err("the tool set has no tools array".into());
     }
     Ok(fingerprint.to_string())
+}
+
+/// The replica's copy of a record (`None`: not held, emptied, or unreadable) and the condition
+/// a write over it is made under; `None` when the host could not read the key.
+fn read_copy(store: &dyn StateStore, key: &str) -> Option<(Option<ServerRecord>, Expect)> {
+    Some(match store.get(key).ok()? {
+        None => (None, Expect::Absent),
+        Some((bytes, version)) if bytes.is_empty() => (None, Expect::Version(version)),
+        Some((bytes, version)) => (
+            serde_json::from_slice::<ServerRecord>(&bytes).ok(),
+            Expect::Version(version),
+        ),
+    })
 }
