@@ -16,7 +16,9 @@ use std::rc::Rc;
 use toolseal_core::config::Config;
 use toolseal_core::gateway::fleet::{FleetCall, FleetReply};
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::state::audit::Counter;
 use toolseal_core::state::fleet::memory_etcd::MemoryEtcd;
+use toolseal_core::state::store::MemoryStore;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 const TOKEN: &str = "s3cret";
@@ -608,4 +610,75 @@ fn a_copy_that_has_not_synced_does_not_close_a_server_an_approval_elsewhere_made
     );
     assert_eq!(audited(&a, "schema.changed"), 0);
     assert_eq!(fleet_record(&etcd)["record"]["status"], "verified");
+}
+
+/// Runs `act` on `worker` over the store its instance's workers share.
+fn on_worker<T>(
+    worker: &mut NativeReplay,
+    shared: &mut MemoryStore,
+    act: impl FnOnce(&mut NativeReplay) -> T,
+) -> T {
+    std::mem::swap(&mut worker.store, shared);
+    let result = act(worker);
+    std::mem::swap(&mut worker.store, shared);
+    result
+}
+
+#[test]
+fn a_drift_decided_after_a_store_read_holds_no_worker_once_approved() {
+    // A's first worker sees the drift on a copy read from the store, so it reads the store
+    // before it closes (a run that waits, then is decided again). Once the drift is approved
+    // on B and A's other worker has listed the approved set, a call on the first worker is
+    // checked like any other: the run that waited left nothing behind on its worker.
+    let etcd = Rc::new(RefCell::new(MemoryEtcd::new()));
+    let mut a1 = instance(&etcd, json!({}));
+    let mut a2 = instance(&etcd, json!({}));
+    let mut shared = std::mem::take(&mut a1.store);
+    let mut b = instance(&etcd, json!({}));
+    assert_eq!(
+        on_worker(&mut a1, &mut shared, |w| listed(w, "s1", &honest())),
+        2
+    );
+    assert_eq!(
+        on_worker(&mut a2, &mut shared, |w| listed(w, "s1", &honest())),
+        2
+    );
+    assert_eq!(listed(&mut b, "t1", &honest()), 2);
+    on_worker(&mut a1, &mut shared, NativeReplay::tick);
+    let trips = |w: &NativeReplay| {
+        w.out
+            .counts
+            .iter()
+            .filter(|(c, _)| *c == Counter::StoreRoundTrips)
+            .count()
+    };
+    let before = trips(&a1);
+    assert_eq!(
+        on_worker(&mut a1, &mut shared, |w| listed(w, "s2", &rug_pull())),
+        0
+    );
+    assert!(trips(&a1) > before, "the drift was decided after a read");
+    b.tick();
+    let (code, view) = admin(
+        &mut b,
+        "POST",
+        "servers/deploy/approve",
+        json!({"fingerprint": fp(&rug_pull())}),
+    );
+    assert_eq!(code, 200, "{view}");
+    on_worker(&mut a1, &mut shared, NativeReplay::tick);
+    assert_eq!(
+        on_worker(&mut a2, &mut shared, |w| listed(w, "s3", &rug_pull())),
+        2
+    );
+    let args = json!({"branch": "main", "region": "x"});
+    assert_eq!(
+        on_worker(&mut a1, &mut shared, |w| call(
+            w,
+            "s3",
+            "deploy_preview",
+            args
+        )),
+        "FORWARDED"
+    );
 }

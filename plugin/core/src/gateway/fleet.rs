@@ -93,6 +93,39 @@ struct Decided {
     exchange: Exchange,
     outputs: CollectedOutputs,
     writes: Vec<(String, Vec<u8>)>,
+    /// What the run held or released on its worker (see [`Engine::held`]).
+    held: HeldChange,
+}
+
+/// What one run changed in its worker's held servers. A run that waits for the store is
+/// done again from what the store answers, so what it held or released is taken back
+/// (a hold left by a run that was only waiting would refuse calls after the list that
+/// followed closed or verified the server); a kept run's change is made when its answer
+/// stands.
+#[derive(Debug, Default)]
+struct HeldChange {
+    held: Vec<String>,
+    released: Vec<String>,
+}
+
+impl HeldChange {
+    /// Takes back what the run changed since `before`, returning it.
+    fn take_back(engine: &mut Engine, before: std::collections::BTreeSet<String>) -> Self {
+        let after = std::mem::replace(&mut engine.held, before);
+        HeldChange {
+            held: after.difference(&engine.held).cloned().collect(),
+            released: engine.held.difference(&after).cloned().collect(),
+        }
+    }
+
+    fn make(&self, engine: &mut Engine) {
+        for server in &self.held {
+            engine.hold(server);
+        }
+        for server in &self.released {
+            engine.release(server);
+        }
+    }
 }
 
 impl std::fmt::Debug for Decided {
@@ -212,6 +245,7 @@ impl Engine {
             if !exchange.server.is_empty() {
                 self.apply_fleet_config(&mut view, &mut held, now_ms, &exchange.server.clone());
             }
+            let held_before = self.held.clone();
             let result = run(self, &mut view, &mut held, exchange);
             let end = view.finish();
             let Some(need) = end.need else {
@@ -223,12 +257,14 @@ impl Engine {
                 }
                 return Ok(result);
             };
+            let held_change = HeldChange::take_back(self, held_before);
             let decided = match end.decided {
                 Some(writes) => Some(Decided {
                     result,
                     exchange: std::mem::replace(exchange, saved),
                     outputs: held,
                     writes,
+                    held: held_change,
                 }),
                 None => {
                     *exchange = saved;
@@ -288,6 +324,7 @@ impl Engine {
             state::push_audit(store, &event.to_json(), self.config.audit.ring_size);
         }
         replay(&decided.outputs, out);
+        decided.held.make(self);
         *exchange = decided.exchange;
         exchange.fleet = Default::default();
         Some(decided.result)
