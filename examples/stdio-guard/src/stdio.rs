@@ -159,6 +159,8 @@ fn pump(
             Ok(Input::Server(Line::Message(body))) => {
                 match policy.call(|p| p.server_message(ctx, &body))? {
                     Verdict::Pass => to_client(&body)?,
+                    // A message dropped (an answer to no waiting request): no line at all.
+                    Verdict::Rewrite(bytes) if bytes.is_empty() => {}
                     Verdict::Rewrite(bytes) => to_client(&bytes)?,
                     Verdict::Reply(reply) => to_server(&mut child_stdin, &reply.body),
                 }

@@ -567,14 +567,26 @@ fn the_approved_annotations_decide_as_in_the_call_check() {
 }
 
 #[test]
-fn a_list_answer_without_a_seen_request_hides_what_a_principal_would_decide() {
+fn a_list_answered_on_a_resumed_stream_hides_what_a_principal_would_decide() {
     let mut gw = gateway(json!({}));
     list(
         &mut gw,
         &[("x-user-group", "ops")],
         json!({"tools": tools()}),
     );
-    // A tools/list answer on the GET stream, answering no request this gateway saw.
+    // The POST's event stream closes before its tools/list is answered...
+    let asked = HttpExchange {
+        response_headers: vec![("content-type".into(), "text/event-stream".into())],
+        response_body: Vec::new(),
+        ..post(
+            &[("mcp-session-id", "s1"), ("x-user-group", "ops")],
+            json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}),
+            json!({}),
+        )
+    };
+    gw.exchange("deploy", &asked, 64);
+    // ...and the answer comes on the GET stream the client reopens: the principals of the
+    // request are not known there.
     let answer = json!({"jsonrpc": "2.0", "id": 99, "result": {"tools": tools()}});
     let ex = HttpExchange {
         http_method: "GET".into(),
@@ -592,6 +604,22 @@ fn a_list_answer_without_a_seen_request_hides_what_a_principal_would_decide() {
     let data: Value =
         serde_json::from_str(text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap()).unwrap();
     assert_eq!(names(&data["result"]), ["deploy_preview", "get_weather"]);
+
+    // A second answer to the same id, on another resumed stream, answers nothing.
+    let again = gw.exchange("deploy", &ex, 64);
+    assert!(
+        again.response_body.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&again.response_body)
+    );
+    assert_eq!(
+        gw.out
+            .audits
+            .iter()
+            .filter(|a| a.event == "response.unsolicited")
+            .count(),
+        1
+    );
 }
 
 #[test]

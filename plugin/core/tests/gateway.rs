@@ -536,9 +536,10 @@ fn a_list_response_that_cannot_be_inspected_fails_closed() {
 }
 
 #[test]
-fn a_string_id_does_not_match_a_numeric_list_request() {
+fn a_string_id_that_spells_a_numeric_list_request_is_checked_as_its_answer() {
     let mut gw = gateway(json!({"posture": "strict"}));
-    // The client asked tools/list with id 1; the server answers id "1" with tools.
+    // The client asked tools/list with id 1; the server answers id "1" with tools, which a
+    // TypeScript client files under Number("1"): it is checked as that list's answer.
     let ex = post(
         "s1",
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
@@ -548,8 +549,22 @@ fn a_string_id_does_not_match_a_numeric_list_request() {
     let text = String::from_utf8(out.response_body).unwrap();
     assert!(
         text.contains("\"tools\":[]"),
-        "a tool list under any id is checked: {text}"
+        "withheld under strict: {text}"
     );
+    assert_eq!(unsolicited(&gw), 0);
+    // An id that spells no number of a waiting request answers nothing.
+    let ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        Some(json!({"jsonrpc": "2.0", "id": "0x2", "result": {"tools": [weather()]}})),
+    );
+    let out = gw.exchange("deploy", &ex, 4);
+    assert!(
+        out.response_body.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.response_body)
+    );
+    assert_eq!(unsolicited(&gw), 1);
 }
 
 #[test]
@@ -572,4 +587,123 @@ fn admin_addresses_a_server_id_holding_a_slash_percent_encoded() {
     assert_eq!(view["server"], "httproute/ns/name/rule/0");
     let (c, _) = admin(&mut gw, "GET", "servers/bad%zz", Some(TOKEN), Value::Null);
     assert_eq!(c, 400);
+}
+
+fn unsolicited(gw: &NativeReplay) -> usize {
+    gw.out
+        .audits
+        .iter()
+        .filter(|a| a.event == "response.unsolicited")
+        .count()
+}
+
+/// The data lines of an event stream, parsed.
+fn events(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_second_answer_to_one_id_on_a_stream_is_dropped() {
+    let mut gw = gateway(json!({}));
+    assert_eq!(list(&mut gw, "s1", &[weather()]).len(), 1);
+    // A ping answered twice: the second answer would be read as the answer to whatever
+    // the client sends next under that id.
+    let first = json!({"jsonrpc": "2.0", "id": 5, "result": {}});
+    let second = json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": [deploy_v2()]}});
+    let mut ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        None,
+    );
+    ex.response_body = format!("data: {first}\n\ndata: {second}\n\n").into_bytes();
+    let out = gw.exchange("deploy", &ex, 7);
+    assert_eq!(events(&out.response_body), vec![first]);
+    assert_eq!(unsolicited(&gw), 1);
+    let dropped = gw
+        .out
+        .decisions
+        .iter()
+        .find(|d| d.decision == "drop")
+        .unwrap();
+    assert_eq!(dropped.error_code, Some("UNSOLICITED_RESPONSE"));
+}
+
+#[test]
+fn a_json_answer_to_an_id_never_sent_is_dropped_and_the_request_answered_with_an_error() {
+    let mut gw = gateway(json!({}));
+    assert_eq!(list(&mut gw, "s1", &[weather()]).len(), 1);
+    let mut ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/list"}),
+        None,
+    );
+    ex.response_headers = vec![("content-type".into(), "application/json".into())];
+    ex.response_body = json!({"jsonrpc": "2.0", "id": 2, "result": {"prompts": []}})
+        .to_string()
+        .into_bytes();
+    let out = gw.exchange("deploy", &ex, 64);
+    let answer: Value = serde_json::from_slice(&out.response_body).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("answered none")
+    );
+    assert_eq!(unsolicited(&gw), 1);
+
+    // A batch keeps the answers that answer something.
+    let mut ex = post(
+        "s1",
+        json!([{"jsonrpc": "2.0", "id": 3, "method": "ping"}, {"jsonrpc": "2.0", "id": 4, "method": "ping"}]),
+        None,
+    );
+    ex.response_headers = vec![("content-type".into(), "application/json".into())];
+    ex.response_body = json!([{"jsonrpc": "2.0", "id": 3, "result": {}},
+        {"jsonrpc": "2.0", "id": 9, "error": {"code": -32000, "message": "x"}}])
+    .to_string()
+    .into_bytes();
+    let out = gw.exchange("deploy", &ex, 64);
+    let answer: Value = serde_json::from_slice(&out.response_body).unwrap();
+    assert_eq!(answer, json!([{"jsonrpc": "2.0", "id": 3, "result": {}}]));
+    assert_eq!(unsolicited(&gw), 2);
+}
+
+#[test]
+fn an_error_without_an_id_passes_only_while_a_request_waits() {
+    let mut gw = gateway(json!({}));
+    let error =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}});
+    let ex = post(
+        "s1",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        Some(error.clone()),
+    );
+    let out = gw.exchange("deploy", &ex, 64);
+    assert_eq!(events(&out.response_body), vec![error.clone()]);
+    assert_eq!(unsolicited(&gw), 0);
+    // The same error on a stream that answers no request (a GET of a session that waits for
+    // nothing) answers nothing.
+    let mut ex = post("s2", json!({}), Some(error));
+    ex.http_method = "GET".into();
+    ex.request_body = Vec::new();
+    let out = gw.exchange("deploy", &ex, 64);
+    assert!(events(&out.response_body).is_empty());
+    assert_eq!(unsolicited(&gw), 1);
+}
+
+#[test]
+fn a_request_a_server_makes_of_the_client_passes() {
+    let mut gw = gateway(json!({}));
+    let request = json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
+    let mut ex = post("s1", json!({}), Some(request.clone()));
+    ex.http_method = "GET".into();
+    ex.request_body = Vec::new();
+    let out = gw.exchange("deploy", &ex, 64);
+    assert_eq!(events(&out.response_body), vec![request]);
+    assert_eq!(unsolicited(&gw), 0);
 }

@@ -376,13 +376,20 @@ fn a_result_delivered_on_a_resumed_get_stream_is_held_to_the_contract() {
     assert_replaced(&data_line(&resumed.response_body));
     assert_eq!(mismatches(&gw).len(), 1);
 
-    // Observe mode audits it and passes it; another session's GET knows nothing of the call.
+    // Observe mode audits it and passes it; another session's GET knows nothing of the call,
+    // so the answer there answers nothing and is dropped.
     let mut gw = gateway("observe");
     call(&mut gw, "text/event-stream", b"id: 4\ndata: \n\n");
     let body = sse(&answer(BAD));
     let other = gw.exchange("weather", &resumed_get("s2", &body), 5);
-    assert_eq!(other.response_body, body);
+    assert_eq!(other.response_body, b": keepalive\n\n");
     assert!(mismatches(&gw).is_empty());
+    let unsolicited = gw
+        .out
+        .audits
+        .iter()
+        .filter(|a| a.event == "response.unsolicited");
+    assert_eq!(unsolicited.count(), 1);
     let resumed = gw.exchange("weather", &resumed_get("s1", &body), 5);
     assert_eq!(resumed.response_body, body);
     assert_eq!(mismatches(&gw)[0]["problem"], PROBLEM);

@@ -166,6 +166,9 @@ pub struct Exchange {
     pub pending_calls: Vec<PendingCall>,
     /// Other requests awaiting an answer (id, method), so each answer's record names its method.
     pub pending_other: Vec<(Value, String)>,
+    /// The ids a resumed stream took over from its session's earlier exchanges (see
+    /// [`crate::gateway::resume`]): those it answers leave the session's slot at its end.
+    pub resumed: Vec<Value>,
     /// Response framing state.
     pub response: crate::gateway::response::ResponseState,
     /// The request path without its query, kept when a view reads it.

@@ -1,7 +1,7 @@
 //! Client requests: the checks every request passes before it may reach the server.
 //!
 //! Main design decision: a request is refused before it is forwarded, never after. The
-//! headers are checked first (a POST carries JSON; a resumed stream's awaited calls are
+//! headers are checked first (a POST carries JSON; a resumed stream's awaited requests are
 //! readable), then the whole body: every message of a batch is checked before any is
 //! recorded, and a batch with one refused call is answered locally as a whole, so the server
 //! never sees part of a batch. A request the host could not hand over, whose server cannot be
@@ -30,11 +30,11 @@ impl Engine {
         info: &RequestInfo<'_>,
     ) -> RequestVerdict {
         if info.http_method.eq_ignore_ascii_case("GET")
-            && let Err(e) = self.resume_calls(store, exchange)
+            && let Err(e) = self.resume_awaited(store, exchange)
             && self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
         {
             // The results this stream may deliver could not be checked.
-            let reason = format!("the session's awaited calls could not be read: {e}");
+            let reason = format!("the session's awaited requests could not be read: {e}");
             return self.refuse(store, out, now_ms, exchange, Refusal::unavailable(&reason));
         }
         if info.http_method.eq_ignore_ascii_case("POST") && !is_json(info.content_type) {

@@ -9,9 +9,10 @@
 
 mod fail_closed;
 
-use crate::gateway::engine::{Engine, Exchange, PendingList};
-use crate::gateway::unread::{Unread, may_hold_tools};
-use crate::state::audit::Outputs;
+use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::unread::{Unread, awaits_answer, may_hold_tools};
+use crate::policy::status::SchemaStatus;
+use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::first_value::FirstValue;
 use crate::wire::jsonrpc::{self, Message, Payload};
@@ -108,7 +109,8 @@ impl Engine {
         BodyPlan::Buffer
     }
 
-    /// A complete buffered body; returns the body to forward instead, if it changes.
+    /// A complete buffered body; returns the body to forward instead, if it changes (empty:
+    /// nothing of it is forwarded).
     pub fn response_json(
         &mut self,
         store: &mut dyn StateStore,
@@ -155,12 +157,23 @@ impl Engine {
                 return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
             }
         };
-        self.read_payload(store, out, now_ms, exchange, body, payload)
+        let forward = self.read_payload(store, out, now_ms, exchange, body, payload);
+        let answered_nothing = forward.as_ref().is_some_and(Vec::is_empty)
+            && matches!(exchange.response, ResponseState::Json(_))
+            && awaits_answer(exchange);
+        if answered_nothing {
+            // The body was this POST's answer and nothing of it answered the POST: its
+            // requests get an error rather than no answer at all.
+            let why = "the server's answer answered none of the requests it was sent";
+            return Some(self.fail_closed_bytes(store, out, now_ms, exchange, why));
+        }
+        forward
     }
 
     /// One whole server message (stdio, or any framing that delivers messages whole): always
     /// inspected, so `notifications/tools/list_changed` and tool lists are never missed.
-    /// Returns the message to forward instead, if it changes.
+    /// Returns the message to forward instead, if it changes (empty: forward nothing, the
+    /// message was dropped).
     pub fn server_message_bytes(
         &mut self,
         store: &mut dyn StateStore,
@@ -202,6 +215,8 @@ impl Engine {
             Some(data) if !data.is_empty() => self
                 .server_data(store, out, now_ms, exchange, data)
                 .map(|forward| match (forward, &event.data) {
+                    // Its message was dropped: the event goes with it.
+                    (Forward::Bytes(bytes), _) if bytes.is_empty() => Vec::new(),
                     // One `data` line, read in place: the number is spliced into the event's
                     // own bytes (no re-framing of a large list).
                     (Forward::Splice(at, n), Some(Cow::Borrowed(line))) => {
@@ -250,8 +265,11 @@ impl Engine {
         exchange: &mut Exchange,
         data: &[u8],
     ) -> Option<Forward> {
+        // Every response is read (its id must answer a waiting request); an event without the
+        // bytes `id` (nor an escape that could spell them) is a notification.
         let relevant = !exchange.pending_lists.is_empty()
             || !exchange.pending_calls.is_empty()
+            || data.windows(2).any(|w| w == b"id")
             || data.windows(12).any(|w| w == b"list_changed")
             || may_hold_tools(data);
         if !relevant {
@@ -274,7 +292,8 @@ impl Engine {
     }
 
     /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a checked list's
-    /// bytes (see [`crate::gateway::known_list`]); returns the bytes to forward instead, if any.
+    /// bytes (see [`crate::gateway::known_list`]); returns the bytes to forward instead, if any
+    /// (empty: no message of it is left to forward).
     fn read_payload(
         &mut self,
         store: &mut dyn StateStore,
@@ -285,9 +304,11 @@ impl Engine {
         payload: Payload,
     ) -> Option<Vec<u8>> {
         self.checked_list = None;
-        let replaced = self
-            .server_payload(store, out, now_ms, exchange, &payload)
-            .map(|value| crate::wire::json::encode(&value));
+        let replaced = match self.server_payload(store, out, now_ms, exchange, &payload) {
+            Fate::Unchanged => None,
+            Fate::Replaced(value) => Some(crate::wire::json::encode(&value)),
+            Fate::Dropped => Some(Vec::new()),
+        };
         // The list check leaves the fingerprint it computed for a whole list, served or
         // filtered: `body` and `payload` are the server's bytes and their parse either way
         // (a filtered answer is rebuilt from them the next time too).
@@ -297,8 +318,8 @@ impl Engine {
         replaced
     }
 
-    /// The messages of a response payload; returns the payload to forward instead, if any
-    /// message changed.
+    /// The messages of a response payload: what is forwarded instead when a message changed
+    /// or was dropped (a batch keeps the messages that stand).
     fn server_payload(
         &mut self,
         store: &mut dyn StateStore,
@@ -306,27 +327,35 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         payload: &Payload,
-    ) -> Option<Value> {
-        let mut replaced = Vec::with_capacity(payload.messages().len());
+    ) -> Fate {
+        let mut fates = Vec::with_capacity(payload.messages().len());
         for message in payload.messages() {
-            replaced.push(self.server_message(store, out, now_ms, exchange, message));
+            fates.push(self.server_message(store, out, now_ms, exchange, message));
         }
-        if replaced.iter().all(Option::is_none) {
-            return None;
+        if fates.iter().all(|f| matches!(f, Fate::Unchanged)) {
+            return Fate::Unchanged;
         }
         // Unchanged messages are copied only when something changed (a list result is large).
-        let values: Vec<Value> = replaced
+        let values: Vec<Value> = fates
             .into_iter()
             .zip(payload.messages())
-            .map(|(new, message)| new.unwrap_or_else(|| message.to_value()))
+            .filter_map(|(fate, message)| match fate {
+                Fate::Unchanged => Some(message.to_value()),
+                Fate::Replaced(value) => Some(value),
+                Fate::Dropped => None,
+            })
             .collect();
-        match payload {
-            Payload::Single(_) => values.into_iter().next(),
-            Payload::Batch(_) => Some(Value::Array(values)),
+        match (payload, values.is_empty()) {
+            (_, true) => Fate::Dropped,
+            (Payload::Single(_), false) => values
+                .into_iter()
+                .next()
+                .map_or(Fate::Dropped, Fate::Replaced),
+            (Payload::Batch(_), false) => Fate::Replaced(Value::Array(values)),
         }
     }
 
-    /// One server message; returns the message to forward instead, if it changes.
+    /// One server message: forwarded as it is, replaced, or dropped.
     fn server_message(
         &mut self,
         store: &mut dyn StateStore,
@@ -334,13 +363,13 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         message: &Message,
-    ) -> Option<Value> {
+    ) -> Fate {
         match message {
             Message::Notification { method, .. }
                 if method == "notifications/tools/list_changed" =>
             {
                 self.list_changed(store, out, now_ms, exchange);
-                None
+                Fate::Unchanged
             }
             Message::Response { id, result } => {
                 let list = exchange
@@ -351,7 +380,7 @@ impl Engine {
                     let request = exchange.pending_lists.remove(index);
                     let list =
                         self.list_result(store, out, now_ms, exchange, &request, result, None);
-                    return list.into_answer(id, result);
+                    return Fate::from(list.into_answer(id, result));
                 }
                 if let Some(index) = exchange
                     .pending_calls
@@ -359,45 +388,66 @@ impl Engine {
                     .position(|c| same_id(&c.id, id))
                 {
                     let call = exchange.pending_calls.remove(index);
-                    let new = self.call_result(store, out, now_ms, exchange, &call, result)?;
-                    return Some(answer(id, new));
+                    let new = self.call_result(store, out, now_ms, exchange, &call, result);
+                    return Fate::from(new.map(|new| answer(id, new)));
                 }
-                if result.get("tools").is_some_and(Value::is_array) {
-                    // A tool list the client did not visibly ask for: check it all the same.
-                    let mut request = PendingList::new(id.clone(), None);
-                    request.stateless = exchange.stateless();
-                    let list =
-                        self.list_result(store, out, now_ms, exchange, &request, result, None);
-                    return list.into_answer(id, result);
+                match take_other(exchange, id) {
+                    Some(method) => {
+                        self.pass_record(store, out, exchange, "response", message, Some(&method));
+                        Fate::Unchanged
+                    }
+                    None => self.unsolicited(store, out, now_ms, exchange, id),
                 }
-                let answers = take_other(exchange, id);
-                self.pass_record(
-                    store,
-                    out,
-                    exchange,
-                    "response",
-                    message,
-                    answers.as_deref(),
-                );
-                None
             }
-            Message::Error { id, .. } => {
-                let answers = settle(exchange, id);
-                self.pass_record(
-                    store,
-                    out,
-                    exchange,
-                    "response",
-                    message,
-                    answers.as_deref(),
-                );
-                None
+            // An error the server could not tie to a request (`id: null`) may answer any
+            // request still waiting; with none waiting, it answers nothing.
+            Message::Error { id, .. } if id.is_null() && awaits_answer(exchange) => {
+                self.pass_record(store, out, exchange, "response", message, None);
+                Fate::Unchanged
             }
+            Message::Error { id, .. } => match settle(exchange, id) {
+                Some(method) => {
+                    self.pass_record(store, out, exchange, "response", message, Some(&method));
+                    Fate::Unchanged
+                }
+                None => self.unsolicited(store, out, now_ms, exchange, id),
+            },
             _ => {
                 self.pass_record(store, out, exchange, "response", message, None);
-                None
+                Fate::Unchanged
             }
         }
+    }
+
+    /// A response whose id answers no request of this client still waiting (a second answer
+    /// to one id, an id never sent, a result nobody asked for): a client would take it for
+    /// the answer to whatever it sends next under that id, past every check, so it is dropped
+    /// and audited.
+    fn unsolicited(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        id: &Value,
+    ) -> Fate {
+        let why = "the server sent a response whose id answers no request of this client still \
+            waiting (a second answer, an id never sent, or an unsolicited result); it was dropped";
+        let mut detail = serde_json::Map::new();
+        detail.insert("id".into(), id.clone());
+        let event = self.event("response.unsolicited", exchange, now_ms, None, why, detail);
+        self.emit(store, out, &event);
+        out.count(Counter::ResponsesDropped, Some("unsolicited"));
+        let status = self
+            .record(store, &exchange.server)
+            .ok()
+            .flatten()
+            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let mut decision = self.decision(exchange, "response", "response", Some(id), status);
+        decision.decision = "drop";
+        decision.error_code = Some("UNSOLICITED_RESPONSE");
+        out.decision(&decision);
+        Fate::Dropped
     }
 
     fn list_changed(
@@ -440,6 +490,22 @@ impl Engine {
             status,
         );
         out.decision(&decision);
+    }
+}
+
+/// What becomes of one server message (or of a payload).
+enum Fate {
+    /// Forwarded as the server sent it.
+    Unchanged,
+    /// Forwarded as this value instead.
+    Replaced(Value),
+    /// Not forwarded at all.
+    Dropped,
+}
+
+impl From<Option<Value>> for Fate {
+    fn from(replacement: Option<Value>) -> Self {
+        replacement.map_or(Fate::Unchanged, Fate::Replaced)
     }
 }
 
@@ -516,14 +582,59 @@ fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
     Some(exchange.pending_other.remove(index).1)
 }
 
-/// Whether a response id answers a request id the way JSON-RPC clients match them: equal
-/// strings, or numbers of equal value (`7` and `7.0` are the same id to a JavaScript or Python
-/// client, so they must be to the gateway). A string never matches a number.
+/// Whether a response id answers a request id the way a JSON-RPC client matches them: equal
+/// values, numbers of equal value (`7` and `7.0`), or a number and the decimal integer
+/// string a server echoed for it (the TypeScript SDK looks an answer up under `Number(id)`,
+/// so `"7"` answers request `7` for it). An id that matches nothing is dropped as an answer
+/// to no request, so a looser spelling a client might also accept (`"0x7"`) is never passed
+/// on unchecked: at worst its client waits.
 pub(crate) fn same_id(request: &Value, response: &Value) -> bool {
-    match (request, response) {
-        (Value::Number(a), Value::Number(b)) => {
-            a == b || a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y)
+    if request == response {
+        return true;
+    }
+    match (id_number(request), id_number(response)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The value of a number id, or of a string id that spells a decimal integer (surrounding
+/// whitespace allowed).
+fn id_number(id: &Value) -> Option<f64> {
+    match id {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<i64>().ok().map(|n| n as f64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_id;
+    use serde_json::json;
+
+    #[test]
+    fn ids_match_as_a_client_files_them() {
+        for (request, response) in [
+            (json!(7), json!(7.0)),
+            (json!(7), json!("7")),
+            (json!(7), json!(" 7\n")),
+            (json!(-7), json!("-7")),
+            (json!(7), json!("+7")),
+            (json!("abc"), json!("abc")),
+        ] {
+            assert!(same_id(&request, &response), "{request} {response}");
         }
-        (a, b) => a == b,
+        for (request, response) in [
+            (json!(7), json!("7x")),
+            (json!(7), json!("7.5")),
+            (json!(7), json!("0x7")),
+            (json!("abc"), json!("abd")),
+            (json!(7), json!(null)),
+            (json!(1), json!("")),
+            (json!(1), json!(true)),
+        ] {
+            assert!(!same_id(&request, &response), "{request} {response}");
+        }
     }
 }

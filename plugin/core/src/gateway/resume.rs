@@ -1,58 +1,211 @@
-//! Results delivered on a resumed stream: a checked `tools/call` whose answer arrives on
-//! another HTTP exchange than its request.
+//! Answers delivered on a resumed stream: requests whose answer arrives on another HTTP
+//! exchange than the request.
 //!
 //! Main design decision: a Streamable HTTP server may close a POST event stream before it
-//! answers a call and deliver the result on the GET stream the client reopens with
-//! `Last-Event-ID` (resumability, SSE polling). The result contract of such a call must still be
-//! checked, but the GET is another exchange, possibly on another worker VM. So an exchange that
-//! ends with checked calls unanswered writes them to its session's slot in the shared store,
-//! and a GET of that session reads them back into its pending calls. Bounded like session
-//! snapshots: one slot per (server, session) hash, at most [`MAX_AWAITED`] calls in it; a slot
-//! collision evicts, and an evicted call's result is then read as an unknown answer.
+//! answers and deliver the answer on the GET stream the client reopens with `Last-Event-ID`
+//! (resumability, SSE polling). The answer must still be checked (a tool list, a call's
+//! result contract), and it must be told from an answer nobody asked for, which is dropped.
+//! The GET is another exchange, possibly on another worker VM. So an exchange that ends with
+//! requests unanswered writes them to its session's slot in the shared store, a GET of that
+//! session reads them back as pending, and the GET's end takes out of the slot what it
+//! answered (a second answer to one id is then unsolicited). Bounded like session
+//! snapshots: one slot per (server, session) hash, at most [`MAX_AWAITED`] requests of each
+//! kind in it; a slot collision evicts, and an evicted request's answer is then unsolicited
+//! (dropped: its client is left without it, never given it unchecked). The slot changes by
+//! compare-and-swap from the very value read, so two exchanges of one session ending at
+//! once both keep what they left.
 
-use crate::gateway::engine::{Engine, Exchange, PendingCall};
+use crate::gateway::engine::{Engine, Exchange, PendingCall, PendingList};
 use crate::gateway::response::same_id;
 use crate::state::slot;
 use crate::state::store::{Expect, StateStore, StoreError};
 use serde_json::{Value, json};
 
-/// Checked calls kept per session slot (the oldest go first).
-pub const MAX_AWAITED: usize = 32;
+/// Requests kept per session slot (the oldest go first).
+pub const MAX_AWAITED: usize = 64;
+
+/// How many times an exchange's end tries to swap the slot before it gives up (the slot
+/// then misses its requests: their answers are dropped as unsolicited).
+const SWAPS: usize = 8;
+
+/// One request awaiting its answer, as a slot keeps it.
+#[derive(Debug, Clone)]
+struct Waiting {
+    id: Value,
+    method: String,
+    /// A call's tool, and whether its result is checked against a contract.
+    tool: Option<String>,
+    check: bool,
+    /// A list's cursor, and whether it was asked under a stateless revision.
+    cursor: Option<String>,
+    stateless: bool,
+}
+
+impl Waiting {
+    fn of(exchange: &Exchange) -> impl Iterator<Item = Waiting> + '_ {
+        let calls = exchange.pending_calls.iter().map(|c| Waiting {
+            id: c.id.clone(),
+            method: "tools/call".into(),
+            tool: Some(c.tool.clone()),
+            check: c.check_result,
+            cursor: None,
+            stateless: c.stateless,
+        });
+        let lists = exchange.pending_lists.iter().map(|l| Waiting {
+            id: l.id.clone(),
+            method: "tools/list".into(),
+            tool: None,
+            check: false,
+            cursor: l.cursor.clone(),
+            stateless: l.stateless,
+        });
+        let other = exchange.pending_other.iter().map(|(id, method)| Waiting {
+            id: id.clone(),
+            method: method.clone(),
+            tool: None,
+            check: false,
+            cursor: None,
+            stateless: false,
+        });
+        calls.chain(lists).chain(other)
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"id": self.id, "method": self.method, "tool": self.tool, "check": self.check,
+            "cursor": self.cursor, "stateless": self.stateless})
+    }
+
+    /// An entry of a slot; one written before the slot kept every kind (`calls`, no
+    /// `method`) is a checked call.
+    fn parse(entry: &Value) -> Option<Waiting> {
+        let text = |name: &str| entry.get(name).and_then(Value::as_str).map(str::to_string);
+        let flag = |name: &str| entry.get(name).and_then(Value::as_bool);
+        let id = entry
+            .get("id")
+            .filter(|id| id.is_string() || id.is_number())?;
+        let waiting = Waiting {
+            id: id.clone(),
+            method: text("method").unwrap_or_else(|| "tools/call".into()),
+            tool: text("tool"),
+            check: flag("check").unwrap_or(true),
+            cursor: text("cursor"),
+            stateless: flag("stateless") == Some(true),
+        };
+        (waiting.method != "tools/call" || waiting.tool.is_some()).then_some(waiting)
+    }
+
+    /// Makes it pending on `exchange` again, unless a request of that id already is.
+    fn resume(self, exchange: &mut Exchange, session: &str) {
+        if waits(exchange, &self.id) {
+            return;
+        }
+        match (self.method.as_str(), self.tool) {
+            ("tools/call", Some(tool)) => exchange.pending_calls.push(PendingCall {
+                id: self.id,
+                tool,
+                check_result: self.check,
+                stateless: self.stateless,
+                allowed_at: None,
+            }),
+            ("tools/list", _) => {
+                let mut list = PendingList::new(self.id, Some(session));
+                list.cursor = self.cursor;
+                list.stateless = self.stateless;
+                exchange.pending_lists.push(list);
+            }
+            _ => exchange.pending_other.push((self.id, self.method)),
+        }
+    }
+}
+
+/// Whether a request of `exchange` with this id still waits for its answer.
+fn waits(exchange: &Exchange, id: &Value) -> bool {
+    let calls = exchange.pending_calls.iter().any(|c| same_id(&c.id, id));
+    let lists = exchange.pending_lists.iter().any(|l| same_id(&l.id, id));
+    calls || lists || exchange.pending_other.iter().any(|(o, _)| same_id(o, id))
+}
+
+/// The slot's requests for (server, session); none when it is another pair's (a hash
+/// collision) or unreadable.
+fn parse_slot(bytes: &[u8], server: &str, session: &str) -> Vec<Waiting> {
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        return Vec::new();
+    };
+    let owner = value.get("server").and_then(Value::as_str) == Some(server)
+        && value.get("session").and_then(Value::as_str) == Some(session);
+    let entries = value.get("waiting").or_else(|| value.get("calls"));
+    match (owner, entries.and_then(Value::as_array)) {
+        (true, Some(entries)) => entries
+            .iter()
+            .take(MAX_AWAITED)
+            .filter_map(Waiting::parse)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn slot_json(waiting: &[Waiting], server: &str, session: &str) -> Value {
+    let entries: Vec<Value> = waiting.iter().map(Waiting::to_json).collect();
+    json!({"server": server, "session": session, "waiting": entries})
+}
 
 impl Engine {
-    /// At the end of an exchange: keeps its checked calls that got no answer, so that a
-    /// resumed stream of the same session can check their results.
+    /// At the end of an exchange: keeps its requests that got no answer, so that a resumed
+    /// stream of the same session can check theirs, and takes out of the slot the ones it
+    /// resumed and answered.
     pub fn exchange_end(&mut self, store: &mut dyn StateStore, exchange: &Exchange) {
         let Some(session) = exchange.session.as_deref() else {
             return;
         };
-        if !exchange.pending_calls.iter().any(|c| c.check_result) {
+        let unanswered = !exchange.pending_calls.is_empty()
+            || !exchange.pending_lists.is_empty()
+            || !exchange.pending_other.is_empty();
+        // A request this stream resumed and no longer waits for was answered here.
+        let answered =
+            |id: &Value| exchange.resumed.iter().any(|r| same_id(r, id)) && !waits(exchange, id);
+        if !unanswered && exchange.resumed.iter().all(|id| waits(exchange, id)) {
             return;
         }
-        let slots = self.config.limits.session_slots;
-        // Calls of the session's earlier streams that cannot be read back are lost, as if
-        // evicted; this exchange's own are kept.
-        let mut calls = awaited(store, &exchange.server, session, slots).unwrap_or_default();
-        for call in exchange.pending_calls.iter().filter(|c| c.check_result) {
-            calls.retain(|kept| !same_id(&kept.id, &call.id));
-            calls.push(call.clone());
-        }
-        let excess = calls.len().saturating_sub(MAX_AWAITED);
-        calls.drain(..excess);
-        let entries: Vec<Value> = calls
-            .iter()
-            .map(|c| json!({"id": c.id, "tool": c.tool}))
-            .collect();
-        let value = json!({"server": exchange.server, "session": session, "calls": entries});
-        if let Ok(bytes) = serde_json::to_vec(&value) {
-            let _ = store.set(&key(&exchange.server, session, slots), &bytes, Expect::Any);
+        let key = key(&exchange.server, session, self.config.limits.session_slots);
+        for _ in 0..SWAPS {
+            let Ok(held) = store.get(&key) else {
+                return;
+            };
+            let (before, expect) = match &held {
+                Some((bytes, version)) => (
+                    parse_slot(bytes, &exchange.server, session),
+                    Expect::Version(*version),
+                ),
+                None => (Vec::new(), Expect::Absent),
+            };
+            let unchanged = slot_json(&before, &exchange.server, session);
+            // What this exchange answered leaves; what it leaves unanswered is added.
+            let mut after = before;
+            after.retain(|w| !answered(&w.id));
+            for waiting in Waiting::of(exchange) {
+                after.retain(|kept| !same_id(&kept.id, &waiting.id));
+                after.push(waiting);
+            }
+            let excess = after.len().saturating_sub(MAX_AWAITED);
+            after.drain(..excess);
+            let value = slot_json(&after, &exchange.server, session);
+            if held.is_some() && value == unchanged {
+                return;
+            }
+            let Ok(bytes) = serde_json::to_vec(&value) else {
+                return;
+            };
+            match store.set(&key, &bytes, expect) {
+                Err(StoreError::Conflict) => continue,
+                _ => return,
+            }
         }
     }
 
-    /// On a GET (an event stream that may resume earlier ones): the checked calls of the
-    /// session still awaiting their result become pending on this exchange too. An error: the
-    /// slot could not be read.
-    pub(crate) fn resume_calls(
+    /// On a GET (an event stream that may resume earlier ones): the requests of the session
+    /// still awaiting their answer become pending on this exchange too. An error: the slot
+    /// could not be read.
+    pub(crate) fn resume_awaited(
         &self,
         store: &dyn StateStore,
         exchange: &mut Exchange,
@@ -60,20 +213,15 @@ impl Engine {
         let Some(session) = exchange.session.as_deref() else {
             return Ok(());
         };
-        let calls = awaited(
-            store,
-            &exchange.server,
-            session,
-            self.config.limits.session_slots,
-        )?;
-        for call in calls {
-            if !exchange
-                .pending_calls
-                .iter()
-                .any(|c| same_id(&c.id, &call.id))
-            {
-                exchange.pending_calls.push(call);
-            }
+        let key = key(&exchange.server, session, self.config.limits.session_slots);
+        let Some((bytes, _)) = store.get(&key)? else {
+            return Ok(());
+        };
+        let waiting = parse_slot(&bytes, &exchange.server, session);
+        exchange.resumed = waiting.iter().map(|w| w.id.clone()).collect();
+        let session = session.to_string();
+        for request in waiting {
+            request.resume(exchange, &session);
         }
         Ok(())
     }
@@ -83,44 +231,46 @@ fn key(server: &str, session: &str, slots: usize) -> String {
     format!("ts/v1/wait/{}", slot(server, session, slots))
 }
 
-/// The checked calls of (server, session) still awaiting their result (empty: none, or
-/// evicted by another session).
-fn awaited(
-    store: &dyn StateStore,
-    server: &str,
-    session: &str,
-    slots: usize,
-) -> Result<Vec<PendingCall>, StoreError> {
-    let Some((bytes, _)) = store.get(&key(server, session, slots))? else {
-        return Ok(Vec::new());
-    };
-    Ok(parse_awaited(&bytes, server, session))
-}
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
 
-fn parse_awaited(bytes: &[u8], server: &str, session: &str) -> Vec<PendingCall> {
-    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
-        return Vec::new();
-    };
-    let owner = value.get("server").and_then(Value::as_str) == Some(server)
-        && value.get("session").and_then(Value::as_str) == Some(session);
-    let Some(entries) = value
-        .get("calls")
-        .and_then(Value::as_array)
-        .filter(|_| owner)
-    else {
-        return Vec::new();
-    };
-    entries
-        .iter()
-        .take(MAX_AWAITED)
-        .filter_map(|e| {
-            Some(PendingCall {
-                id: e.get("id")?.clone(),
-                tool: e.get("tool")?.as_str()?.to_string(),
-                check_result: true,
-                stateless: false,
-                allowed_at: None,
-            })
-        })
-        .collect()
+    #[test]
+    fn a_slot_keeps_every_kind_and_reads_back_what_it_wrote() {
+        let mut ex = Exchange::new("srv", Some("s"));
+        ex.pending_calls.push(PendingCall {
+            id: json!(3),
+            tool: "add".into(),
+            check_result: false,
+            stateless: false,
+            allowed_at: None,
+        });
+        ex.pending_lists
+            .push(PendingList::new(json!("l1"), Some("s")));
+        ex.pending_other.push((json!(9), "prompts/get".into()));
+        let waiting: Vec<Waiting> = Waiting::of(&ex).collect();
+        let bytes = serde_json::to_vec(&slot_json(&waiting, "srv", "s")).unwrap();
+        let read = parse_slot(&bytes, "srv", "s");
+        assert_eq!(
+            slot_json(&read, "srv", "s"),
+            slot_json(&waiting, "srv", "s")
+        );
+        assert!(parse_slot(&bytes, "srv", "other").is_empty());
+        let mut resumed = Exchange::new("srv", Some("s"));
+        for request in read {
+            request.resume(&mut resumed, "s");
+        }
+        assert_eq!(resumed.pending_calls, ex.pending_calls);
+        assert_eq!(resumed.pending_lists, ex.pending_lists);
+        assert_eq!(resumed.pending_other, ex.pending_other);
+    }
+
+    #[test]
+    fn a_slot_written_before_every_kind_was_kept_reads_as_checked_calls() {
+        let old = br#"{"server":"srv","session":"s","calls":[{"id":1,"tool":"add"}]}"#;
+        let read = parse_slot(old, "srv", "s");
+        assert_eq!(read.len(), 1);
+        assert!(read[0].check && read[0].method == "tools/call");
+    }
 }

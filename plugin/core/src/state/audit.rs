@@ -177,6 +177,8 @@ pub enum Counter {
     StoreConflicts,
     /// A fleet store call that got no usable answer (unreachable, timed out, refused).
     StoreFailures,
+    /// A server message dropped rather than forwarded (per reason: `unsolicited`).
+    ResponsesDropped,
 }
 
 impl Counter {
@@ -195,11 +197,12 @@ impl Counter {
             Counter::StoreRoundTrips => "toolseal_store_round_trips",
             Counter::StoreConflicts => "toolseal_store_conflicts",
             Counter::StoreFailures => "toolseal_store_failures",
+            Counter::ResponsesDropped => "toolseal_responses_dropped",
         }
     }
 
     /// Every counter, so hosts can define them up front.
-    pub const ALL: [Counter; 12] = [
+    pub const ALL: [Counter; 13] = [
         Counter::ListsVerified,
         Counter::ListsChanged,
         Counter::ListsFiltered,
@@ -212,6 +215,7 @@ impl Counter {
         Counter::StoreRoundTrips,
         Counter::StoreConflicts,
         Counter::StoreFailures,
+        Counter::ResponsesDropped,
     ];
 }
 
