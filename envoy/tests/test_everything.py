@@ -7,12 +7,17 @@ reviewer a candidate that, once approved, serves release B exactly as the server
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, AsyncIterator, Callable
 
+import httpx
 import pytest
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
 
 from stack import EVERYTHING_RELEASES, Stack, baseline_of, candidate_of, mcp_client, status_of
-from toolseal_checks import assert_denied, list_status_meta, wait_for_audit
+from toolseal_checks import assert_denied, list_status_meta, wait_for_audit, wait_for_audits
 
 pytestmark = pytest.mark.anyio
 RELEASE_A, RELEASE_B = EVERYTHING_RELEASES
@@ -59,3 +64,59 @@ async def test_release_drift_is_detected_and_filtered(wasm: Any, stacks: Callabl
         result = await client.call("echo", {"message": "hello"})
         assert result.isError is False
         assert "hello" in result.content[0].text
+
+
+@contextlib.asynccontextmanager
+async def _session(url: str) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    """An SDK session and the server's initialize answer as the client received it."""
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(30, read=60)) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        yield session, await session.initialize()
+
+
+async def test_a_closed_server_shows_no_prompts_resources_or_instructions(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    stack = stacks(everything=RELEASE_A, server_id="everything")
+    async with _session(stack.mcp_url) as (session, init):
+        assert (await session.list_tools()).tools
+        prompts = (await session.list_prompts()).prompts
+        resources = (await session.list_resources()).resources
+        templates = (await session.list_resource_templates()).resourceTemplates
+        assert prompts and resources and templates
+        prompt = next(p for p in prompts if not any(a.required for a in p.arguments or []))
+        assert (await session.get_prompt(prompt.name)).messages
+        assert (await session.read_resource(resources[0].uri)).contents
+    instructions = init.instructions
+    print(f"server-everything instructions: {len(instructions or '')} characters")
+
+    assert stack.admin.quarantine("everything", "INC-12: under review").status_code == 200
+    async with _session(stack.mcp_url) as (session, init):
+        assert init.instructions is None, "instructions of a closed server reach no model"
+        assert init.serverInfo.name  # the rest of the answer is the server's
+        listed = await session.list_prompts()
+        assert listed.prompts == []
+        assert list_status_meta(listed)["schema_status"] == "quarantined"
+        assert (await session.list_resources()).resources == []
+        assert (await session.list_resource_templates()).resourceTemplates == []
+        upstream_before = stack.upstream_requests()
+        with pytest.raises(McpError) as refused:
+            await session.get_prompt(prompt.name)
+        assert refused.value.error.code == -32003
+        data = refused.value.error.data
+        assert (data["error_code"], data["prompt"], data["side_effect_started"]) == (
+            "SERVER_QUARANTINED", prompt.name, False)
+        with pytest.raises(McpError) as refused:
+            await session.read_resource(resources[0].uri)
+        assert refused.value.error.data["resource"] == str(resources[0].uri)
+        assert stack.upstream_requests() == upstream_before, "refused uses never reach the server"
+    assert len(wait_for_audits(stack, "use.denied", 2)) == 2
+    withheld = 3 + (1 if instructions else 0)  # three lists, and the instructions if any
+    assert len(wait_for_audits(stack, "surface.withheld", withheld)) == withheld
+
+    assert stack.admin.release("everything").status_code == 200
+    async with _session(stack.mcp_url) as (session, init):
+        assert init.instructions == instructions
+        assert [p.name for p in (await session.list_prompts()).prompts] == [p.name for p in prompts]

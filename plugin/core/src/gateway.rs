@@ -9,6 +9,7 @@ pub mod admin;
 pub mod admin_views;
 pub mod body;
 pub mod call;
+pub mod closed;
 pub mod denial;
 pub mod engine;
 pub mod fleet;

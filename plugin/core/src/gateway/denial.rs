@@ -106,9 +106,9 @@ impl Denial {
         self.code == ErrorCode::ResultContractChanged
     }
 
-    /// The `result` object of the JSON-RPC response; `stateless`: answering a request made
-    /// under MCP 2026-07-28 or later, where it carries `"resultType": "complete"`.
-    pub fn result(&self, stateless: bool) -> Value {
+    /// The machine-readable fields of the denial; `item` names the member that holds what was
+    /// refused (`tool`, `prompt`, `resource`).
+    fn structured(&self, item: &str) -> serde_json::Map<String, Value> {
         let mut structured = serde_json::Map::new();
         put(
             &mut structured,
@@ -116,7 +116,7 @@ impl Denial {
             Value::from(self.code.as_str()),
         );
         put(&mut structured, "server", Value::from(self.server.as_str()));
-        put(&mut structured, "tool", Value::from(self.tool.as_str()));
+        put(&mut structured, item, Value::from(self.tool.as_str()));
         put(
             &mut structured,
             "schema_status",
@@ -140,6 +140,32 @@ impl Denial {
         for (k, v) in &self.extra {
             structured.insert(k.clone(), v.clone());
         }
+        structured
+    }
+
+    /// The JSON-RPC error answering request `id` that used a prompt or resource (`item`:
+    /// `prompt` or `resource`, the member of `data` naming it): the denial's fields in `data`,
+    /// its sentence as the message.
+    pub fn use_error(&self, id: &Value, item: &str) -> Value {
+        let mut error = serde_json::Map::new();
+        put(
+            &mut error,
+            "code",
+            Value::from(crate::gateway::closed::USE_REFUSED),
+        );
+        put(&mut error, "message", Value::from(self.message.as_str()));
+        put(&mut error, "data", Value::Object(self.structured(item)));
+        let mut response = serde_json::Map::new();
+        put(&mut response, "jsonrpc", Value::from("2.0"));
+        put(&mut response, "id", id.clone());
+        put(&mut response, "error", Value::Object(error));
+        Value::Object(response)
+    }
+
+    /// The `result` object of the JSON-RPC response; `stateless`: answering a request made
+    /// under MCP 2026-07-28 or later, where it carries `"resultType": "complete"`.
+    pub fn result(&self, stateless: bool) -> Value {
+        let structured = self.structured("tool");
         let mut text = serde_json::Map::new();
         put(&mut text, "type", Value::from("text"));
         put(&mut text, "text", Value::from(self.message.as_str()));

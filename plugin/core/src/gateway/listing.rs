@@ -8,7 +8,7 @@
 //! view cut from it (`answer`): the tools a contained drift withholds
 //! ([`crate::policy::containment`]) and those policy refuses this caller whatever the arguments.
 
-mod answer;
+pub(crate) mod answer;
 pub(crate) mod live;
 mod pages;
 
@@ -234,6 +234,7 @@ impl Engine {
         };
         ListAnswer::Replace(answer::rewrite(
             result,
+            "tools",
             &note,
             Hints::Closed,
             request.stateless,
@@ -314,7 +315,7 @@ impl Engine {
             false => Hints::Private(self.config.limits.max_list_ttl_ms),
         };
         ListAnswer::Cut {
-            result: answer::rewrite(result, &note, hints, request.stateless),
+            result: answer::rewrite(result, "tools", &note, hints, request.stateless),
             kept: answer::kept(tools_in, &shown.dropped),
         }
     }
@@ -500,7 +501,19 @@ impl Engine {
 
 fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
     let serve = !matches!(containment::serving(&record, scope), Serving::Nothing);
-    let reason = match record.status {
+    let reason = closed_reason(&record, scope, serve);
+    Verdict {
+        record: Some(record),
+        serve,
+        reason,
+        unchecked: false,
+        unreviewed: Vec::new(),
+    }
+}
+
+/// Why a server whose record this is serves nothing, in words (empty when it is not closed).
+pub(crate) fn closed_reason(record: &ServerRecord, scope: DriftScope, serve: bool) -> String {
+    match record.status {
         SchemaStatus::Changed if scope == DriftScope::Tool && !serve => format!(
             "the tool set drifted from the approved baseline in a way that closes the whole server ({}); an admin must review it",
             record
@@ -522,13 +535,6 @@ fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
             )
         }
         _ => String::new(),
-    };
-    Verdict {
-        record: Some(record),
-        serve,
-        reason,
-        unchecked: false,
-        unreviewed: Vec::new(),
     }
 }
 

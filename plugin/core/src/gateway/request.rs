@@ -8,6 +8,7 @@
 //! told or whose body is over its limit is refused (and audited) the same way.
 
 use crate::gateway::call::{Call, CallOutcome, CheckedCall};
+use crate::gateway::denial::Denial;
 use crate::gateway::engine::{
     Engine, Exchange, LocalReply, PendingList, RequestInfo, RequestVerdict,
 };
@@ -229,9 +230,29 @@ impl Engine {
                 })
             })
             .collect();
-        let refused = checked.iter().flatten().any(CheckedCall::denied);
+        // A prompt or resource of a closed server is refused like a call.
+        let uses: Vec<Option<Box<Denial>>> = payload
+            .messages()
+            .iter()
+            .map(|message| match message {
+                Message::Request { method, params, .. } => {
+                    self.use_refusal(store, exchange, method, params.as_ref())
+                }
+                _ => None,
+            })
+            .collect();
+        let refused =
+            checked.iter().flatten().any(CheckedCall::denied) || uses.iter().any(Option::is_some);
         let mut answers: Vec<Option<Value>> = Vec::with_capacity(checked.len());
-        for (index, (message, checked)) in payload.messages().iter().zip(checked).enumerate() {
+        let messages = payload.messages().iter().zip(checked).zip(uses);
+        for (index, ((message, checked), refusal)) in messages.enumerate() {
+            if let (Some(denial), Message::Request { id, method, .. }) = (refusal, message) {
+                let used = (id, method.as_str());
+                answers.push(Some(
+                    self.refuse_use(store, out, now_ms, exchange, used, &denial),
+                ));
+                continue;
+            }
             let element = batch.then_some(index);
             let caller = (&key, view.as_ref());
             let answer = self.settle_message(

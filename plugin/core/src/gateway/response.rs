@@ -393,8 +393,15 @@ impl Engine {
                 }
                 match take_other(exchange, id) {
                     Some(method) => {
-                        self.pass_record(store, out, exchange, "response", message, Some(&method));
-                        Fate::Unchanged
+                        let answered = (id, method.as_str());
+                        match self.closed_answer(store, out, now_ms, exchange, answered, result) {
+                            Some(closed) => Fate::Replaced(answer(id, closed)),
+                            None => {
+                                let method = Some(method.as_str());
+                                self.pass_record(store, out, exchange, "response", message, method);
+                                Fate::Unchanged
+                            }
+                        }
                     }
                     None => self.unsolicited(store, out, now_ms, exchange, id),
                 }

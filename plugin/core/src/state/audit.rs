@@ -179,6 +179,8 @@ pub enum Counter {
     StoreFailures,
     /// A server message dropped rather than forwarded (per reason: `unsolicited`).
     ResponsesDropped,
+    /// A `prompts/get` or `resources/read` refused (also counted per error code).
+    UsesDenied,
 }
 
 impl Counter {
@@ -198,11 +200,12 @@ impl Counter {
             Counter::StoreConflicts => "toolseal_store_conflicts",
             Counter::StoreFailures => "toolseal_store_failures",
             Counter::ResponsesDropped => "toolseal_responses_dropped",
+            Counter::UsesDenied => "toolseal_uses_denied",
         }
     }
 
     /// Every counter, so hosts can define them up front.
-    pub const ALL: [Counter; 13] = [
+    pub const ALL: [Counter; 14] = [
         Counter::ListsVerified,
         Counter::ListsChanged,
         Counter::ListsFiltered,
@@ -216,6 +219,7 @@ impl Counter {
         Counter::StoreConflicts,
         Counter::StoreFailures,
         Counter::ResponsesDropped,
+        Counter::UsesDenied,
     ];
 }
 

@@ -87,7 +87,7 @@ pub(super) fn cut(
 
 /// How long, and by whom, a rewritten list may be cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Hints {
+pub(crate) enum Hints {
     /// A closed or filtered list must not outlive an approval in any cache: `ttlMs: 0`,
     /// `cacheScope: "private"`.
     Closed,
@@ -97,7 +97,7 @@ pub(super) enum Hints {
 }
 
 /// What a rewritten list says about itself in `_meta[META_KEY]`.
-pub(super) struct ListNote<'a> {
+pub(crate) struct ListNote<'a> {
     /// Server id.
     pub server: &'a str,
     /// The server's record after the check.
@@ -117,20 +117,27 @@ pub(super) fn kept(count: usize, dropped: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// The server's `result` with an empty `tools` (the caller puts back the tools it keeps, see
-/// [`super::ListAnswer::Cut`]), cache hints per `hints`, and the note in `_meta`; under a
-/// stateless revision it carries every member that revision requires of a list result.
-pub(super) fn rewrite(result: &Value, note: &ListNote<'_>, hints: Hints, stateless: bool) -> Value {
-    // Every member but the tools is copied (copying the whole result only to drop its tools
+/// The server's `result` with its `items` member (`tools`, `prompts`, ...) empty (the caller
+/// puts back the tools it keeps, see [`super::ListAnswer::Cut`]), cache hints per `hints`, and
+/// the note in `_meta`; under a stateless revision it carries every member that revision
+/// requires of a list result.
+pub(crate) fn rewrite(
+    result: &Value,
+    items: &str,
+    note: &ListNote<'_>,
+    hints: Hints,
+    stateless: bool,
+) -> Value {
+    // Every member but the items is copied (copying the whole result only to drop its tools
     // was most of a refused list's cost once the list itself was recognized).
     let Some(obj) = result.as_object() else {
         return result.clone();
     };
     let mut out = Map::new();
-    for (key, value) in obj.iter().filter(|(key, _)| *key != "tools") {
+    for (key, value) in obj.iter().filter(|(key, _)| *key != items) {
         out.insert(key.clone(), value.clone());
     }
-    put(&mut out, "tools", Value::Array(Vec::new()));
+    put(&mut out, items, Value::Array(Vec::new()));
     if stateless || out.contains_key("ttlMs") || out.contains_key("cacheScope") {
         let ttl = match hints {
             Hints::Closed => Some(0),
@@ -162,7 +169,7 @@ pub(super) fn rewrite(result: &Value, note: &ListNote<'_>, hints: Hints, statele
     Value::Object(out)
 }
 
-fn status_note(note: &ListNote<'_>) -> Value {
+pub(crate) fn status_note(note: &ListNote<'_>) -> Value {
     let record = note.record;
     let mut status = Map::new();
     put(&mut status, "server", Value::from(note.server));

@@ -1,0 +1,210 @@
+//! What a closed server shows and serves beyond its tools: its prompts and resources, and the
+//! instructions its handshake carries.
+//!
+//! Main design decision: a server that drifted, awaits approval or is quarantined (and under
+//! tool scope serves nothing at all) is closed as a whole, not only its tool list. A model
+//! reads the server's instructions, prompts and resources as it reads tool descriptions, so a
+//! closed server's `prompts/list`, `resources/list` and `resources/templates/list` are
+//! answered like its `tools/list` (empty, a `_meta` note, not cacheable), its `initialize` or
+//! `server/discover` answer goes to the client without `instructions`, and a `prompts/get` or
+//! `resources/read` is refused before it reaches the server, as a JSON-RPC error carrying the
+//! fields of a tool denial. Only the server's status decides here (the prompts and resources
+//! themselves are not fingerprinted): a server never closed, or one without a baseline yet (a
+//! server with prompts and no tools has none), is left alone, so this never closes what a
+//! tools-only seal would not.
+
+use crate::gateway::denial::{Denial, ErrorCode};
+use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::listing::answer::{self, Hints, ListNote, META_KEY};
+use crate::policy::containment::{self, Serving};
+use crate::policy::status::{SchemaStatus, ServerRecord};
+use crate::state::audit::{Counter, Outputs};
+use crate::state::store::StateStore;
+use crate::wire::json::put;
+use serde_json::{Map, Value};
+
+/// The list methods of the other sections, and the member their items are in.
+const LISTS: [(&str, &str); 3] = [
+    ("prompts/list", "prompts"),
+    ("resources/list", "resources"),
+    ("resources/templates/list", "resourceTemplates"),
+];
+
+/// The requests that use one item of a section: the parameter naming it, and what the
+/// refusal calls it.
+const USES: [(&str, &str, &str); 2] = [
+    ("prompts/get", "name", "prompt"),
+    ("resources/read", "uri", "resource"),
+];
+
+/// The JSON-RPC error code of a refused use (in the range the MCP revisions leave to
+/// servers, below the codes 2026-07-28 reserves).
+pub const USE_REFUSED: i64 = -32003;
+
+/// The answers whose `instructions` a closed server's client does not receive.
+const HANDSHAKES: [&str; 2] = ["initialize", "server/discover"];
+
+impl Engine {
+    /// The record of a closed server (`None`: not closed, or never seen). A record that
+    /// cannot be read closes: what the server may show is unknown.
+    fn closed_record(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+    ) -> Result<Option<std::rc::Rc<ServerRecord>>, String> {
+        let record = match self.record(store, server) {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let scope = self.config.drift_scope_of(server);
+        let closed = ErrorCode::for_closed(record.status).is_some()
+            && containment::serving(&record, scope) == Serving::Nothing;
+        Ok(closed.then_some(record))
+    }
+
+    /// The refusal of a request that uses a prompt or resource of a closed server (`None`:
+    /// not such a request, or the server is not closed).
+    pub(crate) fn use_refusal(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<Box<Denial>> {
+        let (_, param, kind) = USES.iter().find(|(m, _, _)| *m == method)?;
+        let item = params
+            .and_then(|p| p.get(*param))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let what = format!("{kind} {item:?}");
+        let (code, record, detail) = match self.closed_record(store, &exchange.server) {
+            Ok(None) => return None,
+            Ok(Some(record)) => {
+                let code = ErrorCode::for_closed(record.status)?;
+                (code, Some(record), String::new())
+            }
+            Err(why) => (ErrorCode::SchemaUnverified, None, why),
+        };
+        let mut denial = self.denial(code, exchange, &what, record.as_deref(), &detail);
+        denial.tool = item.to_string();
+        Some(Box::new(denial))
+    }
+
+    /// Answers a refused use: audited (`use.denied`), recorded and counted; the JSON-RPC
+    /// error that answers it.
+    pub(crate) fn refuse_use(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        (id, method): (&Value, &str),
+        denial: &Denial,
+    ) -> Value {
+        let kind = USES
+            .iter()
+            .find(|(m, _, _)| *m == method)
+            .map_or("item", |(_, _, kind)| *kind);
+        let code = denial.code.as_str();
+        out.count(Counter::UsesDenied, Some(code));
+        let mut detail = Map::new();
+        put(&mut detail, "method", Value::from(method));
+        put(&mut detail, kind, Value::from(denial.tool.as_str()));
+        put(&mut detail, "error_code", Value::from(code));
+        let event = self.event(
+            "use.denied",
+            exchange,
+            now_ms,
+            None,
+            &denial.message,
+            detail,
+        );
+        self.emit(store, out, &event);
+        let mut decision = self.decision(exchange, "request", method, Some(id), denial.status);
+        decision.decision = "deny";
+        decision.error_code = Some(code);
+        out.decision(&decision);
+        denial.use_error(id, kind)
+    }
+
+    /// The answer a closed server's client receives instead of `result`, the answer to
+    /// request `id`, a `method` (`None`: forwarded as it is). A replaced answer is audited
+    /// (`surface.withheld`) and recorded.
+    pub(crate) fn closed_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        (id, method): (&Value, &str),
+        result: &Value,
+    ) -> Option<Value> {
+        let items = LISTS.iter().find(|(m, _)| *m == method).map(|(_, i)| *i);
+        let handshake = HANDSHAKES.contains(&method);
+        if items.is_none() && !handshake {
+            return None;
+        }
+        if handshake && result.get("instructions").is_none() {
+            return None;
+        }
+        let (record, reason) = match self.closed_record(store, &exchange.server) {
+            Ok(None) => return None,
+            Ok(Some(record)) => {
+                let scope = self.config.drift_scope_of(&exchange.server);
+                let reason = crate::gateway::listing::closed_reason(&record, scope, false);
+                (Some(record), reason)
+            }
+            Err(why) => (None, format!("the server's record cannot be read ({why})")),
+        };
+        let note = ListNote {
+            server: &exchange.server,
+            record: record.as_deref(),
+            reason: &reason,
+            withheld: None,
+            hidden: 0,
+        };
+        let what = items.unwrap_or("instructions");
+        let mut detail = Map::new();
+        put(&mut detail, "method", Value::from(method));
+        let event = self.event(
+            "surface.withheld",
+            exchange,
+            now_ms,
+            record.as_deref(),
+            &format!("{what} withheld: {reason}"),
+            detail,
+        );
+        self.emit(store, out, &event);
+        let status = record
+            .as_ref()
+            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let mut decision = self.decision(exchange, "response", method, Some(id), status);
+        decision.decision = "rewrite";
+        out.decision(&decision);
+        let stateless = exchange.stateless();
+        Some(match items {
+            Some(items) => answer::rewrite(result, items, &note, Hints::Closed, stateless),
+            None => without_instructions(result, &note),
+        })
+    }
+}
+
+/// A handshake answer without its `instructions`, and the note saying why in `_meta`.
+fn without_instructions(result: &Value, note: &ListNote<'_>) -> Value {
+    let mut out = match result.as_object() {
+        Some(obj) => obj.clone(),
+        None => return result.clone(),
+    };
+    out.remove("instructions");
+    let meta = out
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Some(meta) = meta.as_object_mut() {
+        put(meta, META_KEY, answer::status_note(note));
+    }
+    Value::Object(out)
+}
