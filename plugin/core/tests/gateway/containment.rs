@@ -12,7 +12,7 @@
     missing_docs
 )]
 
-mod admin_support;
+use crate::support::admin as admin_support;
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

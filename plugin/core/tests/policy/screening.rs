@@ -10,7 +10,7 @@
     missing_docs
 )]
 
-mod admin_support;
+use crate::support::admin as admin_support;
 
 use admin_support::TOKEN;
 

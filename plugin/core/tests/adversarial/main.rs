@@ -233,9 +233,9 @@ fn assert_refused_400(reply: Option<(u16, Value)>, code: i64, what: &str) {
     );
 }
 
-#[path = "adversarial/lifecycle.rs"]
+#[path = "../support/mod.rs"]
+mod support;
+
 mod lifecycle;
-#[path = "adversarial/requests.rs"]
 mod requests;
-#[path = "adversarial/responses.rs"]
 mod responses;

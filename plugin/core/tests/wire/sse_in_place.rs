@@ -12,8 +12,7 @@
 use std::borrow::Cow;
 use toolseal_core::wire::sse::{Coverage, EventRef, SseError, SseEvent, SseParser};
 
-mod sse_support;
-use sse_support::{BIG, parse_chunks, parse_whole};
+use crate::support::sse::{BIG, parse_chunks, parse_whole};
 
 /// Bodies whose framing the in-place path must read exactly as the owned path: CRLF, CR
 /// only (ending on a CR), BOM, several data lines, comments, empty data, a NUL id, mixed

@@ -12,8 +12,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use toolseal_core::wire::sse::{SseError, SseEvent, SseParser};
 
-mod sse_support;
-use sse_support::{BIG, parse_chunks, parse_whole};
+use crate::support::sse::{BIG, parse_chunks, parse_whole};
 
 /// (data, event_type, id) of each event.
 fn fields(events: &[SseEvent]) -> Vec<(Option<&str>, Option<&str>, Option<&str>)> {
