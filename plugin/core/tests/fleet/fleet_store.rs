@@ -15,13 +15,16 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use toolseal_core::config::Config;
 use toolseal_core::gateway::fleet::{FleetCall, FleetReply};
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::state::audit::Counter;
 use toolseal_core::state::fleet::memory_etcd::MemoryEtcd;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-const TOKEN: &str = "s3cret";
+use crate::support;
+use crate::support::admin::TOKEN;
+use crate::support::gateway::post;
+use crate::support::tools::{fp, weather};
+
 const PREFIX: &str = "/toolseal/test/";
 
 type Etcd = Rc<RefCell<MemoryEtcd>>;
@@ -52,24 +55,6 @@ fn instance(etcd: &Etcd, extra: Value) -> NativeReplay {
     gw
 }
 
-fn post(session: &str, body: Value, response: Option<Value>) -> HttpExchange {
-    HttpExchange {
-        seq: "0".into(),
-        http_method: "POST".into(),
-        path: "/mcp".into(),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("mcp-session-id".into(), session.into()),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![("content-type".into(), "text/event-stream".into())],
-        response_body: response.map_or_else(Vec::new, |r| {
-            format!("event: message\r\ndata: {r}\r\n\r\n").into_bytes()
-        }),
-    }
-}
-
 fn deploy(required_region: bool) -> Value {
     let mut required = vec!["branch"];
     if required_region {
@@ -80,23 +65,12 @@ fn deploy(required_region: bool) -> Value {
         "region": {"type": "string"}}, "required": required}})
 }
 
-fn weather() -> Value {
-    json!({"name": "get_weather", "description": "Weather for a city.",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
-}
-
 fn honest() -> Vec<Value> {
     vec![deploy(false), weather()]
 }
 
 fn rug_pull() -> Vec<Value> {
     vec![deploy(true), weather()]
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
 }
 
 /// A `tools/list` round trip; the tools the client received and the `_meta` note.
@@ -141,31 +115,11 @@ fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> String
 }
 
 fn admin(gw: &mut NativeReplay, method: &str, path: &str, body: Value) -> (u16, Value) {
-    let ex = HttpExchange {
-        seq: "a".into(),
-        http_method: method.into(),
-        path: format!("/toolseal/{path}"),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-        ],
-        request_body: if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        },
-        status: 200,
-        response_headers: vec![],
-        response_body: vec![],
-    };
-    let reply = gw.exchange("deploy", &ex, 64).local_reply.unwrap();
-    (reply.status, serde_json::from_slice(&reply.body).unwrap())
+    support::admin::admin(gw, "deploy", method, path, body)
 }
 
 fn status(gw: &mut NativeReplay) -> String {
-    let (code, view) = admin(gw, "GET", "servers/deploy", Value::Null);
-    assert_eq!(code, 200, "{view}");
-    view["schema_status"].as_str().unwrap().to_string()
+    support::admin::schema_status(gw, "deploy")
 }
 
 fn audited(gw: &NativeReplay, event: &str) -> usize {

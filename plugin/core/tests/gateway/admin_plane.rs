@@ -17,10 +17,12 @@ use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
 use toolseal_core::gateway::engine::{Engine, LocalReply};
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
+use toolseal_core::policy::fingerprint::sha256_hex;
 use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::{AuditEvent, CollectedOutputs, Counter};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
+
+use crate::support::tools::fp;
 
 const OLD: &str = "old-admin-token";
 const NEW: &str = "new-admin-token";
@@ -52,12 +54,6 @@ impl CallerIdentity for Caller {
 fn tools(description: &str) -> Vec<Value> {
     vec![json!({"name": "get_weather", "description": description,
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})]
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
 }
 
 /// The data listener's config: no `admin` block.

@@ -16,24 +16,14 @@ use toolseal_core::config::Config;
 use toolseal_core::gateway::body::BodyVerdict;
 use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::gateway::response::BodyPlan;
-use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::wire::revision::RoutingHeaders;
 
-const V2026: &str = "2026-07-28";
+use crate::support::V2026;
+use crate::support::host::NoCaller;
+
 const SERVER: &str = "deploy";
-
-struct NoCaller;
-
-impl CallerIdentity for NoCaller {
-    fn header(&self, _name: &str) -> Option<String> {
-        None
-    }
-    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
-        Ok(None)
-    }
-}
 
 /// A worker in the discovery posture, configured, with its store and outputs.
 fn worker() -> (Engine, MemoryStore, CollectedOutputs) {

@@ -12,8 +12,6 @@
     missing_docs
 )]
 
-use crate::support::admin as admin_support;
-
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::policy::approved::Approved;
@@ -24,18 +22,9 @@ use toolseal_core::policy::status::Posture;
 use toolseal_core::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord, apply};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-use admin_support::TOKEN;
-
-fn gateway(extra: Value) -> NativeReplay {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    // The sessions here skip the handshake, so their capabilities are never known: views are
-    // told by revision alone (views.rs tests the capabilities source).
-    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": hash}});
-    for (k, v) in extra.as_object().unwrap() {
-        config[k] = v.clone();
-    }
-    NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
-}
+use crate::support;
+use crate::support::gateway::{code, gateway, post_lf};
+use crate::support::tools::{deploy_v1, fp, weather};
 
 /// A gateway whose server `deploy` has `drift_scope: "tool"` (and `extra` settings).
 fn tool_scoped(extra: Value) -> NativeReplay {
@@ -48,22 +37,11 @@ fn tool_scoped(extra: Value) -> NativeReplay {
 
 // ---- tools ----
 
-fn deploy_v1() -> Value {
-    json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
-        "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"}},
-        "required": ["branch"], "additionalProperties": false}})
-}
-
 /// The rug pull: a new required argument.
 fn deploy_v2() -> Value {
     json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
         "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"},
         "region": {"type": "string"}}, "required": ["branch", "region"], "additionalProperties": false}})
-}
-
-fn weather() -> Value {
-    json!({"name": "get_weather", "description": "Weather for a city.",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
 }
 
 fn add() -> Value {
@@ -77,39 +55,15 @@ fn exfiltrate() -> Value {
         "inputSchema": {"type": "object", "properties": {"notes": {"type": "string"}}}})
 }
 
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
-}
-
 fn names(tools: &[Value]) -> Vec<&str> {
     tools.iter().map(|t| t["name"].as_str().unwrap()).collect()
 }
 
 // ---- exchanges (2025-11-25, SSE answers) ----
 
-fn post(session: &str, body: Value, response: Option<Value>) -> HttpExchange {
-    HttpExchange {
-        seq: "0".into(),
-        http_method: "POST".into(),
-        path: "/mcp".into(),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("mcp-session-id".into(), session.into()),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![("content-type".into(), "text/event-stream".into())],
-        response_body: response.map_or_else(Vec::new, |r| {
-            format!("event: message\ndata: {r}\n\n").into_bytes()
-        }),
-    }
-}
-
 /// The `result` the client received for a `tools/list` answered with `result`.
 fn list_result(gw: &mut NativeReplay, session: &str, params: Value, result: Value) -> Value {
-    let ex = post(
+    let ex = post_lf(
         session,
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}),
         Some(json!({"jsonrpc": "2.0", "id": 1, "result": result})),
@@ -129,7 +83,7 @@ fn list(gw: &mut NativeReplay, session: &str, tools: &[Value]) -> Vec<Value> {
 
 /// A `tools/call`; `None` when it was forwarded, else the local answer.
 fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> Option<Value> {
-    let ex = post(
+    let ex = post_lf(
         session,
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": args}}),
         Some(
@@ -143,19 +97,12 @@ fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> Option
     })
 }
 
-fn code(answer: &Option<Value>) -> &str {
-    answer
-        .as_ref()
-        .and_then(|a| a["result"]["structuredContent"]["error_code"].as_str())
-        .unwrap_or("FORWARDED")
-}
-
 fn admin(gw: &mut NativeReplay, method: &str, path: &str, body: Value) -> (u16, Value) {
-    admin_support::admin(gw, "deploy", method, path, body)
+    support::admin::admin(gw, "deploy", method, path, body)
 }
 
 fn view(gw: &mut NativeReplay) -> Value {
-    admin_support::view(gw, "deploy")
+    support::admin::view(gw, "deploy")
 }
 
 fn approved(tools: &[Value]) -> Approved {
@@ -641,7 +588,7 @@ fn list_changed_holds_calls_until_a_fresh_list_shows_the_live_set_again() {
         http_method: "GET".into(),
         request_body: Vec::new(),
         response_body: format!("event: message\ndata: {notification}\n\n").into_bytes(),
-        ..post("s1", json!({}), None)
+        ..post_lf("s1", json!({}), None)
     };
     gw.exchange("deploy", &get, 64);
     assert_eq!(

@@ -12,67 +12,17 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 
-const TOKEN: &str = "s3cret";
-
-fn token_hash() -> String {
-    toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())
-}
-
-fn gateway(extra: Value) -> NativeReplay {
-    // The sessions here skip the handshake, so their capabilities are never known: views are
-    // told by revision alone (views.rs tests the capabilities source).
-    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": token_hash()}});
-    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            c.insert(k.clone(), v.clone());
-        }
-    }
-    NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
-}
-
-fn post(session: &str, body: Value, response: Option<Value>) -> HttpExchange {
-    HttpExchange {
-        seq: "0".into(),
-        http_method: "POST".into(),
-        path: "/mcp".into(),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("mcp-session-id".into(), session.into()),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![("content-type".into(), "text/event-stream".into())],
-        response_body: response.map_or_else(Vec::new, |r| {
-            format!("event: message\r\ndata: {r}\r\n\r\n").into_bytes()
-        }),
-    }
-}
-
-fn deploy_v1() -> Value {
-    json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
-        "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"}},
-        "required": ["branch"], "additionalProperties": false}})
-}
+use crate::support::admin::{TOKEN, schema_status};
+use crate::support::gateway::{code, gateway, post};
+use crate::support::tools::{deploy_v1, fp, weather};
 
 fn deploy_v2() -> Value {
     json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
         "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"},
         "region": {"type": "string", "enum": ["us-east-preview", "eu-preview"]}},
         "required": ["branch", "region"], "additionalProperties": false}})
-}
-
-fn weather() -> Value {
-    json!({"name": "get_weather", "description": "Weather for a city.",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
 }
 
 /// A `tools/list` round trip; returns the tools the client received.
@@ -106,13 +56,6 @@ fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> Option
     })
 }
 
-fn code(answer: &Option<Value>) -> &str {
-    answer
-        .as_ref()
-        .and_then(|a| a["result"]["structuredContent"]["error_code"].as_str())
-        .unwrap_or("FORWARDED")
-}
-
 fn admin(
     gw: &mut NativeReplay,
     method: &str,
@@ -143,9 +86,7 @@ fn admin(
 }
 
 fn status(gw: &mut NativeReplay) -> String {
-    let (code, view) = admin(gw, "GET", "servers/deploy", Some(TOKEN), Value::Null);
-    assert_eq!(code, 200);
-    view["schema_status"].as_str().unwrap().to_string()
+    schema_status(gw, "deploy")
 }
 
 #[test]

@@ -15,6 +15,8 @@ use toolseal_core::config::Config;
 use toolseal_core::state::audit::Counter;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
+use crate::support::tools::weather;
+
 const SERVER: &str = "weather";
 
 fn gateway(mut config: Value) -> NativeReplay {
@@ -24,11 +26,6 @@ fn gateway(mut config: Value) -> NativeReplay {
         c.entry("views").or_insert(json!(["revision"]));
     }
     NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
-}
-
-fn weather() -> Value {
-    json!({"name": "get_weather", "description": "Weather for a city.",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
 }
 
 fn post(body: &[u8], response: &[u8]) -> HttpExchange {

@@ -17,21 +17,11 @@ use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
 use toolseal_core::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
 use toolseal_core::gateway::response::BodyPlan;
 use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
-use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::wire::revision::RoutingHeaders;
 
-struct NoCaller;
-
-impl CallerIdentity for NoCaller {
-    fn header(&self, _name: &str) -> Option<String> {
-        None
-    }
-    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
-        Ok(None)
-    }
-}
+use crate::support::host::NoCaller;
 
 fn info(caller: &NoCaller) -> RequestInfo<'_> {
     RequestInfo {

@@ -11,23 +11,13 @@
 
 use serde_json::{Value, json};
 use std::cell::Cell;
-use toolseal_core::config::Config;
 use toolseal_core::gateway::engine::Engine;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::state::parse_cache::ParseCache;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-const TOKEN: &str = "s3cret";
-
-fn config() -> Config {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    Config::parse(
-        json!({"views": ["revision"], "admin": {"token_sha256": hash}})
-            .to_string()
-            .as_bytes(),
-    )
-    .unwrap()
-}
+use crate::support;
+use crate::support::gateway::config;
+use crate::support::tools::fp;
 
 /// Worker A (the replay's own engine) and a second worker B on the same store.
 struct Workers {
@@ -67,12 +57,6 @@ fn deploy(version: u32) -> Value {
 fn weather() -> Value {
     json!({"name": "get_weather", "description": "Weather for a city.",
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
 }
 
 fn post(session: &str, body: Value, response: Vec<u8>, content_type: &str) -> HttpExchange {
@@ -128,21 +112,9 @@ fn call(gw: &mut NativeReplay, session: &str, tool: &str, args: Value) -> String
     }
 }
 
+/// A POST to the admin API: its status.
 fn admin(gw: &mut NativeReplay, path: &str, body: Value) -> u16 {
-    let ex = HttpExchange {
-        seq: "a".into(),
-        http_method: "POST".into(),
-        path: format!("/toolseal/{path}"),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![],
-        response_body: vec![],
-    };
-    gw.exchange("deploy", &ex, 64).local_reply.unwrap().status
+    support::admin::admin(gw, "deploy", "POST", path, body).0
 }
 
 #[test]

@@ -17,17 +17,8 @@ use toolseal_core::gateway::known_list::{KnownList, KnownLists, LIST_SERVERS};
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 use toolseal_core::wire::envelope::{Envelope, ResultBytes, equal_by_words, split_response};
 
-const TOKEN: &str = "s3cret";
-
-fn config() -> Config {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    Config::parse(
-        json!({"views": ["revision"], "admin": {"token_sha256": hash}})
-            .to_string()
-            .as_bytes(),
-    )
-    .unwrap()
-}
+use crate::support;
+use crate::support::gateway::{config, config_with};
 
 fn tools() -> Value {
     json!([
@@ -99,21 +90,9 @@ fn served_tools(out: &Replayed, framing: Framing) -> usize {
     v["result"]["tools"].as_array().unwrap().len()
 }
 
+/// A POST to the admin API: its status.
 fn admin(gw: &mut NativeReplay, path: &str, body: Value) -> u16 {
-    let ex = HttpExchange {
-        seq: "a".into(),
-        http_method: "POST".into(),
-        path: format!("/toolseal/{path}"),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![],
-        response_body: vec![],
-    };
-    gw.exchange("srv", &ex, 64).local_reply.unwrap().status
+    support::admin::admin(gw, "srv", "POST", path, body).0
 }
 
 /// A gateway that has served the list once (and so remembers its result bytes).
@@ -457,17 +436,10 @@ fn a_drifted_list_checked_again_is_remembered_and_decides_as_a_cold_worker() {
 /// A config whose server `srv` has `drift_scope: "tool"` and whose policy lets only the ops
 /// group call `get_time` (so a list is cut per caller).
 fn scoped_config() -> Config {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    Config::parse(
-        json!({"views": ["revision"], "admin": {"token_sha256": hash},
-            "servers": {"srv": {"drift_scope": "tool"}},
-            "policy": {"rules": [
-                {"action": "allow", "tool": "get_time", "principal": {"header": "x-user-group", "in": ["ops"]}},
-                {"action": "deny", "tool": "get_time"}]}})
-        .to_string()
-        .as_bytes(),
-    )
-    .unwrap()
+    config_with(json!({"servers": {"srv": {"drift_scope": "tool"}},
+        "policy": {"rules": [
+            {"action": "allow", "tool": "get_time", "principal": {"header": "x-user-group", "in": ["ops"]}},
+            {"action": "deny", "tool": "get_time"}]}}))
 }
 
 #[test]

@@ -13,24 +13,19 @@
 )]
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use toolseal_core::config::Config;
 use toolseal_core::policy::status::{SchemaStatus, ServerRecord};
 use toolseal_core::state;
 use toolseal_core::state::store::StateStore;
-use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed, parse_transcript};
+use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
+
+use crate::support::admin::TOKEN;
+use crate::support::examples::transcript;
+use crate::support::files::golden;
 
 const SERVER: &str = "everything";
-const TOKEN: &str = "s3cret";
 const PLAIN: &str = "everything-2026.8.31-no-capabilities";
 const CAPABLE: &str = "everything-2026.8.31-capabilities";
-
-fn transcript(name: &str) -> Vec<HttpExchange> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/transcripts")
-        .join(format!("{name}.json"));
-    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
-}
 
 fn gateway(extra: Value) -> NativeReplay {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
@@ -65,21 +60,6 @@ fn replay(
             out
         })
         .collect()
-}
-
-fn golden(name: &str, lines: &[String]) {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/golden/{name}.jsonl"));
-    let text = lines.join("\n") + "\n";
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        expected == text,
-        "golden {name} differs; rerun with BLESS=1 after review\n{text}"
-    );
 }
 
 fn record(gw: &NativeReplay) -> ServerRecord {

@@ -14,12 +14,14 @@
 
 use serde_json::{Map, Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::policy::rules::{Action, CallFacts, CallerIdentity, Policy, Visibility};
 use toolseal_core::state::audit::Counter;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-const TOKEN: &str = "s3cret";
+use crate::support::V2026;
+use crate::support::admin::TOKEN;
+use crate::support::tools::fp;
+
 const GROUPS: &str = "envoy.filters.http.jwt_authn/payload/groups";
 
 /// A caller: its headers, and metadata paths that answer a value or cannot be read.
@@ -352,12 +354,6 @@ fn gateway(extra: Value) -> NativeReplay {
     NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
 }
 
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
-}
-
 fn names(result: &Value) -> Vec<&str> {
     result["tools"]
         .as_array()
@@ -656,8 +652,6 @@ fn a_contained_drift_and_hiding_combine() {
 }
 
 // ---- MCP 2026-07-28 ----
-
-const V2026: &str = "2026-07-28";
 
 fn list_2026(gw: &mut NativeReplay, headers: &[(&str, &str)], result: Value) -> Value {
     let meta = json!({"io.modelcontextprotocol/protocolVersion": V2026});

@@ -9,15 +9,10 @@
 )]
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::Instant;
 use toolseal_core::policy::schema::{SchemaError, Violation, compile};
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::support::files::data;
 
 fn load(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(data(name)).unwrap()).unwrap()

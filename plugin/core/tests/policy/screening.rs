@@ -10,23 +10,17 @@
     missing_docs
 )]
 
-use crate::support::admin as admin_support;
-
-use admin_support::TOKEN;
-
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use toolseal_core::config::Config;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::policy::screening::{Kind, MAX_FINDINGS, ScreeningConfig, findings, screen};
 use toolseal_core::policy::status::ServerRecord;
-use toolseal_core::transcript::{HttpExchange, NativeReplay};
+use toolseal_core::transcript::NativeReplay;
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::support;
+use crate::support::files::data;
+use crate::support::gateway::{gateway, post_lf};
+use crate::support::tools::fp;
 
 fn load_tools(name: &str) -> Value {
     let v: Value = serde_json::from_slice(&std::fs::read(data(name)).unwrap()).unwrap();
@@ -548,34 +542,6 @@ fn bad_screening_values_are_refused_with_the_field_named() {
 
 // ---- through the engine ----
 
-fn gateway(extra: Value) -> NativeReplay {
-    // The sessions here skip the handshake, so their capabilities are never known: views are
-    // told by revision alone (views.rs tests the capabilities source).
-    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())}});
-    for (k, v) in extra.as_object().unwrap() {
-        config[k] = v.clone();
-    }
-    NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
-}
-
-fn post(session: &str, body: Value, response: Option<Value>) -> HttpExchange {
-    HttpExchange {
-        seq: "0".into(),
-        http_method: "POST".into(),
-        path: "/mcp".into(),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("mcp-session-id".into(), session.into()),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![("content-type".into(), "text/event-stream".into())],
-        response_body: response.map_or_else(Vec::new, |r| {
-            format!("event: message\ndata: {r}\n\n").into_bytes()
-        }),
-    }
-}
-
 /// One `tools/list` page round trip; returns the result the client received.
 fn list_page(
     gw: &mut NativeReplay,
@@ -589,7 +555,7 @@ fn list_page(
     if let Some(n) = next {
         result["nextCursor"] = json!(n);
     }
-    let ex = post(
+    let ex = post_lf(
         "s1",
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}),
         Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
@@ -609,7 +575,7 @@ fn served(gw: &mut NativeReplay, tools: &[Value]) -> usize {
 }
 
 fn call_code(gw: &mut NativeReplay, tool: &str) -> String {
-    let ex = post(
+    let ex = post_lf(
         "s1",
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": {"city": "Oslo"}}}),
         Some(
@@ -629,17 +595,11 @@ fn call_code(gw: &mut NativeReplay, tool: &str) -> String {
 }
 
 fn admin(gw: &mut NativeReplay, method: &str, path: &str, body: Value) -> (u16, Value) {
-    admin_support::admin(gw, "weather", method, path, body)
+    support::admin::admin(gw, "weather", method, path, body)
 }
 
 fn view(gw: &mut NativeReplay) -> Value {
-    admin_support::view(gw, "weather")
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
+    support::admin::view(gw, "weather")
 }
 
 fn weather() -> Value {

@@ -11,15 +11,10 @@
 )]
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use toolseal_core::config::Config;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, parse_transcript};
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::support::files::{data, golden};
 
 fn transcript(name: &str) -> Vec<HttpExchange> {
     let bytes = std::fs::read(data(&format!("transcripts/{name}.json"))).unwrap();
@@ -52,30 +47,6 @@ fn replay(config: &str, server: &str, names: &[&str], chunk: usize) -> (NativeRe
         }
     }
     (gw, lines)
-}
-
-fn golden(name: &str, lines: &[String]) {
-    let path = data(&format!("golden/{name}.jsonl"));
-    let text = lines.join("\n") + "\n";
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != text {
-        let mut diff = String::new();
-        for (i, (a, b)) in expected.lines().zip(text.lines()).enumerate() {
-            if a != b {
-                diff.push_str(&format!("line {}:\n- {a}\n+ {b}\n", i + 1));
-            }
-        }
-        panic!(
-            "golden {name} differs ({} expected lines, {} actual); rerun with BLESS=1 after review\n{diff}",
-            expected.lines().count(),
-            text.lines().count()
-        );
-    }
 }
 
 fn field(line: &str) -> Value {

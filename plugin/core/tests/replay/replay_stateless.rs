@@ -16,23 +16,11 @@
 )]
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use toolseal_core::config::Config;
-use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed, parse_transcript};
+use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-/// A recording shipped in `examples/transcripts/`.
-fn transcript(name: &str) -> Vec<HttpExchange> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/transcripts")
-        .join(format!("{name}.json"));
-    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
-}
+use crate::support::examples::transcript;
+use crate::support::files::golden;
 
 /// The real 2026-07-28 recordings of release A (the rug-pull server before the pull).
 const RECORDINGS: [&str; 3] = [
@@ -78,29 +66,6 @@ fn replay_steps(
         }
     }
     (gw, lines, seen)
-}
-
-fn golden(name: &str, lines: &[String]) {
-    let path = data(&format!("golden/{name}.jsonl"));
-    let text = lines.join("\n") + "\n";
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != text {
-        let mut diff = String::new();
-        for (i, (a, b)) in expected.lines().zip(text.lines()).enumerate() {
-            if a != b {
-                diff.push_str(&format!("line {}:\n- {a}\n+ {b}\n", i + 1));
-            }
-        }
-        panic!(
-            "golden {name} differs ({} expected lines, {} actual); rerun with BLESS=1 after review\n{diff}",
-            expected.lines().count(),
-            text.lines().count()
-        );
-    }
 }
 
 fn record(line: &str) -> Value {

@@ -17,47 +17,13 @@ use toolseal_core::gateway::engine::{Engine, Exchange, PendingList, RequestInfo,
 use toolseal_core::gateway::response::BodyPlan;
 use toolseal_core::gateway::unread::Unread;
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::{CollectedOutputs, Outputs};
-use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
+use toolseal_core::state::store::StateStore;
 use toolseal_core::wire::revision::RoutingHeaders;
 
+use crate::support::host::{FaultyStore, NoCaller};
+
 const SERVER: &str = "weather";
-
-/// A store that fails reads (or writes) of keys starting with a prefix.
-#[derive(Default)]
-struct FaultyStore {
-    inner: MemoryStore,
-    fail_reads: Option<&'static str>,
-    fail_writes: Option<&'static str>,
-}
-
-impl StateStore for FaultyStore {
-    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
-        if self.fail_reads.is_some_and(|p| key.starts_with(p)) {
-            return Err(StoreError::Unreadable("injected".into()));
-        }
-        self.inner.get(key)
-    }
-
-    fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError> {
-        if self.fail_writes.is_some_and(|p| key.starts_with(p)) {
-            return Err(StoreError::Failed("injected".into()));
-        }
-        self.inner.set(key, value, expect)
-    }
-}
-
-struct NoMetadata;
-
-impl CallerIdentity for NoMetadata {
-    fn header(&self, _name: &str) -> Option<String> {
-        None
-    }
-    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
-        Ok(None)
-    }
-}
 
 fn weather() -> Value {
     json!({"name": "get_weather", "description": "Weather for a city.",
@@ -84,7 +50,7 @@ fn worker(store: &mut FaultyStore) -> (Engine, CollectedOutputs) {
     (engine, out)
 }
 
-fn info<'a>(caller: &'a NoMetadata) -> RequestInfo<'a> {
+fn info<'a>(caller: &'a NoCaller) -> RequestInfo<'a> {
     RequestInfo {
         http_method: "POST",
         content_type: Some("application/json"),
@@ -104,7 +70,7 @@ fn request(
     out: &mut dyn Outputs,
     body: Value,
 ) -> Result<Exchange, Value> {
-    let caller = NoMetadata;
+    let caller = NoCaller;
     let mut exchange = Exchange::new(SERVER, Some("s1"));
     let bytes = body.to_string().into_bytes();
     match engine.request_body(store, out, 2, &mut exchange, &info(&caller), &bytes) {

@@ -16,22 +16,12 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::SET_SLOTS;
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::{MemoryStore, StateStore};
 use toolseal_core::wire::revision::RoutingHeaders;
 
-struct Nobody;
-
-impl CallerIdentity for Nobody {
-    fn header(&self, _name: &str) -> Option<String> {
-        None
-    }
-    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
-        Ok(None)
-    }
-}
+use crate::support::host::NoCaller;
 
 /// One worker and its store.
 struct Gateway {
@@ -52,7 +42,7 @@ impl Gateway {
 
     /// `session` lists `server`'s tools and gets `body` (a JSON `tools/list` answer).
     fn list(&mut self, server: &str, session: &str, body: &[u8]) {
-        let caller = Nobody;
+        let caller = NoCaller;
         let info = RequestInfo {
             http_method: "POST",
             content_type: Some("application/json"),

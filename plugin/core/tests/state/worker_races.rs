@@ -22,17 +22,17 @@
 
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};
-use std::path::PathBuf;
 use std::rc::Rc;
 use toolseal_core::config::Config;
 use toolseal_core::policy::status::SchemaStatus;
 use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
 use toolseal_core::state::{self};
-use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed, parse_transcript};
+use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
+
+use crate::support::admin::TOKEN;
+use crate::support::examples::transcript;
 
 const SERVER: &str = "demo";
-const TOKEN: &str = "s3cret";
-
 /// The other worker's turn: runs on the shared store when the pre-emption point is reached.
 type Turn = Box<dyn FnOnce(&mut MemoryStore)>;
 
@@ -71,13 +71,6 @@ impl StateStore for PreemptedStore {
         self.tick();
         self.shared.borrow_mut().set(key, value, expect)
     }
-}
-
-fn transcript(name: &str) -> Vec<HttpExchange> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/transcripts")
-        .join(format!("{name}.json"));
-    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 
 fn config(extra: Value) -> Config {

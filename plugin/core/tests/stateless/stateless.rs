@@ -12,38 +12,21 @@
 )]
 
 use serde_json::{Value, json};
-use toolseal_core::config::Config;
 use toolseal_core::gateway::engine::{Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::gateway::response::BodyPlan;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
-use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::AuditEvent;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 use toolseal_core::wire::revision::RoutingHeaders;
 
-const V2026: &str = "2026-07-28";
-const TOKEN: &str = "s3cret";
+use crate::support::V2026;
+use crate::support::admin::TOKEN;
+use crate::support::gateway::gateway;
+use crate::support::host::NoCaller;
+use crate::support::tools::{deploy_v1, fp};
 
 type Headers = Vec<(String, String)>;
 
-fn gateway(extra: Value) -> NativeReplay {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    // The sessions here skip the handshake, so their capabilities are never known: views are
-    // told by revision alone (views.rs tests the capabilities source).
-    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": hash}});
-    for (k, v) in extra.as_object().unwrap() {
-        config[k] = v.clone();
-    }
-    NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
-}
-
 // ---- tools ----
-
-fn deploy_v1() -> Value {
-    json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
-        "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"}},
-        "required": ["branch"], "additionalProperties": false}})
-}
 
 /// The rug pull: a new required argument and a poisoned description.
 fn deploy_v2() -> Value {
@@ -58,12 +41,6 @@ fn rollback() -> Value {
         "required": ["branch"], "additionalProperties": false},
         "outputSchema": {"type": "object", "properties": {"branch": {"type": "string"},
         "rolled_back": {"type": "boolean"}}, "required": ["branch", "rolled_back"]}})
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
 }
 
 fn server_info() -> Value {
@@ -950,17 +927,6 @@ fn keys_are_bounded_like_sessions() {
 
 // ---- subscriptions/listen ----
 
-struct Caller;
-
-impl CallerIdentity for Caller {
-    fn header(&self, _name: &str) -> Option<String> {
-        None
-    }
-    fn metadata(&self, _path: &str) -> Result<Option<Value>, String> {
-        Ok(None)
-    }
-}
-
 #[test]
 fn a_listen_stream_holds_calls_until_a_list_verifies_and_passes_its_events_at_once() {
     let mut gw = gateway(json!({}));
@@ -981,7 +947,7 @@ fn a_listen_stream_holds_calls_until_a_list_verifies_and_passes_its_events_at_on
             name: None,
             repeated: false,
         },
-        caller: &Caller,
+        caller: &NoCaller,
     };
     let mut ex = Exchange::new("deploy", None);
     let now = gw.now_ms;

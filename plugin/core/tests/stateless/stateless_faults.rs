@@ -14,41 +14,19 @@ use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::admin::AdminRequest;
 use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
+use toolseal_core::policy::fingerprint::sha256_hex;
 use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::{AuditEvent, CollectedOutputs};
-use toolseal_core::state::store::{Expect, MemoryStore, StateStore, StoreError};
 use toolseal_core::wire::revision::RoutingHeaders;
 
+use crate::support::V2026;
+use crate::support::admin::TOKEN;
+use crate::support::host::FaultyStore;
+use crate::support::tools::fp;
+
 const SERVER: &str = "weather";
-const V2026: &str = "2026-07-28";
 const AGENT: &str = "x-agent-id";
-const TOKEN: &str = "s3cret";
 const SUB: &str = "envoy.filters.http.jwt_authn/payload/sub";
-
-/// A store that fails reads (or writes) of keys starting with a prefix.
-#[derive(Default)]
-struct FaultyStore {
-    inner: MemoryStore,
-    fail_reads: Option<&'static str>,
-    fail_writes: Option<&'static str>,
-}
-
-impl StateStore for FaultyStore {
-    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
-        if self.fail_reads.is_some_and(|p| key.starts_with(p)) {
-            return Err(StoreError::Unreadable("injected".into()));
-        }
-        self.inner.get(key)
-    }
-
-    fn set(&mut self, key: &str, value: &[u8], expect: Expect) -> Result<(), StoreError> {
-        if self.fail_writes.is_some_and(|p| key.starts_with(p)) {
-            return Err(StoreError::Failed("injected".into()));
-        }
-        self.inner.set(key, value, expect)
-    }
-}
 
 /// An agent named by a header, with a verified token whose `sub` the host may fail to read.
 struct Agent {
@@ -86,17 +64,11 @@ fn drifted() -> Value {
     tool
 }
 
-fn fingerprint(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
-}
-
 /// Strict posture, `weather()` locked, results enforced, snapshots keyed by `key`, and the
 /// admin API on.
 fn worker(store: &mut FaultyStore, key: Value) -> (Engine, CollectedOutputs) {
     let config = json!({"posture": "strict",
-        "servers": {SERVER: {"lock": {"fingerprint": fingerprint(&[weather()]),
+        "servers": {SERVER: {"lock": {"fingerprint": fp(&[weather()]),
             "tools": [weather()]}, "results": "enforce"}},
         "snapshots": {"key": [key]},
         "admin": {"token_sha256": sha256_hex(TOKEN.as_bytes())}});
@@ -545,9 +517,9 @@ fn the_admin_tools_endpoint_serves_only_referenced_slots_and_a_fault_is_503() {
         let mut tool = drifted();
         tool["description"] = json!(format!("Weather, drift {n}."));
         list(&mut engine, &mut store, &mut out, &AGENT_7, &[tool.clone()]);
-        candidates.push(fingerprint(&[tool]));
+        candidates.push(fp(&[tool]));
     }
-    let baseline = fingerprint(&[weather()]);
+    let baseline = fp(&[weather()]);
     let (status, set) = admin(&mut engine, &mut store, &mut out, &baseline);
     assert_eq!((status, &set["fingerprint"]), (200, &json!(baseline)));
     assert_eq!(set["tools"], json!([weather()]));

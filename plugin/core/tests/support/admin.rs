@@ -1,5 +1,4 @@
-//! Helpers shared by the core test files that drive the admin API through the engine.
-#![allow(dead_code, clippy::unwrap_used)]
+//! The admin API driven through the engine, with the token the tests' configurations hash.
 
 use serde_json::Value;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
@@ -40,6 +39,14 @@ pub fn admin(
 /// `GET servers/{server}`, which must answer 200: the admin view of the server.
 pub fn view(gw: &mut NativeReplay, server: &str) -> Value {
     let (status, view) = admin(gw, server, "GET", &format!("servers/{server}"), Value::Null);
-    assert_eq!(status, 200);
+    assert_eq!(status, 200, "{view}");
     view
+}
+
+/// The `schema_status` of `server` in its admin view.
+pub fn schema_status(gw: &mut NativeReplay, server: &str) -> String {
+    view(gw, server)["schema_status"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }

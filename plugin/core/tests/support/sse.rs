@@ -1,5 +1,4 @@
-//! Helpers shared by the SSE test files: feed chunks to the owned parser and end the stream.
-#![allow(dead_code, clippy::unwrap_used)]
+//! The SSE test files' way to parse: feed chunks to the owned parser and end the stream.
 
 use toolseal_core::wire::sse::{SseError, SseEvent, SseParser};
 

@@ -13,7 +13,6 @@
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
 use toolseal_core::policy::fingerprint::{
     FingerprintField, FingerprintFields, ToolDigests, ToolSetError, canonical_tool_view,
     digest_tools, normalized_tool_view, server_fingerprint, sha256_hex, to_hex, tool_digest,
@@ -23,13 +22,9 @@ use toolseal_core::wire::canonical::{
 };
 use toolseal_core::wire::json::parse_strict;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use crate::support::files::data;
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 fn load(name: &str) -> Result<Value, Box<dyn std::error::Error>> {
     let bytes = std::fs::read(data(name))?;

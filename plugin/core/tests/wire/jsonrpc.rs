@@ -8,7 +8,6 @@
 )]
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use toolseal_core::wire::json::JsonError;
 use toolseal_core::wire::jsonrpc::{
     FrameError, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MAX_BATCH, METHOD_NOT_FOUND,
@@ -16,6 +15,8 @@ use toolseal_core::wire::jsonrpc::{
     tool_call,
 };
 use toolseal_core::wire::sse::SseParser;
+
+use crate::support::files::{exchanges, transcripts_dir};
 
 const DEPTH: usize = 64;
 
@@ -366,24 +367,6 @@ fn tool_call_params() {
             Err(FrameError::InvalidParams(why.into())),
             "{params:?}"
         );
-    }
-}
-
-fn transcripts_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/transcripts")
-}
-
-fn exchanges(path: &std::path::Path) -> Vec<Value> {
-    let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    match doc {
-        Value::Array(items) => items,
-        Value::Object(obj) => obj
-            .get("exchanges")
-            .or(obj.get("entries"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap(),
-        _ => panic!("bad transcript {}", path.display()),
     }
 }
 

@@ -8,11 +8,11 @@
     clippy::type_complexity
 )]
 
-use serde_json::Value;
-use std::path::PathBuf;
 use toolseal_core::wire::sse::{SseError, SseEvent, SseParser};
 
 use crate::support::sse::{BIG, parse_chunks, parse_whole};
+
+use crate::support::files::{exchanges, transcripts_dir};
 
 /// (data, event_type, id) of each event.
 fn fields(events: &[SseEvent]) -> Vec<(Option<&str>, Option<&str>, Option<&str>)> {
@@ -354,25 +354,6 @@ fn random_streams_never_panic() {
         clean > 500,
         "too few error-free streams ({clean}) to mean anything"
     );
-}
-
-/// The recorded transcripts (copies of real sessions, one JSON file each).
-pub fn transcripts_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/transcripts")
-}
-
-fn exchanges(path: &std::path::Path) -> Vec<Value> {
-    let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    match doc {
-        Value::Array(items) => items,
-        Value::Object(obj) => obj
-            .get("exchanges")
-            .or(obj.get("entries"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap(),
-        _ => panic!("bad transcript {}", path.display()),
-    }
 }
 
 /// Every SSE body of every transcript parses to the events the recorder saw, whatever the
