@@ -4,11 +4,13 @@
 //! never an unchecked tool delivered, never a panic. The same cases run through the built
 //! `.wasm` in host-test/tests/adversarial_wasm.rs and, where Envoy matters, in
 //! envoy/tests/test_adversarial.py (docs/robustness.md lists them all).
+// A test that cannot go on fails by panicking, and the test data is its own: the
+// workspace's denials of panics and unchecked indexing guard the product's code.
 #![allow(
+    clippy::panic,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::indexing_slicing,
-    clippy::panic,
     missing_docs
 )]
 

@@ -3,12 +3,6 @@
 //! error) gets exactly the error shown, and every key the parser accepts has a row in the
 //! key table. `BLESS=1` rewrites the error lines from the parser (with `-- --test-threads=1`,
 //! so no other test reads the file while it is written); review them with git diff.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic
-)]
 
 use std::path::PathBuf;
 use toolseal_core::config::Config;

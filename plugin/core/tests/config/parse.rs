@@ -1,12 +1,5 @@
 //! Config parse → validate: good configs normalize as expected, and every
 //! bad one is refused with a message that names the field to fix.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::{

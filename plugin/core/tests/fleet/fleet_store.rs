@@ -2,13 +2,6 @@
 //! one in-memory etcd. What opens waits for the store and is decided from its record; what
 //! closes closes at once and reaches the others; a restart forgets nothing; a store that
 //! cannot be reached opens nothing; what the store holds is input.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use std::cell::RefCell;

@@ -5,13 +5,6 @@
 //! audit event, every refused admin request is audited with its source and reason, never
 //! with token material, and a server's stored tool sets are served for its own fingerprints
 //! only.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

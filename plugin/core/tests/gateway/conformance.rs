@@ -3,13 +3,6 @@
 //! malformed (`-32602`, HTTP 400), not a header mismatch (`-32020`, kept for values that
 //! disagree); and an `application/json` response that goes on after its first JSON value
 //! is refused the moment the next value starts, not when a stream that may never end ends.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -4,13 +4,6 @@
 //! `TOOL_CHANGED`; anything that cannot be told tool by tool closes the whole server. Told
 //! through the engine with synthetic Streamable HTTP exchanges of both MCP eras, plus the
 //! classification and serving functions on their own.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -2,13 +2,6 @@
 //! Streamable HTTP exchanges: rug pull, approve bound to the reviewed fingerprint, stale
 //! calls, strict posture, quarantine, list_changed hold, invalid sets, batches, and the
 //! request-side refusals.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

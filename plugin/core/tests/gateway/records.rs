@@ -2,13 +2,6 @@
 //! the requests refused before any check; the elements of a batch answered locally never say
 //! `allow`; each call's audit hash is that call's own raw `arguments` bytes; a list whose
 //! event stream ends mid-event is answered with an error.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
@@ -21,7 +14,7 @@ const SERVER: &str = "weather";
 
 fn gateway(mut config: Value) -> NativeReplay {
     // The sessions here skip the handshake, so their capabilities are never known: views are
-    // told by revision alone (views.rs tests the capabilities source).
+    // told by revision alone (lists/views.rs tests the capabilities source).
     if let Some(c) = config.as_object_mut() {
         c.entry("views").or_insert(json!(["revision"]));
     }

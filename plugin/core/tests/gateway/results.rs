@@ -4,12 +4,6 @@
 //! (enforce), for JSON and SSE responses alike; a matching result passes byte for byte;
 //! denials carry the SHA-256 of the raw arguments and the canonical ones; duplicate keys in
 //! arguments never reach the server.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

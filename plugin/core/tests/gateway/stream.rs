@@ -3,13 +3,6 @@
 //! headers or body the host could not hand over, refuses a body over its limit before its
 //! end, reads an oversized admin body one byte past the cap, and says which response headers
 //! to change.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -1,13 +1,6 @@
 //! The per-worker caches never serve stale state: a server record or session snapshot
 //! changed by another worker (another `Engine` on the same store) is read fresh, and the
 //! parse cache re-parses whenever the version or the bytes differ, within its bound.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use std::cell::Cell;

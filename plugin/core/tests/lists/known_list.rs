@@ -2,13 +2,6 @@
 //! byte of difference takes the full path, a status that changed in between filters, and
 //! every envelope around remembered result bytes decides exactly as a worker with cold caches
 //! decides (the oracle: the same traffic with the engine replaced by a fresh one).
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

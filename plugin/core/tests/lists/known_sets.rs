@@ -1,12 +1,6 @@
 //! A tool list served again unchanged is recognized by comparison with a cached set
 //! (`Approved::has_exactly`) instead of being canonicalized and hashed again: the shortcut
 //! must give exactly the digests and the verdicts of the full computation.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

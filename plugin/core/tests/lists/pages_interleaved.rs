@@ -4,13 +4,6 @@
 //! their pages: listing X's last page completed a set holding listing Y's first page instead
 //! of X's own pages, a set no server listed, and an honest server was closed as drifted.
 //! Pages now accumulate along the chain of cursors.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -4,13 +4,6 @@
 //! `examples/transcripts/`: a client declaring no capabilities is listed 13 tools, one
 //! declaring roots, sampling and elicitation (form and url) 17. Both are one server; each is
 //! a view of its catalogue. Golden files live in `tests/data/golden/`; `BLESS=1` rewrites them.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -4,13 +4,6 @@
 //! exactly when no arguments make a call pass), then told through the engine in both MCP
 //! eras: the caller's identity from a header or `jwt_authn` metadata, the 2026-07-28 list sent
 //! `cacheScope: "private"`, the set check and fingerprint on the full live list.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Map, Value, json};
 use toolseal_core::config::Config;
@@ -345,7 +338,7 @@ fn spec_policy() -> Value {
 fn gateway(extra: Value) -> NativeReplay {
     let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
     // The sessions here skip the handshake, so their capabilities are never known: views are
-    // told by revision alone (views.rs tests the capabilities source).
+    // told by revision alone (lists/views.rs tests the capabilities source).
     let mut config =
         json!({"views": ["revision"], "admin": {"token_sha256": hash}, "policy": spec_policy()});
     for (k, v) in extra.as_object().unwrap() {

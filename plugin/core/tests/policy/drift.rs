@@ -2,14 +2,8 @@
 //! server-everything as a golden file, the seed's deploy_preview revisions and rug pull,
 //! and one table row per change kind and class.
 //!
-//! The golden file is rewritten with `BLESS=1 cargo test -p toolseal-core --test drift`;
+//! The golden file is rewritten with `BLESS=1 cargo test -p toolseal-core --test policy drift::`;
 //! review every line of the rewrite against the two tool lists before committing it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use serde_json::{Value, json};
 use std::path::PathBuf;

@@ -1,11 +1,5 @@
 //! Policy rules: config validation (exact error texts) and evaluation edge cases.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::type_complexity
-)]
+#![allow(clippy::type_complexity)]
 
 use serde_json::{Value, json};
 use toolseal_core::policy::rules::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};

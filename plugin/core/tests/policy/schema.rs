@@ -1,12 +1,6 @@
 //! The JSON Schema subset: table-driven validation cases with exact
 //! violations, the refusal of unsupported features, the regex engine, resource bounds, and
 //! every real schema of the recorded transcripts.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use serde_json::{Value, json};
 use std::time::Instant;

@@ -2,13 +2,6 @@
 //! measurement on real published tool sets, bounds on hostile input, the `screening` config
 //! section, and the lifecycle through the engine (pending, filtered, approved, TOFU when
 //! disabled, never screened once a baseline exists).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use std::path::PathBuf;

@@ -2,13 +2,6 @@
 //! (docs/screening.md, "Measured"): the same counting as `toolseal screen`. These tests fail
 //! when recall on a category of poisoned sets drops below its recorded figure, or when any
 //! honest server would be held.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
 
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -1,11 +1,5 @@
 //! The schema_status lifecycle, exhaustively: every state × every event × both postures,
 //! with the next status, what is audited, and which events are refused.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use toolseal_core::policy::status::Posture::{self, Discovery, Strict};
 use toolseal_core::policy::status::{

@@ -2,13 +2,6 @@
 //! lifecycle stories told with real recorded traffic.
 //!
 //! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -7,13 +7,6 @@
 //!
 //! Golden files live in `tests/data/golden/`; `BLESS=1 cargo test` rewrites them. The same
 //! files hold the `.wasm` (host-test) and the component (stdio guard) to the same records.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -5,13 +5,6 @@
 //! the hold over. Neither is a problem to report (a refused configuration fails closed and
 //! takes the listener down): the config's wish, "no config hold", already holds. An
 //! administrator's hold is never lifted by the config.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};

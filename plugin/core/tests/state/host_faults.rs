@@ -2,13 +2,6 @@
 //! keys, a body chunk the host cannot hand over, caller metadata that cannot be read. Every
 //! decision that needs what could not be read fails closed, and a host fault never moves the
 //! lifecycle (`changed` is sticky).
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

@@ -4,14 +4,7 @@
 //! proxy-wasm shared data).
 //!
 //! The million-scale measurement is ignored by default (about a minute in release):
-//! `cargo test --release -p toolseal-core --test state_bounds -- --ignored --nocapture`.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
+//! `cargo test --release -p toolseal-core --test state state_bounds:: -- --ignored --nocapture`.
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

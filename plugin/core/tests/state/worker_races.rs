@@ -12,13 +12,6 @@
 //! once closed the server as drifted (`schema.changed` with live = baseline), because the
 //! loser of the compare-and-swap applied a "does not match" computed before the winner's
 //! baseline existed.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};

@@ -3,13 +3,6 @@
 //! mismatches, batches, the gateway's cache hints, snapshot keys without sessions,
 //! `subscriptions/listen` streams and multi round-trip calls. Requests and answers are shaped
 //! exactly as the MCP Python SDK 2.3.0 writes them on the wire.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::gateway::engine::{Exchange, RequestInfo, RequestVerdict};

@@ -2,13 +2,6 @@
 //! a host fault (a refused call, an emptied list, a replaced result, a refused request) is
 //! shaped by the request's revision, its records and audit events carry that revision, and
 //! the caller's snapshot key fails closed when the host cannot read it.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;

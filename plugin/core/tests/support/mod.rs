@@ -1,14 +1,7 @@
 //! What the core's test binaries share: the fixtures and the request builders that several
 //! test files used to copy. Each binary includes this module by path, so a helper one binary
 //! does not call is dead code there, not a mistake.
-// A test that cannot go on panics, as in every test file.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic
-)]
+#![allow(dead_code)]
 
 pub mod admin;
 pub mod examples;

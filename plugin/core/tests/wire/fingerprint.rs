@@ -4,12 +4,6 @@
 //! vectors), `data/extra_vectors.json` and `data/transcripts.expected.json`, both written by
 //! `data/gen_vectors.py`, an independent Python reference checked against RFC 8785's own
 //! examples. Regenerate with `cd plugin/core/tests/data && python3 gen_vectors.py`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

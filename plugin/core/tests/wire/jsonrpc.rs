@@ -1,11 +1,5 @@
 //! JSON-RPC frames: valid and invalid messages, batches, ids, tools/call params, and every
 //! body of the recorded transcripts.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use serde_json::{Value, json};
 use toolseal_core::wire::json::JsonError;

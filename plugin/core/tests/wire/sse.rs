@@ -1,18 +1,11 @@
 //! SSE parsing: framing variants, chunking at every byte boundary, re-encoding, limits, and
 //! the recorded transcripts.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::type_complexity
-)]
+#![allow(clippy::type_complexity)]
 
 use toolseal_core::wire::sse::{SseError, SseEvent, SseParser};
 
-use crate::support::sse::{BIG, parse_chunks, parse_whole};
-
 use crate::support::files::{exchanges, transcripts_dir};
+use crate::support::sse::{BIG, parse_chunks, parse_whole};
 
 /// (data, event_type, id) of each event.
 fn fields(events: &[SseEvent]) -> Vec<(Option<&str>, Option<&str>, Option<&str>)> {

@@ -1,13 +1,7 @@
 //! SSE read in place (`SseParser::push_with`, `rewrite`): the same events as the owned
 //! reading at every chunk split, the "chunk unchanged" answer exactly when the chunk is whole
 //! events, borrowed or joined data, and the UTF-8 check at every position of an event.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::type_complexity
-)]
+#![allow(clippy::type_complexity)]
 
 use std::borrow::Cow;
 use toolseal_core::wire::sse::{Coverage, EventRef, SseError, SseEvent, SseParser};

@@ -1,10 +1,4 @@
 //! Strict parser tests: everything a lenient parser would let through.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use serde_json::json;
 use toolseal_core::wire::json::{JsonError, PARSER_DEPTH_CEILING, parse_strict};
