@@ -1,0 +1,15 @@
+//! The fleet store: several instances over one in-memory etcd.
+// A test that cannot go on fails by panicking, and the test data is its own: the
+// workspace's denials of panics and unchecked indexing guard the product's code.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod fleet_store;

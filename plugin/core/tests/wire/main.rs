@@ -1,0 +1,20 @@
+//! The wire formats on their own: canonical JSON and fingerprints, strict JSON, JSON-RPC
+//! frames, SSE (owned and read in place).
+// A test that cannot go on fails by panicking, and the test data is its own: the
+// workspace's denials of panics and unchecked indexing guard the product's code.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod fingerprint;
+mod jsonrpc;
+mod sse;
+mod sse_in_place;
+mod strict_json;
