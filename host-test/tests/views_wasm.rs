@@ -1,7 +1,7 @@
 //! Surface views through the built proxy-wasm `.wasm` on wasmtime: the real recordings of
 //! server-everything 2026.8.31 (13 tools to a client declaring no capabilities, 17 to one
 //! declaring roots, sampling and elicitation) replayed in the scenarios of the core's
-//! `plugin/core/tests/views.rs`, with the same configs and the same modified echo. The
+//! `plugin/core/tests/lists/views.rs`, with the same configs and the same modified echo. The
 //! decision records the module logs must equal the core's goldens
 //! (`plugin/core/tests/data/golden/everything-2026.8.31-views-*.jsonl`) record for record,
 //! at every chunking: the adapter hands the core the same facts the native replay does,

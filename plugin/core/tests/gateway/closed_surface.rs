@@ -2,24 +2,14 @@
 //! answered empty, its handshake answer loses its instructions, and a `prompts/get` or
 //! `resources/read` is refused before it reaches the server. A server that is not closed (or
 //! has no baseline yet) is left alone.
-#![allow(
-    clippy::panic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use serde_json::{Value, json};
-use toolseal_core::config::Config;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-const TOKEN: &str = "s3cret";
+use crate::support::admin::TOKEN;
 
 fn gateway() -> NativeReplay {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    let config = json!({"views": ["revision"], "admin": {"token_sha256": hash}});
-    NativeReplay::new(Config::parse(config.to_string().as_bytes()).unwrap())
+    crate::support::gateway::gateway(json!({}))
 }
 
 fn weather(description: &str) -> Value {
