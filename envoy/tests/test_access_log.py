@@ -173,6 +173,7 @@ async def test_counters_have_the_documented_prometheus_names(logged: Logged) -> 
         # Answers to no waiting request, dropped: none from an honest server and SDK.
         "toolseal_responses_dropped": 0,
         "toolseal_uses_denied": 0,
+        "toolseal_resources_withheld": 0,
     }
     # The same counters in Envoy's /stats text form carry the wasmcustom. prefix.
     assert logged.envoy.stats()["wasmcustom.toolseal_calls_denied_policy_denied"] == 1

@@ -80,12 +80,18 @@ async def _session(url: str) -> AsyncIterator[tuple[ClientSession, types.Initial
 async def test_a_closed_server_shows_no_prompts_resources_or_instructions(
         wasm: Any, stacks: Callable[..., Stack]) -> None:
     stack = stacks(everything=RELEASE_A, server_id="everything")
+    direct_url = f"{stack.upstream.base_url}/mcp"
+    async with _session(direct_url) as (session, _):
+        direct = ((await session.list_prompts()).prompts, (await session.list_resources()).resources,
+                  (await session.list_resource_templates()).resourceTemplates)
     async with _session(stack.mcp_url) as (session, init):
         assert (await session.list_tools()).tools
         prompts = (await session.list_prompts()).prompts
         resources = (await session.list_resources()).resources
         templates = (await session.list_resource_templates()).resourceTemplates
         assert prompts and resources and templates
+        # A verified server's sections pass whole: its resources screened, none withheld.
+        assert (prompts, resources, templates) == direct
         prompt = next(p for p in prompts if not any(a.required for a in p.arguments or []))
         assert (await session.get_prompt(prompt.name)).messages
         assert (await session.read_resource(resources[0].uri)).contents

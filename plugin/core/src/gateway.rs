@@ -17,6 +17,7 @@ pub mod host_admin;
 pub mod known_list;
 pub mod listing;
 pub mod request;
+pub mod resources;
 pub mod response;
 pub mod resume;
 pub mod stream;

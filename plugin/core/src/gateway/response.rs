@@ -394,8 +394,15 @@ impl Engine {
                 match take_other(exchange, id) {
                     Some(method) => {
                         let answered = (id, method.as_str());
-                        match self.closed_answer(store, out, now_ms, exchange, answered, result) {
-                            Some(closed) => Fate::Replaced(answer(id, closed)),
+                        let replaced = match self
+                            .closed_answer(store, out, now_ms, exchange, answered, result)
+                        {
+                            Some(closed) => Some(closed),
+                            None => self
+                                .screened_resources(store, out, now_ms, exchange, answered, result),
+                        };
+                        match replaced {
+                            Some(replaced) => Fate::Replaced(answer(id, replaced)),
                             None => {
                                 let method = Some(method.as_str());
                                 self.pass_record(store, out, exchange, "response", message, method);

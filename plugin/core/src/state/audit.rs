@@ -181,6 +181,8 @@ pub enum Counter {
     ResponsesDropped,
     /// A `prompts/get` or `resources/read` refused (also counted per error code).
     UsesDenied,
+    /// A `resources/list` answer from which screening withheld items.
+    ResourcesWithheld,
 }
 
 impl Counter {
@@ -201,11 +203,12 @@ impl Counter {
             Counter::StoreFailures => "toolseal_store_failures",
             Counter::ResponsesDropped => "toolseal_responses_dropped",
             Counter::UsesDenied => "toolseal_uses_denied",
+            Counter::ResourcesWithheld => "toolseal_resources_withheld",
         }
     }
 
     /// Every counter, so hosts can define them up front.
-    pub const ALL: [Counter; 14] = [
+    pub const ALL: [Counter; 15] = [
         Counter::ListsVerified,
         Counter::ListsChanged,
         Counter::ListsFiltered,
@@ -220,6 +223,7 @@ impl Counter {
         Counter::StoreFailures,
         Counter::ResponsesDropped,
         Counter::UsesDenied,
+        Counter::ResourcesWithheld,
     ];
 }
 
