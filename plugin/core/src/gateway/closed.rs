@@ -37,10 +37,6 @@ const USES: [(&str, &str, &str); 2] = [
     ("resources/read", "uri", "resource"),
 ];
 
-/// The JSON-RPC error code of a refused use (in the range the MCP revisions leave to
-/// servers, below the codes 2026-07-28 reserves).
-pub const USE_REFUSED: i64 = -32003;
-
 /// The answers whose `instructions` a closed server's client does not receive.
 const HANDSHAKES: [&str; 2] = ["initialize", "server/discover"];
 

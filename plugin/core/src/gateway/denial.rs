@@ -79,6 +79,10 @@ impl ErrorCode {
     }
 }
 
+/// The JSON-RPC error code of a refused use of a prompt or resource (in the range the MCP
+/// revisions leave to servers, below the codes 2026-07-28 reserves).
+pub const USE_REFUSED: i64 = -32003;
+
 /// A refused call, with everything the structured error carries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Denial {
@@ -151,7 +155,7 @@ impl Denial {
         put(
             &mut error,
             "code",
-            Value::from(crate::gateway::closed::USE_REFUSED),
+            Value::from(USE_REFUSED),
         );
         put(&mut error, "message", Value::from(self.message.as_str()));
         put(&mut error, "data", Value::Object(self.structured(item)));
