@@ -151,8 +151,8 @@ fn parse_record(server: &str, bytes: &[u8]) -> Result<ServerRecord, StateError> 
 #[derive(Debug, Clone)]
 pub struct Updated {
     /// Record before the event (a fresh one for a new server), shared with the worker's
-    /// parse cache: copying it for every list cost a verified 100-tool list 29K instructions
-    /// and as many again to drop.
+    /// parse cache, not copied: a list's check only reads it, and a copy would be made and
+    /// dropped on every list.
     pub before: Rc<ServerRecord>,
     /// Record after.
     pub after: ServerRecord,

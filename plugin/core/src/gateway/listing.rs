@@ -417,8 +417,8 @@ impl Engine {
             Some(f) => self.approved(store, &server, f)?,
             None => None,
         };
-        // The remembered digests are copied only when no cached set stands for the list
-        // (copying them anyway cost each verified 100-tool list 65K instructions).
+        // The remembered digests are copied only when no cached set stands for the list: a
+        // list with a cached set is decided from that set, so a copy would go unread.
         let remembered = || fingerprint.and_then(|f| Some((f, self.listed.get(f)?.clone())));
         let digests = match cached {
             Some(set) => Ok(LiveDigests::Cached(set, Default::default())),

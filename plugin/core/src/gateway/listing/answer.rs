@@ -128,8 +128,8 @@ pub(crate) fn rewrite(
     hints: Hints,
     stateless: bool,
 ) -> Value {
-    // Every member but the items is copied (copying the whole result only to drop its tools
-    // was most of a refused list's cost once the list itself was recognized).
+    // Every member but the items is copied, never the whole result: the items are nearly
+    // all of a list's bytes, and they would be copied only to be dropped.
     let Some(obj) = result.as_object() else {
         return result.clone();
     };

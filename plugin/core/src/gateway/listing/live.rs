@@ -205,8 +205,8 @@ impl LiveCheck<'_> {
             // The list is the catalogue itself (equal fingerprints, equal digests name for
             // name): nothing is added, redefined or dropped, so it verifies when its view is
             // new or was recorded with the catalogue's names, decided without building a
-            // candidate (that cost each verified 100-tool list 190K instructions). Any other
-            // record is decided below.
+            // candidate (every list of an honest server takes this path, and its candidate
+            // would only be the catalogue again). Any other record is decided below.
             match (told, known) {
                 (None, _) => {
                     return Ok(Decided::CatalogueAlone {
@@ -406,8 +406,8 @@ fn view_record(
 
 /// Stores a set the lifecycle is handed (a candidate for review, a first contact, a set
 /// whose definitions were known by fingerprint only) unless it is stored already. The
-/// definitions are gathered only to be stored: copying them for every list of a drifted
-/// server cost each 100-tool list 1.5M instructions.
+/// definitions are gathered only to be stored: a drifted server lists the same set again and
+/// again, and every definition copied for a set already stored would be thrown away.
 fn store_set(
     store: &mut dyn StateStore,
     cache: &mut ApprovedCache,
@@ -438,8 +438,8 @@ fn store_set(
 const MEMO_ENTRIES: usize = 8;
 
 /// The candidates this worker made lately. A drifted server is listed again and again until
-/// an admin acts, and each list built its candidate catalogue and classified it anew (1.43M
-/// guest instructions per 100-tool list, 0.55M of them in the decision). A candidate is a
+/// an admin acts, each time from the same inputs, so building its candidate catalogue and
+/// classifying it anew would repeat, list after list, the work of the first. A candidate is a
 /// pure function of the catalogue, the list's digests, the names of the list's view and of
 /// the server's other views, and `allow_subset`; an entry is used only when all of them are
 /// those of the record being decided (names compared, not assumed), so a record another
