@@ -152,11 +152,7 @@ impl Denial {
     /// its sentence as the message.
     pub fn use_error(&self, id: &Value, item: &str) -> Value {
         let mut error = serde_json::Map::new();
-        put(
-            &mut error,
-            "code",
-            Value::from(USE_REFUSED),
-        );
+        put(&mut error, "code", Value::from(USE_REFUSED));
         put(&mut error, "message", Value::from(self.message.as_str()));
         put(&mut error, "data", Value::Object(self.structured(item)));
         let mut response = serde_json::Map::new();

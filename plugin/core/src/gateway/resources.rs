@@ -151,7 +151,8 @@ pub fn uri_finding(uri: &str) -> Option<String> {
         .rsplit_once('@')
         .map_or(authority, |(_, host)| host);
     let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
+        // An IPv6 literal, without its zone (`fe80::1%eth0`).
+        Some(v6) => v6.split([']', '%']).next().unwrap_or(""),
         None => host.split(':').next().unwrap_or(""),
     };
     let host = host.trim_end_matches('.').to_ascii_lowercase();
@@ -161,8 +162,8 @@ pub fn uri_finding(uri: &str) -> Option<String> {
 }
 
 /// Whether `host` (lower case, without port or brackets) is this machine, a link-local or
-/// unspecified address, or a cloud metadata service, in any spelling an HTTP client accepts
-/// for an IPv4 address (dotted, one decimal or hexadecimal number).
+/// unspecified address, or a cloud metadata service, in any spelling a URL parser accepts for
+/// an IP address (`127.1`, `0177.0.0.1`, `2852039166`, `0xa9fea9fe`, `::ffff:169.254.169.254`).
 fn internal_host(host: &str) -> bool {
     const NAMES: [&str; 4] = [
         "localhost",
@@ -173,34 +174,101 @@ fn internal_host(host: &str) -> bool {
     if NAMES.contains(&host) || host.ends_with(".localhost") {
         return true;
     }
-    let v4 = host.parse::<core::net::Ipv4Addr>().ok().or_else(|| {
-        let number = match host.strip_prefix("0x") {
-            Some(hex) => u32::from_str_radix(hex, 16).ok(),
-            None => host.parse::<u32>().ok(),
-        };
-        number.map(core::net::Ipv4Addr::from)
-    });
-    if let Some(ip) = v4 {
+    if let Some(ip) = ipv4(host) {
         return internal_v4(ip);
     }
-    let Ok(ip) = host.parse::<core::net::Ipv6Addr>() else {
+    let Some(groups) = ipv6(host) else {
         return false;
     };
-    if let Some(mapped) = ip.to_ipv4_mapped() {
-        return internal_v4(mapped);
+    match groups {
+        // IPv4-mapped: what the embedded address is.
+        [0, 0, 0, 0, 0, 0xffff, high, low] => internal_v4((u32::from(high) << 16) | u32::from(low)),
+        // Unspecified, loopback.
+        [0, 0, 0, 0, 0, 0, 0, 0 | 1] => true,
+        // AWS's metadata service over IPv6.
+        [0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254] => true,
+        // Link-local, fe80::/10.
+        [first, ..] => first & 0xffc0 == 0xfe80,
     }
-    let first = ip.segments().first().copied().unwrap_or(0);
-    ip.is_loopback()
-        || ip.is_unspecified()
-        || first & 0xffc0 == 0xfe80
-        || ip == core::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
 }
 
-fn internal_v4(ip: core::net::Ipv4Addr) -> bool {
-    ip.is_loopback()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip == core::net::Ipv4Addr::new(100, 100, 100, 200)
+/// Loopback (127/8), unspecified (0/8), link-local (169.254/16, the metadata services of most
+/// clouds) or Alibaba's metadata address.
+fn internal_v4(ip: u32) -> bool {
+    let [a, b, _, _] = ip.to_be_bytes();
+    a == 127 || a == 0 || (a == 169 && b == 254) || ip == 0x6464_64c8
+}
+
+/// An IPv4 host as a URL parser reads it: one to four parts, each decimal, octal (`0`-led) or
+/// hexadecimal (`0x`-led), the last filling the bytes the others leave.
+fn ipv4(host: &str) -> Option<u32> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for (index, part) in parts.iter().enumerate() {
+        let number = if let Some(hex) = part.strip_prefix("0x") {
+            u64::from_str_radix(if hex.is_empty() { "0" } else { hex }, 16).ok()?
+        } else if part.len() > 1 && part.starts_with('0') {
+            u64::from_str_radix(part.get(1..)?, 8).ok()?
+        } else if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+            part.parse::<u64>().ok()?
+        } else {
+            return None;
+        };
+        let last = index + 1 == parts.len();
+        let room = if last { 4 - index as u32 } else { 1 };
+        if number >= 1u64 << (8 * room) {
+            return None;
+        }
+        value = if last {
+            (value << (8 * room)) | number
+        } else {
+            (value << 8) | number
+        };
+    }
+    u32::try_from(value).ok()
+}
+
+/// An IPv6 host's eight groups (`::` expanded, a trailing dotted IPv4 part read as two).
+fn ipv6(host: &str) -> Option<[u16; 8]> {
+    if !host.contains(':') {
+        return None;
+    }
+    let read = |side: &str| -> Option<Vec<u16>> {
+        let mut groups = Vec::new();
+        for (index, part) in side.split(':').enumerate() {
+            if side.is_empty() {
+                break;
+            }
+            let last = index + 1 == side.split(':').count();
+            if last && part.contains('.') {
+                let v4 = ipv4(part)?;
+                groups.push((v4 >> 16) as u16);
+                groups.push(v4 as u16);
+            } else if (1..=4).contains(&part.len()) {
+                groups.push(u16::from_str_radix(part, 16).ok()?);
+            } else {
+                return None;
+            }
+        }
+        Some(groups)
+    };
+    let (head, tail) = match host.split_once("::") {
+        Some((head, tail)) => (read(head)?, Some(read(tail)?)),
+        None => (read(host)?, None),
+    };
+    let mut groups = [0u16; 8];
+    match tail {
+        None if head.len() == 8 => groups.copy_from_slice(&head),
+        Some(tail) if head.len() + tail.len() < 8 => {
+            groups.get_mut(..head.len())?.copy_from_slice(&head);
+            groups.get_mut(8 - tail.len()..)?.copy_from_slice(&tail);
+        }
+        _ => return None,
+    }
+    Some(groups)
 }
 
 /// `text` with its `%XX` escapes decoded (as Latin-1 bytes: only ASCII matters here); a
@@ -247,6 +315,11 @@ mod tests {
             "http://user@127.0.0.1:80/x",
             "http://0.0.0.0/",
             "http://LOCALHOST./",
+            "http://127.1/",
+            "http://0177.0.0.1/",
+            "http://[0:0:0:0:0:0:0:1]/",
+            "http://[fe80::1%25eth0]/",
+            "http://[::]/",
         ] {
             assert!(uri_finding(uri).is_some(), "{uri}");
         }
@@ -257,6 +330,10 @@ mod tests {
             "memory://notes/42",
             "https://api.example.com/v1/items?next=..",
             "postgres://db.internal/tickets",
+            "http://10.0.0.1/",
+            "http://[2001:db8::1]/",
+            "http://1.2.3.4.5/",
+            "http://999.1.1.1/",
             "",
         ] {
             assert!(uri_finding(uri).is_none(), "{uri}");
