@@ -69,7 +69,10 @@ fn over_stdio_answers_to_nothing_are_not_written_and_a_closed_server_is_closed_w
         .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
         .unwrap();
     // This session skips the handshake: its view is told by revision alone.
-    policy.configure(r#"{"views": ["revision"]}"#).unwrap().unwrap();
+    policy
+        .configure(r#"{"views": ["revision"]}"#)
+        .unwrap()
+        .unwrap();
 
     assert_eq!(
         to_server(&mut policy, request(1, "tools/list", json!({}))),

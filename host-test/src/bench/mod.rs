@@ -32,7 +32,8 @@ usage:
   toolseal bench [--wasm PATH] [--runtime native|wasm|both] [--only TEXT] [--quick]
                  [--callgrind] [--fuel] [--json FILE]
       Per-message cost of tools/call (small and 64 KiB arguments) and tools/list (10, 100,
-      1000 tools), verified and filtered path, JSON and SSE responses, and the same call and
+      1000 tools), verified and filtered path, JSON and SSE responses, resources/list and
+      prompts/list of 100 items (a verified and a closed server), and the same call and
       lists of 10 and 100 tools under MCP 2026-07-28 (rows ending in `2026`, compared with
       their 2025 rows at the end): native toolseal-core and the .wasm on wasmtime, with the
       wasm/native ratio. --callgrind adds instructions

@@ -16,6 +16,10 @@ pub enum Kind {
     Call(usize),
     /// `tools/list` with this many tools.
     List(usize),
+    /// `resources/list` with this many resources (screened, never sealed).
+    Resources(usize),
+    /// `prompts/list` with this many prompts (passed, or emptied for a closed server).
+    Prompts(usize),
 }
 
 /// Which path through the policy.
@@ -98,6 +102,8 @@ impl Scenario {
             Kind::Call(SMALL_ARGS) => ("call small".to_string(), CALL_TOOLS),
             Kind::Call(n) => (format!("call {}K", n / 1024), CALL_TOOLS),
             Kind::List(n) => (format!("list {n}"), n),
+            Kind::Resources(n) => (format!("resources {n}"), CALL_TOOLS),
+            Kind::Prompts(n) => (format!("prompts {n}"), CALL_TOOLS),
         };
         let path_name = match path {
             Path::Verified => "verified",
@@ -139,6 +145,12 @@ impl Scenario {
                 all.push(Scenario::new(Kind::List(n), Path::Contained, framing));
                 all.push(Scenario::new(Kind::List(n), Path::Scoped, framing));
             }
+        }
+        // The other sections of a server beside its tool list: 100 resources screened on a
+        // verified server, 100 prompts passed on a verified one and emptied on a closed one.
+        for path in [Path::Verified, Path::Filtered] {
+            all.push(Scenario::new(Kind::Resources(100), path, Framing::Json));
+            all.push(Scenario::new(Kind::Prompts(100), path, Framing::Json));
         }
         // First-contact screening of a list of 100 tools.
         all.push(Scenario::new(
@@ -223,6 +235,8 @@ impl Scenario {
             Kind::List(n) => {
                 workload::list_exchange_in(self.revision, 3, &self.listed(n), self.framing)
             }
+            Kind::Resources(n) => workload::section_exchange(3, false, n, self.framing),
+            Kind::Prompts(n) => workload::section_exchange(3, true, n, self.framing),
         }
     }
 
@@ -233,9 +247,11 @@ impl Scenario {
                 Expect::TtlLowered
             }
             (Kind::Call(_), _) if self.path != Path::Filtered => Expect::PassedUnchanged,
-            (Kind::List(_), Path::Verified) => Expect::PassedUnchanged,
+            (Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_), Path::Verified) => {
+                Expect::PassedUnchanged
+            }
             (Kind::Call(_), _) => Expect::LocalReply,
-            (Kind::List(_), _) => Expect::Rewritten,
+            (Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_), _) => Expect::Rewritten,
         }
     }
 

@@ -249,6 +249,28 @@ fn stateless(mut exchange: HttpExchange) -> HttpExchange {
     exchange
 }
 
+/// A `resources/list` (`prompts`: `prompts/list`) exchange of the handshake era answering
+/// with `count` items of the kind a documentation server lists, none of which screening flags.
+pub fn section_exchange(id: u64, prompts: bool, count: usize, framing: Framing) -> HttpExchange {
+    let items: Vec<Value> = (0..count)
+        .map(|i| match prompts {
+            true => json!({"name": format!("summarize_{i}"),
+                "description": format!("Summarize section {i} of the handbook for a new reader."),
+                "arguments": [{"name": "audience", "description": "Who will read it.", "required": false}]}),
+            false => json!({"uri": format!("file:///srv/handbook/chapter-{i}.md"),
+                "name": format!("chapter-{i}.md"), "title": format!("Chapter {i}"),
+                "description": format!("Chapter {i} of the team handbook."), "mimeType": "text/markdown"}),
+        })
+        .collect();
+    let (method, member) = match prompts {
+        true => ("prompts/list", "prompts"),
+        false => ("resources/list", "resources"),
+    };
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+    let response = json!({"jsonrpc": "2.0", "id": id, "result": {member: items}});
+    exchange(id as usize, &request, &response, framing)
+}
+
 /// The `tools/list` request body.
 pub fn list_request(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})

@@ -266,6 +266,9 @@ pub struct Engine {
     pub(crate) candidates: crate::gateway::listing::live::CandidateMemo,
     /// This worker's fleet store bookkeeping (see [`crate::gateway::fleet`]).
     pub(crate) fleet: crate::gateway::fleet::FleetWorker,
+    /// The verdicts of resources this worker screened lately (see
+    /// [`crate::gateway::resources`]).
+    pub(crate) screened: crate::gateway::resources::Screened,
 }
 
 impl Engine {
@@ -282,6 +285,7 @@ impl Engine {
             candidates: Default::default(),
             held: std::collections::BTreeSet::new(),
             fleet: Default::default(),
+            screened: Default::default(),
         }
     }
 

@@ -30,6 +30,23 @@ const FINDINGS: [Kind; 3] = [
 /// Withheld resources named in one audit event, at most.
 const NAMED: usize = 16;
 
+/// Resources whose verdict one worker remembers (the set is emptied when it is full).
+const REMEMBERED: usize = 1024;
+
+/// A listed resource's screened strings longer than this are screened every time (the
+/// memory of verdicts stays small).
+const REMEMBERED_BYTES: usize = 1024;
+
+/// The verdicts of the resources a worker screened lately, by their screened strings (the
+/// URI, name, title and description, exactly): a data server lists mostly the same items
+/// again, and screening a string is far dearer than looking it up.
+#[derive(Debug, Default)]
+pub struct Screened {
+    /// The finding, or `null` for a resource served (a JSON map: the module already holds
+    /// its code, a map of another type would add its own).
+    verdicts: Map<String, Value>,
+}
+
 impl Engine {
     /// A `resources/list` answer without the items screening flags (`None`: forwarded as it
     /// is: nothing flagged, screening off, or another method).
@@ -47,8 +64,27 @@ impl Engine {
         }
         let items = result.get("resources")?.as_array()?;
         let mut flagged: Vec<(usize, String)> = Vec::new();
+        let mut strings = None;
         for (index, item) in items.iter().enumerate() {
-            if let Some(why) = self.resource_finding(item) {
+            let key = screened_key(item);
+            let known = key.as_ref().and_then(|k| self.screened.verdicts.get(k));
+            let verdict = match known {
+                Some(verdict) => verdict.as_str().map(str::to_string),
+                None => {
+                    let strings = strings
+                        .get_or_insert_with(|| screening::Strings::new(&self.config.screening));
+                    let verdict = resource_finding(strings, item);
+                    if let Some(key) = key {
+                        if self.screened.verdicts.len() >= REMEMBERED {
+                            self.screened.verdicts.clear();
+                        }
+                        let remembered = verdict.clone().map_or(Value::Null, Value::from);
+                        self.screened.verdicts.insert(key, remembered);
+                    }
+                    verdict
+                }
+            };
+            if let Some(why) = verdict {
                 flagged.push((index, why));
             }
         }
@@ -106,59 +142,76 @@ impl Engine {
         }
         Some(Value::Object(answer))
     }
+}
 
-    /// Why a listed resource is withheld (`None`: it is served).
-    fn resource_finding(&self, item: &Value) -> Option<String> {
-        let uri = item.get("uri").and_then(Value::as_str).unwrap_or("");
-        if let Some(why) = uri_finding(uri) {
-            return Some(why);
-        }
-        let label = item.get("name").and_then(Value::as_str).unwrap_or(uri);
-        for field in ["name", "title", "description"] {
-            let Some(text) = item.get(field).and_then(Value::as_str) else {
-                continue;
-            };
-            let at = format!("resources/{field}");
-            let found =
-                screening::screen_string(label, &at, text, Role::Prose, &self.config.screening);
-            if let Some(finding) = found.iter().find(|f| FINDINGS.contains(&f.kind)) {
-                return Some(finding.to_string());
-            }
-        }
-        None
+/// What a listed resource's verdict is remembered by: its screened strings, each ended by a
+/// NUL (`None`: too long to remember).
+fn screened_key(item: &Value) -> Option<String> {
+    let mut key = String::new();
+    for field in ["uri", "name", "title", "description"] {
+        key.push_str(item.get(field).and_then(Value::as_str).unwrap_or(""));
+        key.push('\0');
     }
+    (key.len() <= REMEMBERED_BYTES).then_some(key)
+}
+
+/// Why a listed resource is withheld (`None`: it is served).
+fn resource_finding(strings: &mut screening::Strings<'_>, item: &Value) -> Option<String> {
+    let uri = item.get("uri").and_then(Value::as_str).unwrap_or("");
+    if let Some(why) = uri_finding(uri) {
+        return Some(why);
+    }
+    let label = item.get("name").and_then(Value::as_str).unwrap_or(uri);
+    for field in ["name", "title", "description"] {
+        let Some(text) = item.get(field).and_then(Value::as_str) else {
+            continue;
+        };
+        let at = format!("resources/{field}");
+        let found = strings.screen(label, &at, text, Role::Prose);
+        if let Some(finding) = found.iter().find(|f| FINDINGS.contains(&f.kind)) {
+            return Some(finding.to_string());
+        }
+    }
+    None
 }
 
 /// Why a resource URI is withheld: a path that climbs out of its root, or a host that is
 /// loopback, link-local, unspecified or a cloud metadata service (`None`: neither).
 pub fn uri_finding(uri: &str) -> Option<String> {
+    // One pattern type for every split (each array of characters would be its own code).
+    type Split = fn(char) -> bool;
+    let end_of_authority: Split = |c| matches!(c, '/' | '\\' | '?' | '#');
+    let end_of_path: Split = |c| matches!(c, '?' | '#');
+    let separator: Split = |c| matches!(c, '/' | '\\');
+    let end_of_v6: Split = |c| matches!(c, ']' | '%');
     let decoded = percent_decoded(uri);
     let (scheme, rest) = decoded.split_once(':').unwrap_or(("", decoded.as_str()));
-    let path_start = rest.strip_prefix("//").map_or(rest, |after| {
-        after
-            .find(['/', '\\', '?', '#'])
-            .map_or("", |at| after.get(at..).unwrap_or(""))
-    });
-    let path = path_start.split(['?', '#']).next().unwrap_or("");
-    if path.split(['/', '\\']).any(|segment| segment == "..") {
-        return Some(format!(
-            "{scheme} URI climbs out of its root (a `..` segment)"
-        ));
-    }
-    let authority = rest.strip_prefix("//")?;
-    let authority = authority.split(['/', '\\', '?', '#']).next().unwrap_or("");
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let host = match host.strip_prefix('[') {
-        // An IPv6 literal, without its zone (`fe80::1%eth0`).
-        Some(v6) => v6.split([']', '%']).next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
+    let (authority, path) = match rest.strip_prefix("//") {
+        Some(after) => match after.find(end_of_authority) {
+            Some(at) => after.split_at(at),
+            None => (after, ""),
+        },
+        None => ("", rest),
     };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    internal_host(&host).then(|| {
-        format!("{scheme} URI points at a loopback, link-local or metadata address ({host})")
-    })
+    let path = path.split(end_of_path).next().unwrap_or("");
+    let why = if path.split(separator).any(|segment| segment == "..") {
+        "climbs out of its root (a `..` segment)"
+    } else {
+        let host = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        let host = match host.strip_prefix('[') {
+            // An IPv6 literal, without its zone (`fe80::1%eth0`).
+            Some(v6) => v6.split(end_of_v6).next().unwrap_or(""),
+            None => host.split(':').next().unwrap_or(""),
+        };
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        if !internal_host(&host) {
+            return None;
+        }
+        "points at a loopback, link-local or metadata address"
+    };
+    Some(format!("{scheme} URI {why}"))
 }
 
 /// Whether `host` (lower case, without port or brackets) is this machine, a link-local or

@@ -207,25 +207,48 @@ pub fn screen_string(
     role: Role,
     config: &ScreeningConfig,
 ) -> Vec<Finding> {
-    let mut screen = Screen {
-        config,
-        names: &[],
-        params: Vec::new(),
-        index: intent::Index::new(),
-        raw: Vec::new(),
-        budget: MAX_SCAN_CHARS,
-        incomplete: false,
-    };
-    let label = shown(item, MAX_QUOTED);
-    screen.text(item, &label, at, text, role);
-    if screen.incomplete {
-        screen.raw.push(Finding {
-            tool: label,
-            kind: Kind::Incomplete,
-            detail: format!("{at} exceeds the screening budget of {MAX_SCAN_CHARS} characters"),
-        });
+    Strings::new(config).screen(item, at, text, role)
+}
+
+/// [`screen_string`] for many strings: the patterns are indexed once, not per string (a
+/// list of a hundred resources screens three hundred strings).
+pub struct Strings<'a> {
+    screen: Screen<'a>,
+}
+
+impl<'a> Strings<'a> {
+    /// A screener under `config`.
+    pub fn new(config: &'a ScreeningConfig) -> Self {
+        Strings {
+            screen: Screen {
+                config,
+                names: &[],
+                params: Vec::new(),
+                index: intent::Index::new(),
+                raw: Vec::new(),
+                budget: MAX_SCAN_CHARS,
+                incomplete: false,
+            },
+        }
     }
-    finish(screen.raw, &config.ignore)
+
+    /// The findings on one string (see [`screen_string`]).
+    pub fn screen(&mut self, item: &str, at: &str, text: &str, role: Role) -> Vec<Finding> {
+        let screen = &mut self.screen;
+        screen.raw.clear();
+        screen.budget = MAX_SCAN_CHARS;
+        screen.incomplete = false;
+        let label = shown(item, MAX_QUOTED);
+        screen.text(item, &label, at, text, role);
+        if screen.incomplete {
+            screen.raw.push(Finding {
+                tool: label,
+                kind: Kind::Incomplete,
+                detail: format!("{at} exceeds the screening budget of {MAX_SCAN_CHARS} characters"),
+            });
+        }
+        finish(std::mem::take(&mut screen.raw), &screen.config.ignore)
+    }
 }
 
 #[inline(never)]
