@@ -15,7 +15,7 @@
 
 use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::{Engine, Exchange};
-use crate::gateway::listing::answer::{self, Hints, ListNote, META_KEY};
+use crate::gateway::listing::answer::{self, Hints, ListNote};
 use crate::policy::containment::{self, Serving};
 use crate::policy::status::{SchemaStatus, ServerRecord};
 use crate::state::audit::{Counter, Outputs};
@@ -193,14 +193,6 @@ fn without_instructions(result: &Value, note: &ListNote<'_>) -> Value {
         None => return result.clone(),
     };
     out.remove("instructions");
-    let meta = out
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
-    }
-    if let Some(meta) = meta.as_object_mut() {
-        put(meta, META_KEY, answer::status_note(note));
-    }
+    answer::put_note(&mut out, answer::status_note(note));
     Value::Object(out)
 }

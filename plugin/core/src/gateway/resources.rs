@@ -13,7 +13,7 @@
 //! rules are not findings here: they describe tools, and data is what it is.
 
 use crate::gateway::engine::{Engine, Exchange};
-use crate::gateway::listing::answer::META_KEY;
+use crate::gateway::listing::answer;
 use crate::policy::screening::{self, Kind, Role};
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
@@ -119,28 +119,20 @@ impl Engine {
         let mut decision = self.decision(exchange, "response", method, Some(id), status);
         decision.decision = "rewrite";
         out.decision(&decision);
-        let mut answer = result.as_object()?.clone();
+        let mut rewritten = result.as_object()?.clone();
         let kept: Vec<Value> = items
             .iter()
             .enumerate()
             .filter(|(index, _)| !flagged.iter().any(|(f, _)| f == index))
             .map(|(_, item)| item.clone())
             .collect();
-        put(&mut answer, "resources", Value::Array(kept));
-        let meta = answer
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !meta.is_object() {
-            *meta = Value::Object(Map::new());
-        }
-        if let Some(meta) = meta.as_object_mut() {
-            let mut note = Map::new();
-            put(&mut note, "server", Value::from(exchange.server.as_str()));
-            put(&mut note, "reason", Value::from(reason));
-            put(&mut note, "withheld", Value::from(flagged.len()));
-            put(meta, META_KEY, Value::Object(note));
-        }
-        Some(Value::Object(answer))
+        put(&mut rewritten, "resources", Value::Array(kept));
+        let mut note = Map::new();
+        put(&mut note, "server", Value::from(exchange.server.as_str()));
+        put(&mut note, "reason", Value::from(reason));
+        put(&mut note, "withheld", Value::from(flagged.len()));
+        answer::put_note(&mut rewritten, Value::Object(note));
+        Some(Value::Object(rewritten))
     }
 }
 

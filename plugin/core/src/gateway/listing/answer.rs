@@ -157,16 +157,22 @@ pub(crate) fn rewrite(
     if stateless {
         put(&mut out, "resultType", Value::from("complete"));
     }
-    let meta = out
+    put_note(&mut out, status_note(note));
+    Value::Object(out)
+}
+
+/// Puts `note` in a result's `_meta` under [`META_KEY`] (a `_meta` that is not an object is
+/// replaced).
+pub(crate) fn put_note(result: &mut Map<String, Value>, note: Value) {
+    let meta = result
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
     if let Some(meta) = meta.as_object_mut() {
-        put(meta, META_KEY, status_note(note));
+        put(meta, META_KEY, note);
     }
-    Value::Object(out)
 }
 
 pub(crate) fn status_note(note: &ListNote<'_>) -> Value {
