@@ -37,6 +37,11 @@ const USES: [(&str, &str, &str); 2] = [
     ("resources/read", "uri", "resource"),
 ];
 
+/// Whether a request of `method` uses one item of a section (a prompt, a resource).
+pub(crate) fn is_use(method: &str) -> bool {
+    USES.iter().any(|(m, _, _)| *m == method)
+}
+
 /// The answers whose `instructions` a closed server's client does not receive.
 const HANDSHAKES: [&str; 2] = ["initialize", "server/discover"];
 

@@ -266,9 +266,10 @@ pub struct Engine {
     pub(crate) candidates: crate::gateway::listing::live::CandidateMemo,
     /// This worker's fleet store bookkeeping (see [`crate::gateway::fleet`]).
     pub(crate) fleet: crate::gateway::fleet::FleetWorker,
-    /// The verdicts of resources this worker screened lately (see
-    /// [`crate::gateway::resources`]).
-    pub(crate) screened: crate::gateway::resources::Screened,
+    /// The verdicts of resources this worker screened lately, by their screened strings: the
+    /// finding, or `null` for a resource served (see `gateway::resources`; a JSON map, whose
+    /// code the module already holds).
+    pub(crate) screened: Map<String, Value>,
 }
 
 impl Engine {
@@ -445,11 +446,7 @@ impl Engine {
         message: &Message,
         answers: Option<&str>,
     ) {
-        let status = self
-            .record(store, &exchange.server)
-            .ok()
-            .flatten()
-            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let status = self.status_of(store, &exchange.server);
         let method = message.method().or(answers).unwrap_or("response");
         out.decision(&self.decision(exchange, direction, method, message.id(), status));
     }
@@ -462,6 +459,15 @@ impl Engine {
         server: &str,
     ) -> Result<Option<Rc<ServerRecord>>, StateError> {
         state::load_record_cached(store, &mut self.records, server).map(|r| r.map(|(r, _)| r))
+    }
+
+    /// The status a decision record names for `server` (`unbaselined` when it has no record
+    /// or it cannot be read).
+    pub(crate) fn status_of(&mut self, store: &dyn StateStore, server: &str) -> SchemaStatus {
+        self.record(store, server)
+            .ok()
+            .flatten()
+            .map_or(SchemaStatus::Unbaselined, |r| r.status)
     }
 
     /// Loads `server`'s stored set of a fingerprint (cached by fingerprint). `Ok(None)`: not

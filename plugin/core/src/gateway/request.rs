@@ -12,7 +12,6 @@ use crate::gateway::denial::Denial;
 use crate::gateway::engine::{
     Engine, Exchange, LocalReply, PendingList, RequestInfo, RequestVerdict,
 };
-use crate::policy::status::SchemaStatus;
 use crate::state::audit::{Counter, Outputs};
 use crate::state::snapshot_key::{ClientKey, KeyRead};
 use crate::state::store::StateStore;
@@ -175,11 +174,12 @@ impl Engine {
         }
         // The caller's snapshot key is read once, and only for a body that lists or calls;
         // its principals only for a list, and only when policy can hide tools from one.
-        let (mut lists, mut calls) = (false, false);
+        let (mut lists, mut calls, mut any_use) = (false, false, false);
         for message in payload.messages() {
             if let Message::Request { method, .. } = message {
                 lists |= method == "tools/list";
                 calls |= method == "tools/call";
+                any_use |= crate::gateway::closed::is_use(method);
             }
         }
         let key = match lists || calls {
@@ -230,12 +230,13 @@ impl Engine {
                 })
             })
             .collect();
-        // A prompt or resource of a closed server is refused like a call.
+        // A prompt or resource of a closed server is refused like a call (a body that uses
+        // none, as every tools/call, asks nothing more).
         let uses: Vec<Option<Box<Denial>>> = payload
             .messages()
             .iter()
             .map(|message| match message {
-                Message::Request { method, params, .. } => {
+                Message::Request { method, params, .. } if any_use => {
                     self.use_refusal(store, exchange, method, params.as_ref())
                 }
                 _ => None,
@@ -293,11 +294,7 @@ impl Engine {
         detail.insert("http_status".into(), json!(status));
         let event = self.event("request.rejected", exchange, now_ms, None, reason, detail);
         self.emit(store, out, &event);
-        let schema_status = self
-            .record(store, &exchange.server)
-            .ok()
-            .flatten()
-            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let schema_status = self.status_of(store, &exchange.server);
         let messages = payload.map(Payload::messages).unwrap_or_default();
         let mut described: Vec<(&str, Option<&Value>)> = messages
             .iter()
@@ -406,11 +403,7 @@ impl Engine {
         exchange: &Exchange,
         message: &Message,
     ) {
-        let status = self
-            .record(store, &exchange.server)
-            .ok()
-            .flatten()
-            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let status = self.status_of(store, &exchange.server);
         let method = message.method().unwrap_or("response");
         let mut decision = self.decision(exchange, "request", method, message.id(), status);
         decision.decision = "deny";

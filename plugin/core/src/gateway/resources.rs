@@ -30,22 +30,14 @@ const FINDINGS: [Kind; 3] = [
 /// Withheld resources named in one audit event, at most.
 const NAMED: usize = 16;
 
-/// Resources whose verdict one worker remembers (the set is emptied when it is full).
+/// Resources whose verdict one worker remembers (the set is emptied when it is full): a
+/// data server lists mostly the same items again, and screening a string is far dearer than
+/// looking it up.
 const REMEMBERED: usize = 1024;
 
 /// A listed resource's screened strings longer than this are screened every time (the
 /// memory of verdicts stays small).
 const REMEMBERED_BYTES: usize = 1024;
-
-/// The verdicts of the resources a worker screened lately, by their screened strings (the
-/// URI, name, title and description, exactly): a data server lists mostly the same items
-/// again, and screening a string is far dearer than looking it up.
-#[derive(Debug, Default)]
-pub struct Screened {
-    /// The finding, or `null` for a resource served (a JSON map: the module already holds
-    /// its code, a map of another type would add its own).
-    verdicts: Map<String, Value>,
-}
 
 impl Engine {
     /// A `resources/list` answer without the items screening flags (`None`: forwarded as it
@@ -67,7 +59,7 @@ impl Engine {
         let mut strings = None;
         for (index, item) in items.iter().enumerate() {
             let key = screened_key(item);
-            let known = key.as_ref().and_then(|k| self.screened.verdicts.get(k));
+            let known = key.as_ref().and_then(|k| self.screened.get(k));
             let verdict = match known {
                 Some(verdict) => verdict.as_str().map(str::to_string),
                 None => {
@@ -75,11 +67,11 @@ impl Engine {
                         .get_or_insert_with(|| screening::Strings::new(&self.config.screening));
                     let verdict = resource_finding(strings, item);
                     if let Some(key) = key {
-                        if self.screened.verdicts.len() >= REMEMBERED {
-                            self.screened.verdicts.clear();
+                        if self.screened.len() >= REMEMBERED {
+                            self.screened.clear();
                         }
                         let remembered = verdict.clone().map_or(Value::Null, Value::from);
-                        self.screened.verdicts.insert(key, remembered);
+                        self.screened.insert(key, remembered);
                     }
                     verdict
                 }
@@ -109,13 +101,7 @@ impl Engine {
         let event = self.event("resource.withheld", exchange, now_ms, None, &reason, detail);
         self.emit(store, out, &event);
         out.count(Counter::ResourcesWithheld, None);
-        let status = self
-            .record(store, &exchange.server)
-            .ok()
-            .flatten()
-            .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
-                r.status
-            });
+        let status = self.status_of(store, &exchange.server);
         let mut decision = self.decision(exchange, "response", method, Some(id), status);
         decision.decision = "rewrite";
         out.decision(&decision);

@@ -11,7 +11,6 @@ mod fail_closed;
 
 use crate::gateway::engine::{Engine, Exchange};
 use crate::gateway::unread::{Unread, awaits_answer, may_hold_tools};
-use crate::policy::status::SchemaStatus;
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::first_value::FirstValue;
@@ -393,22 +392,7 @@ impl Engine {
                 }
                 match take_other(exchange, id) {
                     Some(method) => {
-                        let answered = (id, method.as_str());
-                        let replaced = match self
-                            .closed_answer(store, out, now_ms, exchange, answered, result)
-                        {
-                            Some(closed) => Some(closed),
-                            None => self
-                                .screened_resources(store, out, now_ms, exchange, answered, result),
-                        };
-                        match replaced {
-                            Some(replaced) => Fate::Replaced(answer(id, replaced)),
-                            None => {
-                                let method = Some(method.as_str());
-                                self.pass_record(store, out, exchange, "response", message, method);
-                                Fate::Unchanged
-                            }
-                        }
+                        self.other_answer(store, out, now_ms, exchange, message, &method)
                     }
                     None => self.unsolicited(store, out, now_ms, exchange, id),
                 }
@@ -433,6 +417,35 @@ impl Engine {
         }
     }
 
+    /// The answer to a request other than a tool list or call: a closed server's section
+    /// emptied or its instructions withheld ([`crate::gateway::closed`]), a resource list
+    /// screened ([`crate::gateway::resources`]), or passed as it is.
+    fn other_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        message: &Message,
+        method: &str,
+    ) -> Fate {
+        let Message::Response { id, result } = message else {
+            return Fate::Unchanged;
+        };
+        let answered = (id, method);
+        let replaced = match self.closed_answer(store, out, now_ms, exchange, answered, result) {
+            Some(closed) => Some(closed),
+            None => self.screened_resources(store, out, now_ms, exchange, answered, result),
+        };
+        match replaced {
+            Some(replaced) => Fate::Replaced(answer(id, replaced)),
+            None => {
+                self.pass_record(store, out, exchange, "response", message, Some(method));
+                Fate::Unchanged
+            }
+        }
+    }
+
     /// A response whose id answers no request of this client still waiting (a second answer
     /// to one id, an id never sent, a result nobody asked for): a client would take it for
     /// the answer to whatever it sends next under that id, past every check, so it is dropped
@@ -452,11 +465,7 @@ impl Engine {
         let event = self.event("response.unsolicited", exchange, now_ms, None, why, detail);
         self.emit(store, out, &event);
         out.count(Counter::ResponsesDropped, Some("unsolicited"));
-        let status = self
-            .record(store, &exchange.server)
-            .ok()
-            .flatten()
-            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let status = self.status_of(store, &exchange.server);
         let mut decision = self.decision(exchange, "response", "response", Some(id), status);
         decision.decision = "drop";
         decision.error_code = Some("UNSOLICITED_RESPONSE");
@@ -488,13 +497,7 @@ impl Engine {
                     r.status
                 })
             }
-            crate::config::ListChanged::Observe => self
-                .record(store, &exchange.server)
-                .ok()
-                .flatten()
-                .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
-                    r.status
-                }),
+            crate::config::ListChanged::Observe => self.status_of(store, &exchange.server),
         };
         let decision = self.decision(
             exchange,

@@ -6,8 +6,6 @@
 use serde_json::{Value, json};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
-use crate::support::admin::TOKEN;
-
 fn gateway() -> NativeReplay {
     crate::support::gateway::gateway(json!({}))
 }
@@ -98,21 +96,9 @@ fn prompts() -> Value {
         "arguments": [{"name": "url", "required": true}]}]})
 }
 
+/// An admin POST on the server `docs`: its status.
 fn admin(gw: &mut NativeReplay, path: &str, body: Value) -> u16 {
-    let ex = HttpExchange {
-        seq: "a".into(),
-        http_method: "POST".into(),
-        path: format!("/toolseal/{path}"),
-        request_headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("authorization".into(), format!("Bearer {TOKEN}")),
-        ],
-        request_body: body.to_string().into_bytes(),
-        status: 200,
-        response_headers: vec![],
-        response_body: vec![],
-    };
-    gw.exchange("docs", &ex, 64).local_reply.unwrap().status
+    crate::support::admin::admin(gw, "docs", "POST", path, body).0
 }
 
 fn audited(gw: &NativeReplay, event: &str) -> usize {
