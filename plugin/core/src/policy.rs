@@ -12,5 +12,6 @@ pub mod fingerprint;
 pub mod rules;
 pub mod schema;
 pub mod screening;
+pub mod section;
 pub mod status;
 pub mod views;

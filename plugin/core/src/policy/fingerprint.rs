@@ -137,6 +137,14 @@ impl FingerprintFields {
         self.bits & f.bit() != 0
     }
 
+    /// The fields sealed beside the tool fingerprint (the surface's `tool-fields` section):
+    /// every field this set leaves out, plus `name`.
+    pub fn beside(&self) -> FingerprintFields {
+        FingerprintFields {
+            bits: !self.bits | FingerprintField::Name.bit(),
+        }
+    }
+
     /// The fields in the set, in [`FingerprintField`] declaration order.
     pub fn iter(&self) -> impl Iterator<Item = FingerprintField> + '_ {
         FingerprintField::ALL
@@ -404,7 +412,7 @@ pub fn server_fingerprint<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)
 }
 
 /// [`server_fingerprint`] of pairs already in its order (UTF-16 name, then digest).
-fn fingerprint_of_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+pub(crate) fn fingerprint_of_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let mut hasher = BufferedHasher::default();
     hasher.put(b"[");
     for (i, (name, digest)) in pairs.enumerate() {
@@ -436,7 +444,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 /// A SHA-256 sink that gathers the writer's many small pieces (`"`, `:`, `,`...) in a
 /// buffer and hashes it in large chunks: measured faster in wasm than feeding the hasher
 /// piece by piece.
-struct BufferedHasher {
+pub(crate) struct BufferedHasher {
     hasher: Sha256,
     buf: Vec<u8>,
 }
@@ -454,6 +462,13 @@ impl Default for BufferedHasher {
 }
 
 impl BufferedHasher {
+    /// Lowercase hex SHA-256 of the canonical bytes `write` streams into a hasher.
+    pub(crate) fn digest(write: impl FnOnce(&mut BufferedHasher)) -> String {
+        let mut hasher = BufferedHasher::default();
+        write(&mut hasher);
+        to_hex(&hasher.finish())
+    }
+
     fn finish(mut self) -> [u8; 32] {
         self.hasher.update(&self.buf);
         self.hasher.finalize().into()

@@ -18,3 +18,4 @@ mod jsonrpc;
 mod sse;
 mod sse_in_place;
 mod strict_json;
+mod surface;

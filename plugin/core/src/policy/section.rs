@@ -1,0 +1,476 @@
+//! The sections of a server's surface and the surface fingerprint over them
+//! (docs/fingerprint.md, "The surface fingerprint").
+//!
+//! Main design decision: a section is one row of a table (the list that shows it, the member
+//! its items are in, the member that keys an item, what an item's digest covers, the request
+//! that uses an item), so tools are one row among others and every other row is read by the
+//! same code. Each section is fingerprinted as section 1 fingerprints tools (sorted
+//! `[key, digest]` pairs), and the surface fingerprint combines the sections that have items.
+//! A surface whose only items are tools, sealed with the tool fingerprint's own fields, has the
+//! tool fingerprint as its surface fingerprint: every baseline, lock and pin made before the
+//! other sections were sealed keeps naming the same surface.
+
+use crate::policy::fingerprint::{
+    BufferedHasher, FingerprintFields, ToolDigests, ToolSetError, digest_tools,
+    fingerprint_of_sorted, tool_digest,
+};
+use crate::wire::canonical::{self, Layout};
+use serde_json::Value;
+use std::fmt;
+
+/// One kind of item a server shows an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Section {
+    /// Tools, by `name`: the fields of the tool fingerprint (`fingerprint.fields`).
+    Tools,
+    /// Tools, by `name`: every other field but `_meta` (`title`, `annotations`,
+    /// `outputSchema`, `execution`, `icons`), for a tool that has one.
+    ToolFields,
+    /// The server's `instructions` (one text).
+    Instructions,
+    /// Prompts, by `name`: every field but `_meta`.
+    Prompts,
+    /// Resource templates, by `uriTemplate`: every field but `_meta`.
+    ResourceTemplates,
+    /// Concrete resources, by `uri`: every field but `_meta` and `size` (sealed only on
+    /// request; screened otherwise).
+    Resources,
+}
+
+impl Section {
+    /// Every section, in the order the surface fingerprint takes them.
+    pub const ALL: [Section; 6] = [
+        Section::Tools,
+        Section::ToolFields,
+        Section::Instructions,
+        Section::Prompts,
+        Section::ResourceTemplates,
+        Section::Resources,
+    ];
+
+    /// The section's name in the surface fingerprint, reviews and audit events.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Tools => "tools",
+            Section::ToolFields => "tool-fields",
+            Section::Instructions => "instructions",
+            Section::Prompts => "prompts",
+            Section::ResourceTemplates => "resource-templates",
+            Section::Resources => "resources",
+        }
+    }
+
+    /// The section named `name`.
+    pub fn named(name: &str) -> Option<Section> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The request whose result shows the section: a list, or the handshake for
+    /// instructions (`initialize`; `server/discover` on 2026-07-28).
+    pub fn list_method(self) -> &'static str {
+        match self {
+            Section::Tools | Section::ToolFields => "tools/list",
+            Section::Instructions => "initialize",
+            Section::Prompts => "prompts/list",
+            Section::ResourceTemplates => "resources/templates/list",
+            Section::Resources => "resources/list",
+        }
+    }
+
+    /// The member of that result the section's items are in (for instructions: the text).
+    pub fn items_member(self) -> &'static str {
+        match self {
+            Section::Tools | Section::ToolFields => "tools",
+            Section::Instructions => "instructions",
+            Section::Prompts => "prompts",
+            Section::ResourceTemplates => "resourceTemplates",
+            Section::Resources => "resources",
+        }
+    }
+
+    /// The member of an item that keys it (`None`: the section is one text).
+    pub fn key_member(self) -> Option<&'static str> {
+        match self {
+            Section::Tools | Section::ToolFields | Section::Prompts => Some("name"),
+            Section::Instructions => None,
+            Section::ResourceTemplates => Some("uriTemplate"),
+            Section::Resources => Some("uri"),
+        }
+    }
+
+    /// What one item is called in words (`tool`, `prompt`, ...).
+    pub fn item_word(self) -> &'static str {
+        match self {
+            Section::Tools | Section::ToolFields => "tool",
+            Section::Instructions => "instructions",
+            Section::Prompts => "prompt",
+            Section::ResourceTemplates => "resource template",
+            Section::Resources => "resource",
+        }
+    }
+
+    /// The request that uses one item, and the parameter that names it (`None`: nothing
+    /// names an item of this section).
+    pub fn use_request(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Section::Tools | Section::ToolFields => Some(("tools/call", "name")),
+            Section::Instructions => None,
+            Section::Prompts => Some(("prompts/get", "name")),
+            Section::ResourceTemplates | Section::Resources => Some(("resources/read", "uri")),
+        }
+    }
+
+    /// The section a list request shows first (tools for `tools/list`).
+    pub fn listed_by(method: &str) -> Option<Section> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.list_method() == method && *s != Section::Instructions)
+    }
+
+    /// The section other than tools a list request of `method` shows (prompts, templates,
+    /// resources).
+    pub fn other_listed_by(method: &str) -> Option<Section> {
+        Self::listed_by(method).filter(|s| !matches!(s, Section::Tools | Section::ToolFields))
+    }
+
+    /// The section other than tools one of whose items a request of `method` uses
+    /// (`prompts/get`: a prompt; `resources/read`: a resource, listed or from a template).
+    pub fn used_by(method: &str) -> Option<Section> {
+        [Section::Prompts, Section::Resources]
+            .into_iter()
+            .find(|s| s.use_request().is_some_and(|(m, _)| m == method))
+    }
+
+    /// The position of an item's members for the canonical writer.
+    fn layout(self) -> ItemPosition {
+        match self {
+            Section::Prompts => ItemPosition::Prompt,
+            _ => ItemPosition::Item,
+        }
+    }
+
+    /// Whether an item's member `key` is left out of its digest.
+    fn unsealed(self, key: &str) -> bool {
+        key == "_meta" || (self == Section::Resources && key == "size")
+    }
+}
+
+impl fmt::Display for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a section's items can never verify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionError {
+    /// The tool list is invalid (section 1's rules).
+    Tools(ToolSetError),
+    /// The section's member is not of its type (an array of items; a string for
+    /// instructions).
+    NotItems(Section),
+    /// The item at this index is not an object.
+    NotAnObject(Section, usize),
+    /// The item at this index has no string key.
+    MissingKey(Section, usize),
+    /// Two items share this key.
+    DuplicateKey(Section, String),
+}
+
+impl fmt::Display for SectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let member = |s: &Section| s.items_member();
+        match self {
+            SectionError::Tools(e) => e.fmt(f),
+            SectionError::NotItems(Section::Instructions) => {
+                write!(f, "invalid surface: `instructions` must be a string")
+            }
+            SectionError::NotItems(s) => {
+                write!(f, "invalid surface: `{}` must be a JSON array", member(s))
+            }
+            SectionError::NotAnObject(s, index) => write!(
+                f,
+                "invalid surface: {}[{index}] is not a JSON object",
+                member(s)
+            ),
+            SectionError::MissingKey(s, index) => write!(
+                f,
+                "invalid surface: {}[{index}] has no string `{}`",
+                member(s),
+                s.key_member().unwrap_or("key")
+            ),
+            SectionError::DuplicateKey(s, key) => write!(
+                f,
+                "invalid surface: two {}s have the key {key:?}; keys must be unique",
+                s.item_word()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SectionError {}
+
+/// Positions inside a prompt, template or resource, as far as its digest cares: all data,
+/// except a prompt's `arguments`, which is a set (listed in any order, the same prompt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemPosition {
+    /// A template's or resource's members.
+    Item,
+    /// A prompt's members.
+    Prompt,
+    /// A prompt's `arguments`.
+    Arguments,
+    /// Anything else: hashed as served.
+    Data,
+}
+
+impl Layout for ItemPosition {
+    fn member(self, key: &str) -> Self {
+        match (self, key) {
+            (ItemPosition::Prompt, "arguments") => ItemPosition::Arguments,
+            _ => ItemPosition::Data,
+        }
+    }
+
+    fn element(self) -> Self {
+        ItemPosition::Data
+    }
+
+    fn is_set(self) -> bool {
+        self == ItemPosition::Arguments
+    }
+}
+
+/// The digest of one item of `section` (a prompt, template or resource object; the
+/// instructions text): lowercase hex SHA-256 of its canonical view. Tools are digested by
+/// [`digest_section`], which knows the fingerprinted fields.
+fn item_digest(section: Section, item: &Value) -> String {
+    BufferedHasher::digest(|hasher| match item.as_object() {
+        Some(members) => {
+            let members: Vec<(&str, &Value)> = members
+                .iter()
+                .filter(|(key, _)| !section.unsealed(key))
+                .map(|(key, value)| (key.as_str(), value))
+                .collect();
+            canonical::write_members(members, section.layout(), hasher);
+        }
+        None => canonical::write_value(item, ItemPosition::Data, hasher),
+    })
+}
+
+/// The key of the item at `index`.
+fn item_key(section: Section, item: &Value, index: usize) -> Result<&str, SectionError> {
+    let object = item
+        .as_object()
+        .ok_or(SectionError::NotAnObject(section, index))?;
+    let member = section.key_member().unwrap_or("name");
+    object
+        .get(member)
+        .and_then(Value::as_str)
+        .ok_or(SectionError::MissingKey(section, index))
+}
+
+/// The digests of one section shown by `items` (the member [`Section::items_member`] of a
+/// result; `Value::Null` when it is absent: no items). `fields`: the tool fingerprint's
+/// fields (tools are digested over them, `tool-fields` over the others).
+pub fn digest_section(
+    section: Section,
+    items: &Value,
+    fields: &FingerprintFields,
+) -> Result<ToolDigests, SectionError> {
+    match section {
+        Section::Tools if items.is_null() => Ok(ToolDigests::default()),
+        Section::Tools => digest_tools(items, fields).map_err(SectionError::Tools),
+        Section::ToolFields => tool_fields(items, fields),
+        Section::Instructions => match items {
+            Value::Null => Ok(ToolDigests::default()),
+            Value::String(_) => Ok(ToolDigests {
+                entries: vec![("instructions".into(), item_digest(section, items))],
+            }),
+            _ => Err(SectionError::NotItems(section)),
+        },
+        Section::Prompts | Section::ResourceTemplates | Section::Resources => {
+            let list = match items {
+                Value::Null => return Ok(ToolDigests::default()),
+                Value::Array(list) => list,
+                _ => return Err(SectionError::NotItems(section)),
+            };
+            let mut entries = Vec::with_capacity(list.len());
+            for (index, item) in list.iter().enumerate() {
+                let key = item_key(section, item, index)?;
+                entries.push((key.to_owned(), item_digest(section, item)));
+            }
+            ToolDigests::from_entries(entries).map_err(|e| match e {
+                ToolSetError::DuplicateName(key) => SectionError::DuplicateKey(section, key),
+                other => SectionError::Tools(other),
+            })
+        }
+    }
+}
+
+/// The `tool-fields` digests of a tool list: for each tool with a field outside `fields`
+/// (other than `_meta`), the digest of its name and those fields, normalized as section 1
+/// normalizes a tool (an `outputSchema` is a schema).
+fn tool_fields(tools: &Value, fields: &FingerprintFields) -> Result<ToolDigests, SectionError> {
+    let list = match tools {
+        Value::Null => return Ok(ToolDigests::default()),
+        Value::Array(list) => list,
+        _ => return Err(SectionError::Tools(ToolSetError::NotAnArray)),
+    };
+    let beside = fields.beside();
+    let mut entries = Vec::new();
+    for (index, tool) in list.iter().enumerate() {
+        let Some(object) = tool.as_object() else {
+            return Err(SectionError::Tools(ToolSetError::NotAnObject { index }));
+        };
+        let Some(name) = object.get("name").and_then(Value::as_str) else {
+            return Err(SectionError::Tools(ToolSetError::MissingName { index }));
+        };
+        let has_any = beside
+            .iter()
+            .any(|f| f.as_str() != "name" && object.contains_key(f.as_str()));
+        if has_any {
+            let digest = tool_digest(tool, &beside).map_err(SectionError::Tools)?;
+            entries.push((name.to_owned(), digest));
+        }
+    }
+    ToolDigests::from_entries(entries).map_err(SectionError::Tools)
+}
+
+/// The digests of every section of a surface, by [`Section`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Surface {
+    sections: [ToolDigests; 6],
+}
+
+impl Surface {
+    /// The digests of `section`.
+    pub fn section(&self, section: Section) -> &ToolDigests {
+        // `sections` has one entry per variant, indexed by declaration order.
+        let index = section as usize;
+        match self.sections.get(index) {
+            Some(digests) => digests,
+            None => &EMPTY,
+        }
+    }
+
+    /// Sets the digests of `section`.
+    pub fn set(&mut self, section: Section, digests: ToolDigests) {
+        if let Some(slot) = self.sections.get_mut(section as usize) {
+            *slot = digests;
+        }
+    }
+
+    /// The surface of a document naming each section by its result member (`tools`,
+    /// `instructions`, `prompts`, `resourceTemplates`, `resources`), as `toolseal
+    /// fingerprint --surface` reads it. `resources` are digested only when `seal_resources`.
+    pub fn of_document(
+        document: &Value,
+        fields: &FingerprintFields,
+        seal_resources: bool,
+    ) -> Result<Surface, SectionError> {
+        let mut surface = Surface::default();
+        for section in Section::ALL {
+            if section == Section::Resources && !seal_resources {
+                continue;
+            }
+            let items = document.get(section.items_member()).unwrap_or(&Value::Null);
+            surface.set(section, digest_section(section, items, fields)?);
+        }
+        Ok(surface)
+    }
+
+    /// The surface fingerprint. A surface whose only items are tools (or that has none) has
+    /// the tool fingerprint of section 1; any other is `sha256:` + hex SHA-256 of the JCS
+    /// array of `[section name, section fingerprint]` for every section with an item, in
+    /// [`Section::ALL`] order, a section fingerprint being the server fingerprint of its
+    /// `[key, digest]` pairs.
+    pub fn fingerprint(&self) -> String {
+        let beyond_tools = Section::ALL
+            .into_iter()
+            .any(|s| s != Section::Tools && !self.section(s).is_empty());
+        if !beyond_tools {
+            return self.section(Section::Tools).fingerprint();
+        }
+        let parts: Vec<(&'static str, String)> = Section::ALL
+            .into_iter()
+            .filter(|s| !self.section(*s).is_empty())
+            .map(|s| (s.name(), self.section(s).fingerprint()))
+            .collect();
+        // Not a name-sorted pair list: sections keep their table order. The writer is the
+        // same JCS array writer, given the pairs in that order.
+        fingerprint_of_sorted(parts.iter().map(|(name, fp)| (*name, fp.as_str())))
+    }
+}
+
+static EMPTY: ToolDigests = ToolDigests {
+    entries: Vec::new(),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::fingerprint::FingerprintField;
+    use serde_json::json;
+
+    #[test]
+    fn each_list_method_shows_its_section_and_each_use_names_one() {
+        assert_eq!(Section::listed_by("tools/list"), Some(Section::Tools));
+        assert_eq!(Section::other_listed_by("tools/list"), None);
+        for section in [
+            Section::Prompts,
+            Section::ResourceTemplates,
+            Section::Resources,
+        ] {
+            assert_eq!(
+                Section::other_listed_by(section.list_method()),
+                Some(section)
+            );
+            assert_eq!(Section::named(section.name()), Some(section));
+        }
+        assert_eq!(Section::listed_by("initialize"), None);
+        assert_eq!(Section::used_by("prompts/get"), Some(Section::Prompts));
+        assert_eq!(Section::used_by("resources/read"), Some(Section::Resources));
+        assert_eq!(Section::used_by("tools/call"), None);
+        assert_eq!(Section::used_by("resources/list"), None);
+    }
+
+    #[test]
+    fn tool_fields_seal_what_the_tool_fingerprint_leaves_out() {
+        let tools = json!([
+            {"name": "a", "description": "d", "annotations": {"readOnlyHint": true}},
+            {"name": "b", "description": "d", "_meta": {"x": 1}}
+        ]);
+        let default = FingerprintFields::default();
+        let beside = digest_section(Section::ToolFields, &tools, &default).unwrap();
+        // `b` has nothing but sealed fields and `_meta`.
+        assert_eq!(beside.len(), 1);
+        assert!(beside.get("a").is_some());
+        // Fingerprinting annotations with the tool leaves nothing beside it.
+        let with = FingerprintFields::from_fields(&[
+            FingerprintField::Description,
+            FingerprintField::InputSchema,
+            FingerprintField::Annotations,
+        ]);
+        let beside = digest_section(Section::ToolFields, &tools, &with).unwrap();
+        assert!(beside.is_empty());
+    }
+
+    #[test]
+    fn a_prompt_is_the_same_whatever_the_order_of_its_arguments() {
+        let fields = FingerprintFields::default();
+        let one =
+            json!([{"name": "p", "arguments": [{"name": "a"}, {"name": "b", "required": true}]}]);
+        let two =
+            json!([{"name": "p", "arguments": [{"name": "b", "required": true}, {"name": "a"}]}]);
+        let three = json!([{"name": "p", "arguments": [{"name": "b"}, {"name": "a"}]}]);
+        let digest = |v: &Value| digest_section(Section::Prompts, v, &fields).unwrap();
+        assert_eq!(digest(&one), digest(&two));
+        assert_ne!(digest(&one), digest(&three));
+        // Elsewhere an array is data: a template's members in another order differ.
+        let t1 = json!([{"uriTemplate": "u/{x}", "tags": ["a", "b"]}]);
+        let t2 = json!([{"uriTemplate": "u/{x}", "tags": ["b", "a"]}]);
+        let templates = |v: &Value| digest_section(Section::ResourceTemplates, v, &fields).unwrap();
+        assert_ne!(templates(&t1), templates(&t2));
+    }
+}
