@@ -16,25 +16,33 @@ use std::ffi::OsString;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use toolseal_core::config::Config;
-use toolseal_core::policy::drift::{Change, ChangeKind, DriftDiff, diff_tools};
+use toolseal_core::policy::drift::{Change, ChangeKind, DriftDiff, diff_surface, diff_tools};
 use toolseal_core::policy::fingerprint::{
     FingerprintField, FingerprintFields, ToolDigests, digest_tools, tool_digest,
 };
+use toolseal_core::policy::section::{Section, Surface};
 
 /// Usage of `toolseal fingerprint`.
 pub const FINGERPRINT_USAGE: &str = "\
-usage: toolseal fingerprint [--config CONFIG.json] FILE
+usage: toolseal fingerprint [--config CONFIG.json] [--surface [--seal-resources]] FILE
   Prints the server fingerprint of the tool set in FILE, then one `name digest` line per
   tool, in name order.
   FILE           a tools/list result ({\"tools\": [...]}), a bare array of tools, or a
                  recorded transcript (its last complete listing)
   --config FILE  fingerprint the fields that configuration's `fingerprint.fields` names
                  (default: name, description, inputSchema)
+  --surface      FILE is a whole surface, one JSON object with any of `tools`,
+                 `instructions`, `prompts`, `resourceTemplates`, `resources` (as the results
+                 that list them name them): prints the surface fingerprint, then one
+                 `section fingerprint` line per section with items, then one
+                 `section key digest` line per item
+  --seal-resources  with --surface: seal `resources` too (default: left out, as they are
+                 screened, not sealed)
 exit status: 0 printed, 2 unusable input.";
 
 /// Usage of `toolseal diff`.
 pub const DIFF_USAGE: &str = "\
-usage: toolseal diff [--json] [--config CONFIG.json] OLD NEW
+usage: toolseal diff [--json] [--config CONFIG.json] [--surface [--seal-resources]] OLD NEW
   Compares two tool sets tool by tool and field by field and prints one line per change:
   `tool  path  kind  class` (class: additive, breaking, semantic or authority). Then, after
   a blank line, the likely renames: a removed and an added tool with the same inputSchema,
@@ -46,6 +54,12 @@ usage: toolseal diff [--json] [--config CONFIG.json] OLD NEW
   --config FILE  only the changes that configuration's fingerprint covers (its
                  `fingerprint.fields`, and tools added or removed): the drift its plugin
                  would see. Without it every field is compared.
+  --surface      OLD and NEW are whole surfaces (objects with any of `tools`,
+                 `instructions`, `prompts`, `resourceTemplates`, `resources`): every
+                 section is compared, item by item, one line per change
+                 `section  item  path  kind  class`; --json prints {\"summary\": ...,
+                 \"sections\": {section: {\"summary\", \"changes\"}}}
+  --seal-resources  with --surface: compare `resources` too (default: not sealed)
 exit status: 0 same, 1 additive changes only, 2 a breaking, semantic or authority change,
 3 unusable input.";
 
@@ -73,6 +87,8 @@ struct ToolsArgs {
     config: Option<PathBuf>,
     server: Option<String>,
     json: bool,
+    surface: bool,
+    seal_resources: bool,
 }
 
 /// Parses `args` for `command`; `--server` and `--json` only where `command` takes them.
@@ -87,6 +103,8 @@ fn parse(command: &str, args: &[OsString]) -> Result<Parsed<ToolsArgs>, lexopt::
                 parsed.server = Some(text_value(&mut parser, "--server")?)
             }
             Arg::Long("json") if command == "diff" => parsed.json = true,
+            Arg::Long("surface") if command != "pin" => parsed.surface = true,
+            Arg::Long("seal-resources") if command != "pin" => parsed.seal_resources = true,
             Arg::Value(file) => parsed.files.push(file.into()),
             other => return Err(other.unexpected()),
         }
@@ -140,6 +158,12 @@ pub fn fingerprint(args: &[OsString]) -> Result<i32> {
     let [file] = parsed.files.as_slice() else {
         return Err(InputError(FINGERPRINT_USAGE.to_owned()).into());
     };
+    if parsed.seal_resources && !parsed.surface {
+        return Err(InputError("--seal-resources goes with --surface".to_owned()).into());
+    }
+    if parsed.surface {
+        return surface_fingerprint(file, &fields, parsed.seal_resources);
+    }
     let set = digests(&load_tools(file)?, &fields, file)?;
     let mut lines = vec![set.fingerprint()];
     lines.extend(
@@ -147,6 +171,73 @@ pub fn fingerprint(args: &[OsString]) -> Result<i32> {
             .iter()
             .map(|(name, digest)| format!("{name} {digest}")),
     );
+    print_lines(&lines)?;
+    Ok(0)
+}
+
+/// A surface file: a JSON object whose sections are valid (the surface it seals with
+/// `fields`, and the document).
+fn load_surface(
+    file: &Path,
+    fields: &FingerprintFields,
+    seal_resources: bool,
+) -> Result<(Surface, Value)> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| input_error(format!("cannot read {}: {e}", file.display())))?;
+    let document = toolseal_core::wire::json::parse_strict(&bytes, 127)
+        .map_err(|e| input_error(format!("{}: not JSON: {e}", file.display())))?;
+    if !document.is_object() {
+        return Err(input_error(format!(
+            "{}: a surface is a JSON object (members tools, instructions, prompts, resourceTemplates, resources)",
+            file.display()
+        )));
+    }
+    let surface = Surface::of_document(&document, fields, seal_resources)
+        .map_err(|e| input_error(format!("{}: {e}", file.display())))?;
+    Ok((surface, document))
+}
+
+/// `toolseal diff --surface OLD NEW`: every section compared, item by item.
+fn surface_diff(old: &Path, new: &Path, parsed: &ToolsArgs) -> Result<i32> {
+    if parsed.config.is_some() {
+        let why = "--config does not go with --surface: every field of every section is compared";
+        return Err(InputError(why.to_owned()).into());
+    }
+    let fields = FingerprintFields::default();
+    let (_, old) = load_surface(old, &fields, parsed.seal_resources)?;
+    let (_, new) = load_surface(new, &fields, parsed.seal_resources)?;
+    let drift = diff_surface(&old, &new, parsed.seal_resources);
+    match parsed.json {
+        true => print_lines(&[drift.to_json().to_string()])?,
+        false => print(&drift.render_text())?,
+    }
+    Ok(drift.exit_code())
+}
+
+/// `toolseal fingerprint --surface FILE`: the surface fingerprint, each section's, and each
+/// item's digest.
+fn surface_fingerprint(
+    file: &Path,
+    fields: &FingerprintFields,
+    seal_resources: bool,
+) -> Result<i32> {
+    let (surface, _) = load_surface(file, fields, seal_resources)?;
+    let mut lines = vec![surface.fingerprint()];
+    let with_items = || {
+        Section::ALL
+            .into_iter()
+            .filter(|s| !surface.section(*s).is_empty())
+    };
+    lines.extend(with_items().map(|s| format!("{s} {}", surface.section(s).fingerprint())));
+    for section in with_items() {
+        lines.extend(
+            surface
+                .section(section)
+                .entries
+                .iter()
+                .map(|(key, digest)| format!("{section} {key} {digest}")),
+        );
+    }
     print_lines(&lines)?;
     Ok(0)
 }
@@ -160,6 +251,12 @@ pub fn diff(args: &[OsString]) -> Result<i32> {
     let [old, new] = parsed.files.as_slice() else {
         return Err(InputError(DIFF_USAGE.to_owned()).into());
     };
+    if parsed.seal_resources && !parsed.surface {
+        return Err(InputError("--seal-resources goes with --surface".to_owned()).into());
+    }
+    if parsed.surface {
+        return surface_diff(old, new, &parsed);
+    }
     let fields = match &parsed.config {
         Some(path) => Some(fingerprint_fields(Some(path))?),
         None => None,

@@ -17,29 +17,16 @@ use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::{Engine, Exchange};
 use crate::gateway::listing::answer::{self, Hints, ListNote};
 use crate::policy::containment::{self, Serving};
+use crate::policy::section::Section;
 use crate::policy::status::{SchemaStatus, ServerRecord};
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::json::put;
 use serde_json::{Map, Value};
 
-/// The list methods of the other sections, and the member their items are in.
-const LISTS: [(&str, &str); 3] = [
-    ("prompts/list", "prompts"),
-    ("resources/list", "resources"),
-    ("resources/templates/list", "resourceTemplates"),
-];
-
-/// The requests that use one item of a section: the parameter naming it, and what the
-/// refusal calls it.
-const USES: [(&str, &str, &str); 2] = [
-    ("prompts/get", "name", "prompt"),
-    ("resources/read", "uri", "resource"),
-];
-
 /// Whether a request of `method` uses one item of a section (a prompt, a resource).
 pub(crate) fn is_use(method: &str) -> bool {
-    USES.iter().any(|(m, _, _)| *m == method)
+    Section::used_by(method).is_some()
 }
 
 /// The answers whose `instructions` a closed server's client does not receive.
@@ -73,9 +60,11 @@ impl Engine {
         method: &str,
         params: Option<&Value>,
     ) -> Option<Box<Denial>> {
-        let (_, param, kind) = USES.iter().find(|(m, _, _)| *m == method)?;
+        let section = Section::used_by(method)?;
+        let (_, param) = section.use_request()?;
+        let kind = section.item_word();
         let item = params
-            .and_then(|p| p.get(*param))
+            .and_then(|p| p.get(param))
             .and_then(Value::as_str)
             .unwrap_or("");
         let what = format!("{kind} {item:?}");
@@ -103,10 +92,7 @@ impl Engine {
         (id, method): (&Value, &str),
         denial: &Denial,
     ) -> Value {
-        let kind = USES
-            .iter()
-            .find(|(m, _, _)| *m == method)
-            .map_or("item", |(_, _, kind)| *kind);
+        let kind = Section::used_by(method).map_or("item", Section::item_word);
         let code = denial.code.as_str();
         out.count(Counter::UsesDenied, Some(code));
         let mut detail = Map::new();
@@ -141,7 +127,7 @@ impl Engine {
         (id, method): (&Value, &str),
         result: &Value,
     ) -> Option<Value> {
-        let items = LISTS.iter().find(|(m, _)| *m == method).map(|(_, i)| *i);
+        let items = Section::other_listed_by(method).map(Section::items_member);
         let handshake = HANDSHAKES.contains(&method);
         if items.is_none() && !handshake {
             return None;

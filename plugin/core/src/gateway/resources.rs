@@ -15,6 +15,7 @@
 use crate::gateway::engine::{Engine, Exchange};
 use crate::gateway::listing::answer;
 use crate::policy::screening::{self, Kind, Role};
+use crate::policy::section::Section;
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::json::put;
@@ -51,10 +52,11 @@ impl Engine {
         (id, method): (&Value, &str),
         result: &Value,
     ) -> Option<Value> {
-        if method != "resources/list" || !self.config.screening.enabled {
+        let section = Section::Resources;
+        if method != section.list_method() || !self.config.screening.enabled {
             return None;
         }
-        let items = result.get("resources")?.as_array()?;
+        let items = result.get(section.items_member())?.as_array()?;
         let mut flagged: Vec<(usize, String)> = Vec::new();
         let mut strings = None;
         for (index, item) in items.iter().enumerate() {
@@ -112,7 +114,7 @@ impl Engine {
             .filter(|(index, _)| !flagged.iter().any(|(f, _)| f == index))
             .map(|(_, item)| item.clone())
             .collect();
-        put(&mut rewritten, "resources", Value::Array(kept));
+        put(&mut rewritten, section.items_member(), Value::Array(kept));
         let mut note = Map::new();
         put(&mut note, "server", Value::from(exchange.server.as_str()));
         put(&mut note, "reason", Value::from(reason));

@@ -24,11 +24,13 @@
 mod renames;
 mod report;
 mod schema_diff;
+mod sections;
 mod tool_fields;
 
 #[cfg(feature = "review")]
 pub use renames::{PossibleRenames, Rename, Renames, find_renames};
 
+use crate::policy::section::Section;
 use serde_json::Value;
 
 /// How a change affects a client that planned against the baseline.
@@ -126,6 +128,27 @@ pub enum ChangeKind {
     /// Any other change (a different `$ref`, changed `pattern`, combinator shape, unknown
     /// field...): breaking, conservatively.
     SchemaChanged,
+    /// A prompt, resource template or resource appeared (additive).
+    ItemAdded,
+    /// A prompt, resource template or resource disappeared (breaking).
+    ItemRemoved,
+    /// An item is not an object with its string key, or repeats a key (breaking).
+    InvalidItem,
+    /// The server's instructions changed, appeared or disappeared (semantic).
+    InstructionsChanged,
+    /// A prompt argument that is not required appeared (additive).
+    ArgumentAddedOptional,
+    /// A required prompt argument appeared (breaking).
+    ArgumentAddedRequired,
+    /// A prompt argument disappeared (breaking).
+    ArgumentRemoved,
+    /// A prompt argument became required (breaking).
+    ArgumentRequired,
+    /// A prompt argument stopped being required (authority: the prompt runs without it).
+    ArgumentOptional,
+    /// Another member of a prompt, template or resource changed (a `mimeType`, a template's
+    /// `uriTemplate` spelling, an unknown member): breaking, conservatively.
+    FieldChanged,
 }
 
 impl ChangeKind {
@@ -157,6 +180,16 @@ impl ChangeKind {
             ChangeKind::ExecutionChanged => "execution_changed",
             ChangeKind::IconsChanged => "icons_changed",
             ChangeKind::SchemaChanged => "schema_changed",
+            ChangeKind::ItemAdded => "item_added",
+            ChangeKind::ItemRemoved => "item_removed",
+            ChangeKind::InvalidItem => "invalid_item",
+            ChangeKind::InstructionsChanged => "instructions_changed",
+            ChangeKind::ArgumentAddedOptional => "argument_added_optional",
+            ChangeKind::ArgumentAddedRequired => "argument_added_required",
+            ChangeKind::ArgumentRemoved => "argument_removed",
+            ChangeKind::ArgumentRequired => "argument_required",
+            ChangeKind::ArgumentOptional => "argument_optional",
+            ChangeKind::FieldChanged => "field_changed",
         }
     }
 }
@@ -164,7 +197,8 @@ impl ChangeKind {
 /// One classified change.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
-    /// The tool's name (for an invalid tool: `#` and its index in the candidate list).
+    /// The tool's name (for an invalid tool: `#` and its index in the candidate list); in
+    /// another section, the item's key (`instructions` for the instructions).
     pub tool: String,
     /// JSON pointer inside the tool, e.g. `/inputSchema/properties/region`; `""` for the
     /// whole tool.
@@ -216,4 +250,83 @@ pub fn diff_tools(old: &[Value], new: &[Value]) -> DriftDiff {
         (a.tool.as_str(), a.path.as_str(), a.kind).cmp(&(b.tool.as_str(), b.path.as_str(), b.kind))
     });
     DriftDiff { changes }
+}
+
+/// The classified difference between two surfaces, section by section: tools as
+/// [`diff_tools`] compares them (every field, so `tool-fields` too), then the instructions,
+/// prompts, resource templates and, when sealed, resources (see `sections.rs` for their
+/// classes).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SurfaceDiff {
+    /// The sections that changed, in [`Section::ALL`] order, each with its changes.
+    pub sections: Vec<(Section, DriftDiff)>,
+}
+
+impl SurfaceDiff {
+    /// The worst class of any section.
+    pub fn worst(&self) -> Option<ChangeClass> {
+        self.sections.iter().filter_map(|(_, d)| d.worst()).max()
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.sections.is_empty()
+    }
+
+    /// [`DriftDiff::exit_code`] over every section.
+    pub fn exit_code(&self) -> i32 {
+        DriftDiff {
+            changes: self
+                .sections
+                .iter()
+                .flat_map(|(_, d)| d.changes.iter().cloned())
+                .collect(),
+        }
+        .exit_code()
+    }
+}
+
+/// Compares two surfaces, each one JSON object with any of `tools`, `instructions`,
+/// `prompts`, `resourceTemplates`, `resources` (the members of the results that show them).
+/// `resources` are compared only when `seal_resources`.
+pub fn diff_surface(old: &Value, new: &Value, seal_resources: bool) -> SurfaceDiff {
+    let member = |surface: &Value, section: Section| -> Value {
+        surface
+            .get(section.items_member())
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut sections = Vec::new();
+    let tools = |surface: &Value| match member(surface, Section::Tools) {
+        Value::Array(tools) => tools,
+        _ => Vec::new(),
+    };
+    let tool_diff = diff_tools(&tools(old), &tools(new));
+    if !tool_diff.is_empty() {
+        sections.push((Section::Tools, tool_diff));
+    }
+    for section in [
+        Section::Instructions,
+        Section::Prompts,
+        Section::ResourceTemplates,
+        Section::Resources,
+    ] {
+        if section == Section::Resources && !seal_resources {
+            continue;
+        }
+        let mut changes =
+            sections::diff_section(section, &member(old, section), &member(new, section));
+        if changes.is_empty() {
+            continue;
+        }
+        crate::wire::order::sort_by(&mut changes, |a, b| {
+            (a.tool.as_str(), a.path.as_str(), a.kind).cmp(&(
+                b.tool.as_str(),
+                b.path.as_str(),
+                b.kind,
+            ))
+        });
+        sections.push((section, DriftDiff { changes }));
+    }
+    SurfaceDiff { sections }
 }

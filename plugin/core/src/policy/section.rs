@@ -244,7 +244,7 @@ impl Layout for ItemPosition {
 /// The digest of one item of `section` (a prompt, template or resource object; the
 /// instructions text): lowercase hex SHA-256 of its canonical view. Tools are digested by
 /// [`digest_section`], which knows the fingerprinted fields.
-fn item_digest(section: Section, item: &Value) -> String {
+pub(crate) fn item_digest(section: Section, item: &Value) -> String {
     BufferedHasher::digest(|hasher| match item.as_object() {
         Some(members) => {
             let members: Vec<(&str, &Value)> = members
@@ -409,6 +409,7 @@ static EMPTY: ToolDigests = ToolDigests {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::policy::fingerprint::FingerprintField;
     use serde_json::json;

@@ -20,3 +20,4 @@ mod schema;
 mod screening;
 mod screening_corpus;
 mod status;
+mod surface_drift;

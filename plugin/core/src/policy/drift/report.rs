@@ -81,3 +81,45 @@ impl Change {
         Value::Object(object)
     }
 }
+
+impl super::SurfaceDiff {
+    /// `{"summary": {"changes", "worst", "exit_code", "classes", "sections": {section:
+    /// count}}, "sections": {section: DriftDiff::to_json()}}`.
+    pub fn to_json(&self) -> Value {
+        let mut classes = Map::new();
+        let all = || self.sections.iter().flat_map(|(_, d)| d.changes.iter());
+        for class in ChangeClass::ALL {
+            classes.insert(
+                class.as_str().to_owned(),
+                json!(all().filter(|c| c.class == class).count()),
+            );
+        }
+        let mut counts = Map::new();
+        let mut sections = Map::new();
+        for (section, diff) in &self.sections {
+            counts.insert(section.name().to_owned(), json!(diff.changes.len()));
+            sections.insert(section.name().to_owned(), diff.to_json());
+        }
+        json!({
+            "summary": {
+                "changes": all().count(),
+                "worst": self.worst().map(ChangeClass::as_str),
+                "exit_code": self.exit_code(),
+                "classes": classes,
+                "sections": counts,
+            },
+            "sections": sections,
+        })
+    }
+
+    /// One line per change, `section  item  path  kind  class`; empty when nothing changed.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        for (section, diff) in &self.sections {
+            for line in diff.render_text().lines() {
+                out.push_str(&format!("{section}  {line}\n"));
+            }
+        }
+        out
+    }
+}
