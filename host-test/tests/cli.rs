@@ -389,7 +389,7 @@ fn screen_measures_the_corpus_and_exits_1_on_a_false_hold() {
         .filter(|p| p.ends_with(".json") && !p.ends_with("rev2-json.json"))
         .collect();
     recorded.sort();
-    assert_eq!(recorded.len(), 9);
+    assert_eq!(recorded.len(), 15);
     args.extend(recorded);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = toolseal(&args);
@@ -400,7 +400,7 @@ fn screen_measures_the_corpus_and_exits_1_on_a_false_hold() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("\n-         recorded                     0     9"),
+        stdout.contains("\n-         recorded                     0    15"),
         "{stdout}"
     );
     assert!(!stdout.contains("false hold"), "{stdout}");

@@ -306,3 +306,87 @@ fn under_tool_scope_the_next_release_gives_the_core_golden_records() {
         Some(&Value::from("TOOL_CHANGED"))
     );
 }
+
+/// Audit events of `reports` other than the configuration's.
+fn audit_events(reports: &[ExchangeReport]) -> Vec<String> {
+    reports
+        .iter()
+        .flat_map(|r| &r.records)
+        .filter_map(|r| match r {
+            PluginRecord::Audit(a) => a["event"].as_str().map(str::to_owned),
+            PluginRecord::Decision(_) => None,
+        })
+        .filter(|e| e != "config.loaded")
+        .collect()
+}
+
+/// The golden of "never closes an honest server" on a server with every section: the
+/// surface recordings of one release (a client without capabilities, one with roots,
+/// sampling and elicitation, the SDK 2.x client falling back from a refused
+/// `server/discover`), each listing tools, prompts, templates and resources twice, replayed
+/// as one server through the `.wasm`. Two views of the tools, one catalogue: every byte of
+/// every answer reaches its client unchanged, nothing is denied, withheld, dropped or
+/// closed.
+#[test]
+fn an_honest_server_with_every_section_is_never_closed_across_clients() {
+    for release in ["2026.8.31", "2025.11.25"] {
+        let names: Vec<String> = ["no-capabilities", "capabilities", "sdk2-auto"]
+            .iter()
+            .map(|who| format!("everything-{release}-surface-{who}"))
+            .collect();
+        for chunk in [0, 61] {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let reports = replay(options(Some("everything"), b"", chunk), &names);
+            let recorded: Vec<_> = names
+                .iter()
+                .flat_map(|n| load_transcript(&common::transcript(n)).unwrap().exchanges)
+                .collect();
+            assert_eq!(reports.len(), recorded.len(), "{release}");
+            let mut methods = std::collections::BTreeSet::new();
+            for (report, exchange) in reports.iter().zip(&recorded) {
+                let at = format!("{release} chunk {chunk} seq {}", exchange.seq);
+                assert_eq!(report.outcome.stop, None, "{at}");
+                assert_eq!(report.outcome.response_body, exchange.response_body, "{at}");
+                for d in decisions(report) {
+                    assert_eq!(field(d, "error_code"), &Value::Null, "{at}: {d:?}");
+                    assert_eq!(field(d, "decision"), "pass", "{at}: {d:?}");
+                    if let Some(method) = field(d, "method").as_str() {
+                        methods.insert(method.to_owned());
+                    }
+                    if field(d, "method") == "tools/list" && field(d, "direction") == "response" {
+                        assert_eq!(field(d, "tools_in"), field(d, "tools_out"), "{at}");
+                    }
+                }
+            }
+            for method in [
+                "initialize",
+                "tools/list",
+                "prompts/list",
+                "resources/list",
+                "resources/templates/list",
+            ] {
+                assert!(
+                    methods.contains(method),
+                    "{release}: the recordings list {method}"
+                );
+            }
+            let closing = [
+                "schema.changed",
+                "surface.withheld",
+                "resource.withheld",
+                "response.unsolicited",
+                "view.limit",
+            ];
+            let events = audit_events(&reports);
+            assert!(
+                !events.iter().any(|e| closing.contains(&e.as_str())),
+                "{release} chunk {chunk}: {events:?}"
+            );
+            // The second client's capabilities made a second view of one catalogue.
+            assert!(
+                events.iter().any(|e| e == "view.baselined"),
+                "{release}: {events:?}"
+            );
+        }
+    }
+}
