@@ -68,6 +68,19 @@ impl Engine {
             .and_then(Value::as_str)
             .unwrap_or("");
         let what = format!("{kind} {item:?}");
+        // A URI that screening withholds from every list is refused whatever the server's
+        // status: a client that reads it made it up, or was told to.
+        let flagged = match section == Section::Resources && self.config.screening.enabled {
+            true => crate::gateway::resources::uri_finding(item),
+            false => None,
+        };
+        if let Some(finding) = flagged {
+            let code = ErrorCode::ResourceNotListed;
+            let record = self.record(store, &exchange.server).ok().flatten();
+            let mut denial = self.denial(code, exchange, &what, record.as_deref(), &finding);
+            denial.tool = item.to_string();
+            return Some(Box::new(denial));
+        }
         let (code, record, detail) = match self.closed_record(store, &exchange.server) {
             Ok(None) => return None,
             Ok(Some(record)) => {

@@ -33,6 +33,9 @@ pub enum ErrorCode {
     PolicyDenied,
     /// A result broke the approved `outputSchema` (enforce mode).
     ResultContractChanged,
+    /// A `resources/read` names a URI the gateway never lists: it climbs out of its root, or
+    /// names this machine, a link-local or a cloud metadata address.
+    ResourceNotListed,
 }
 
 impl ErrorCode {
@@ -49,6 +52,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
             ErrorCode::PolicyDenied => "POLICY_DENIED",
             ErrorCode::ResultContractChanged => "RESULT_CONTRACT_CHANGED",
+            ErrorCode::ResourceNotListed => "RESOURCE_NOT_LISTED",
         }
     }
 
@@ -64,7 +68,7 @@ impl ErrorCode {
             | ErrorCode::StaleToolSchema
             | ErrorCode::ToolNotApproved => "refresh_tools",
             ErrorCode::InvalidArguments => "fix_arguments",
-            ErrorCode::PolicyDenied => "none",
+            ErrorCode::PolicyDenied | ErrorCode::ResourceNotListed => "none",
         }
     }
 
@@ -206,6 +210,9 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
         ErrorCode::InvalidArguments => "its arguments do not match the approved input schema",
         ErrorCode::PolicyDenied => "a policy rule refuses this call",
         ErrorCode::ResultContractChanged => "its result does not match the approved output schema",
+        ErrorCode::ResourceNotListed => {
+            "its URI is one the gateway never lists: it climbs out of its root or names this machine, a link-local or a metadata address"
+        }
     };
     let next = match code.required_action() {
         "refresh_tools" => " Refresh tools before retrying.",

@@ -355,3 +355,80 @@ fn listed_resources_that_climb_out_point_inside_or_speak_to_the_model_are_withhe
         clean
     );
 }
+
+#[test]
+fn a_read_of_a_uri_no_list_would_show_is_refused_before_the_server_on_both_eras() {
+    let mut gw = gateway();
+    // A server never seen, and one verified: the URI alone decides.
+    for verified in [false, true] {
+        if verified {
+            assert_eq!(list_tools(&mut gw, "Weather for a city."), 1);
+        }
+        for version in [None, Some("2026-07-28")] {
+            for uri in [
+                "file:///srv/docs/../../etc/passwd",
+                "file:///srv/docs/%2e%2e/%2e%2e/etc/shadow",
+                "http://169.254.169.254/latest/meta-data/iam/",
+                "http://2852039166/latest/meta-data/",
+                "http://[::ffff:169.254.169.254]/",
+                "http://localhost:2375/containers/json",
+                "http://metadata.google.internal/computeMetadata/v1/",
+            ] {
+                let refused = ask(
+                    &mut gw,
+                    version,
+                    "resources/read",
+                    json!({"uri": uri}),
+                    json!({}),
+                )
+                .refused();
+                let error = &refused["error"];
+                assert_eq!(error["code"], -32003, "{uri}");
+                assert_eq!(error["data"]["error_code"], "RESOURCE_NOT_LISTED", "{uri}");
+                assert_eq!(error["data"]["resource"], uri);
+                assert_eq!(error["data"]["side_effect_started"], false);
+                assert_eq!(error["data"]["required_action"], "none");
+                assert!(
+                    error["message"].as_str().unwrap().contains("never lists"),
+                    "{error}"
+                );
+            }
+            // An honest URI, and a prompt, reach the server.
+            let read = json!({"contents": [{"uri": "file:///srv/docs/a.md", "text": "a"}]});
+            let answered = ask(
+                &mut gw,
+                version,
+                "resources/read",
+                json!({"uri": "file:///srv/docs/a.md"}),
+                read,
+            )
+            .forwarded();
+            assert_eq!(answered["contents"][0]["text"], "a");
+            let got = json!({"messages": []});
+            ask(
+                &mut gw,
+                version,
+                "prompts/get",
+                json!({"name": "summarize"}),
+                got,
+            )
+            .forwarded();
+        }
+    }
+    assert_eq!(audited(&gw, "use.denied"), 28);
+    let counted = gw
+        .out
+        .counts
+        .iter()
+        .filter(|(_, detail)| detail.as_deref() == Some("RESOURCE_NOT_LISTED"))
+        .count();
+    assert_eq!(counted, 28);
+}
+
+#[test]
+fn with_screening_off_a_read_is_left_to_the_server() {
+    let mut gw = crate::support::gateway::gateway(json!({"screening": {"enabled": false}}));
+    let read = json!({"contents": []});
+    let uri = "http://169.254.169.254/latest/meta-data/";
+    ask(&mut gw, None, "resources/read", json!({"uri": uri}), read).forwarded();
+}
