@@ -225,6 +225,7 @@ fn over_stdio_a_2025_handshake_gives_the_session_its_view() {
     let initialized = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25",
         "capabilities": {"tools": {}}, "serverInfo": {"name": "fs", "version": "1"}}});
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let tools = json!([{"name": "read_file", "description": "Read a file.",
         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}]);
     let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}});
@@ -246,6 +247,13 @@ fn over_stdio_a_2025_handshake_gives_the_session_its_view() {
                 1,
                 "{served}"
             );
+        } else {
+            // The client ends its handshake before it lists (a list made before would be
+            // checked against the catalogue alone).
+            let forwarded = policy
+                .client_message(&ctx, notification.to_string().as_bytes())
+                .unwrap();
+            assert!(matches!(forwarded, Verdict::Pass));
         }
     }
     let collected = replay.sink.0.lock().unwrap();

@@ -211,7 +211,7 @@ impl Scenario {
     }
 
     /// Exchanges that bring a fresh gateway into the scenario's state: in the handshake era
-    /// the session's `initialize`, then a first `tools/list` (trust on first use makes it the
+    /// the session's `initialize` and `notifications/initialized`, then a first `tools/list` (trust on first use makes it the
     /// baseline), then for the drifted paths a drifted one.
     pub fn setup(&self) -> Vec<HttpExchange> {
         let list = |id, tools: &[serde_json::Value]| {
@@ -220,6 +220,7 @@ impl Scenario {
         let mut setup = Vec::new();
         if self.revision == Revision::Handshake {
             setup.push(workload::initialize_exchange(0));
+            setup.push(workload::initialized_exchange());
         }
         setup.push(list(1, &workload::tools(self.tool_count, false)));
         if matches!(self.path, Path::Filtered | Path::Contained) {

@@ -342,6 +342,17 @@ pub fn call_exchange_in(
     }
 }
 
+/// The `notifications/initialized` that ends [`SESSION`]'s handshake (answered 202, no
+/// body): the session's declared capabilities take effect for its lists from then on.
+pub fn initialized_exchange() -> HttpExchange {
+    let request = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let mut exchange = exchange(0, &request, &Value::Null, Framing::Json);
+    exchange.status = 202;
+    exchange.response_headers.clear();
+    exchange.response_body.clear();
+    exchange
+}
+
 /// The `initialize` that opens [`SESSION`] (2025-06-18): the server names the session in
 /// its answer, so the gateway keeps what the client declared for it; without one, every
 /// later message of the session has a view that cannot be told.

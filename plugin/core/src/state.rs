@@ -707,33 +707,66 @@ fn caps_keys(server: &str, session: &str, slots: usize) -> [String; 2] {
     [first, second].map(|index| format!("ts/v1/caps/{index}"))
 }
 
-/// Whose capabilities a slot holds: `Some(names)` when they are `session`'s of `server`.
-fn caps_owned(bytes: &[u8], server: &str, session: &str) -> Option<Vec<String>> {
+/// What a 2025 session declared in its `initialize`, as its slot keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCaps {
+    /// The capability names it declared.
+    pub names: Vec<String>,
+    /// Whether its `notifications/initialized` was seen (slots written before this was kept
+    /// count as initialized).
+    pub initialized: bool,
+    /// When its `initialize` was seen (ms since the epoch; absent in older slots).
+    pub at_ms: Option<u64>,
+}
+
+/// Whose capabilities a slot holds: `Some` when they are `session`'s of `server`.
+fn caps_owned(bytes: &[u8], server: &str, session: &str) -> Option<SessionCaps> {
     let value = serde_json::from_slice::<Value>(bytes).ok()?;
     let owned = value.get("server").and_then(Value::as_str) == Some(server)
         && value.get("session").and_then(Value::as_str) == Some(session);
     let names = value.get("capabilities").and_then(Value::as_array)?;
-    owned.then(|| {
-        names
+    owned.then(|| SessionCaps {
+        names: names
             .iter()
             .filter_map(Value::as_str)
             .map(str::to_string)
-            .collect()
+            .collect(),
+        initialized: value
+            .get("initialized")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        at_ms: value.get("at_ms").and_then(Value::as_u64),
     })
 }
 
-/// Records the client capability names a 2025 session declared in its `initialize` (the
-/// `capabilities` view source reads them back for the session's lists and calls): in the
-/// first of its two slots that holds them already or is free, else over the first slot's
-/// holder. A slot that cannot be read is not written.
+/// The slot value of a session's capabilities.
+fn caps_value(server: &str, session: &str, caps: &SessionCaps) -> Value {
+    let mut value = json!({"server": server, "session": session, "capabilities": caps.names,
+        "initialized": caps.initialized});
+    if let (Some(at), Some(object)) = (caps.at_ms, value.as_object_mut()) {
+        object.insert("at_ms".into(), json!(at));
+    }
+    value
+}
+
+/// Records the client capability names a 2025 session declared in its `initialize` at
+/// `at_ms` (the `capabilities` view source reads them back for the session's lists and
+/// calls), its handshake not finished yet: in the first of its two slots that holds them
+/// already or is free, else over the first slot's holder. A slot that cannot be read is not
+/// written.
 pub fn put_capabilities(
     store: &mut dyn StateStore,
     server: &str,
     session: &str,
-    names: &[String],
+    (names, at_ms): (&[String], u64),
     slots: usize,
 ) -> Result<(), StateError> {
-    let value = json!({"server": server, "session": session, "capabilities": names});
+    let caps = SessionCaps {
+        names: names.to_vec(),
+        initialized: false,
+        at_ms: Some(at_ms),
+    };
+    let value = caps_value(server, session, &caps);
     let bytes = serde_json::to_vec(&value).map_err(|e| StateError::Corrupt(e.to_string()))?;
     let keys = caps_keys(server, session, slots);
     let mut chosen = None;
@@ -755,14 +788,53 @@ pub fn put_capabilities(
         .map_err(StateError::Store)
 }
 
-/// The capability names a 2025 session declared (`Ok(None)`: not remembered: never seen, or
-/// both its slots taken by other sessions since).
+/// Marks a 2025 session's handshake finished (its `notifications/initialized` passed), by
+/// compare-and-swap on the slot that holds its capabilities (`Ok(false)`: no slot holds
+/// them: nothing to mark).
+pub fn session_initialized(
+    store: &mut dyn StateStore,
+    server: &str,
+    session: &str,
+    slots: usize,
+) -> Result<bool, StateError> {
+    // A conflict is another writer on the slot (this session's other request, or a session
+    // taking the slot over): read again. Bounded: each round reads the slot's latest value.
+    for _ in 0..4 {
+        let mut found = None;
+        for key in caps_keys(server, session, slots) {
+            if let Some((bytes, version)) = read(store, &key)?
+                && let Some(caps) = caps_owned(&bytes, server, session)
+            {
+                found = Some((key, version, caps));
+                break;
+            }
+        }
+        let Some((key, version, mut caps)) = found else {
+            return Ok(false);
+        };
+        if caps.initialized {
+            return Ok(true);
+        }
+        caps.initialized = true;
+        let bytes = serde_json::to_vec(&caps_value(server, session, &caps))
+            .map_err(|e| StateError::Corrupt(e.to_string()))?;
+        match store.set(&key, &bytes, Expect::Version(version)) {
+            Ok(()) => return Ok(true),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(StateError::Store(e)),
+        }
+    }
+    Err(StateError::Store(StoreError::Conflict))
+}
+
+/// What a 2025 session declared (`Ok(None)`: not remembered: never seen, or both its slots
+/// taken by other sessions since).
 pub fn get_capabilities(
     store: &dyn StateStore,
     server: &str,
     session: &str,
     slots: usize,
-) -> Result<Option<Vec<String>>, StateError> {
+) -> Result<Option<SessionCaps>, StateError> {
     for key in caps_keys(server, session, slots) {
         if let Some((bytes, _)) = read(store, &key)?
             && let Some(names) = caps_owned(&bytes, server, session)

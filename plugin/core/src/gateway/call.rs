@@ -258,7 +258,7 @@ impl Engine {
                 let view = match &at.exchange.surface {
                     Some(surface) => surface,
                     None => {
-                        read = self.view_of(store, at.exchange, info, params);
+                        read = self.view_of(store, at.exchange, info, params, None);
                         &read
                     }
                 };

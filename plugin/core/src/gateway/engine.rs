@@ -175,9 +175,9 @@ pub struct Exchange {
     pub path: String,
     /// The view of the request's lists and calls, once its body was read.
     pub surface: Option<crate::policy::views::ViewRead>,
-    /// The capability names an `initialize` request declared, until the server names the
-    /// session they belong to ([`Engine::session_assigned`]).
-    pub declared: Option<Vec<String>>,
+    /// The capability names an `initialize` request declared and when it was seen, until
+    /// the server names the session they belong to ([`Engine::session_assigned`]).
+    pub declared: Option<(Vec<String>, u64)>,
     /// What the fleet store answered the callback that waits for it (see
     /// [`crate::gateway::fleet`]).
     pub fleet: crate::state::fleet::FleetProgress,

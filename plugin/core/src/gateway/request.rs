@@ -203,7 +203,7 @@ impl Engine {
                     }
                     _ => None,
                 });
-                Some(self.view_of(store, exchange, info, params.flatten()))
+                Some(self.view_of(store, exchange, info, params.flatten(), Some(now_ms)))
             }
             false => None,
         };
@@ -342,6 +342,11 @@ impl Engine {
                 return None;
             }
             _ => {
+                if let Message::Notification { method, .. } = message
+                    && method == "notifications/initialized"
+                {
+                    self.handshake_ended(store, exchange);
+                }
                 self.pass_record(store, out, exchange, "request", message, None);
                 return None;
             }
@@ -384,7 +389,7 @@ impl Engine {
                 caller: view.cloned(),
             });
         } else if method == "initialize" {
-            self.initialize_seen(exchange, params.as_ref());
+            self.initialize_seen(exchange, params.as_ref(), now_ms);
             if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
                 exchange.pending_other.push((id.clone(), method.clone()));
             }

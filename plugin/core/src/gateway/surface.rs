@@ -16,6 +16,10 @@ use serde_json::Value;
 /// The `_meta` member a 2026-07-28 request declares its client capabilities in.
 const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// How long after a session's `initialize` its lists wait for its `notifications/initialized`
+/// before its view is told without it (ms).
+pub const HANDSHAKE_GRACE_MS: u64 = 10_000;
+
 impl Engine {
     /// The view of a `tools/list` or `tools/call` request with `params`.
     pub(crate) fn view_of(
@@ -24,6 +28,7 @@ impl Engine {
         exchange: &Exchange,
         info: &RequestInfo<'_>,
         params: Option<&Value>,
+        listed_at: Option<u64>,
     ) -> ViewRead {
         let sources = self.config.views_of(&exchange.server);
         let revision = match (&exchange.protocol_version, info.routing.version) {
@@ -36,7 +41,7 @@ impl Engine {
             let value = match source {
                 ViewSource::Revision => Value::String(revision.clone()),
                 ViewSource::Capabilities => {
-                    self.capabilities(store, exchange, params, &revision)?
+                    self.capabilities(store, exchange, params, &revision, listed_at)?
                 }
                 ViewSource::Path => Value::String(exchange.path.clone()),
                 ViewSource::Header(name) => {
@@ -55,12 +60,20 @@ impl Engine {
 
     /// The capability names a request declared: in its `_meta` under the stateless revision,
     /// in its session's `initialize` before it (null for a request of no session).
+    /// `listed_at`: the time of a list. A session's capabilities take effect when its
+    /// handshake ends: a server may register tools for them only then (server-everything
+    /// does), so a list made before the session's `notifications/initialized` can be short,
+    /// and recorded as its view's names it would make the complete list look like drift. Such
+    /// a list's view cannot be told (it is checked against the catalogue alone) until the
+    /// notification passes or [`HANDSHAKE_GRACE_MS`] after the `initialize` (the notification
+    /// may have gone through another instance).
     fn capabilities(
         &self,
         store: &dyn StateStore,
         exchange: &Exchange,
         params: Option<&Value>,
         revision: &str,
+        listed_at: Option<u64>,
     ) -> Result<Value, String> {
         let names = if exchange.stateless() {
             let declared = params
@@ -74,7 +87,20 @@ impl Engine {
             };
             let slots = self.config.limits.session_slots;
             match state::get_capabilities(store, &exchange.server, session, slots) {
-                Ok(Some(names)) => names,
+                Ok(Some(caps)) => {
+                    let early = |at: u64, now: u64| now.saturating_sub(at) < HANDSHAKE_GRACE_MS;
+                    if !caps.initialized
+                        && listed_at
+                            .zip(caps.at_ms)
+                            .is_some_and(|(now, at)| early(at, now))
+                    {
+                        return Err(
+                            "this session has not sent notifications/initialized yet: what a server lists before the handshake ends may be short"
+                                .into(),
+                        );
+                    }
+                    caps.names
+                }
                 Ok(None) => {
                     return Err(
                         "the capabilities this session declared are not remembered (its initialize was not seen, or its slot was reused)"
@@ -89,7 +115,12 @@ impl Engine {
 
     /// An `initialize` request: its declared capabilities wait in the exchange for the
     /// session id the server answers with.
-    pub(crate) fn initialize_seen(&self, exchange: &mut Exchange, params: Option<&Value>) {
+    pub(crate) fn initialize_seen(
+        &self,
+        exchange: &mut Exchange,
+        params: Option<&Value>,
+        now_ms: u64,
+    ) {
         let revision = params
             .and_then(|p| p.get("protocolVersion"))
             .and_then(Value::as_str)
@@ -97,7 +128,7 @@ impl Engine {
         let declared = params
             .and_then(|p| p.get("capabilities"))
             .unwrap_or(&Value::Null);
-        exchange.declared = Some(views::capability_names(declared, revision));
+        exchange.declared = Some((views::capability_names(declared, revision), now_ms));
     }
 
     /// The server named the session of an `initialize` answer (its `Mcp-Session-Id`
@@ -110,10 +141,25 @@ impl Engine {
         exchange: &mut Exchange,
         session: &str,
     ) {
-        let Some(names) = exchange.declared.take() else {
+        let Some((names, at_ms)) = exchange.declared.take() else {
             return;
         };
         let slots = self.config.limits.session_slots;
-        let _kept = state::put_capabilities(store, &exchange.server, session, &names, slots);
+        let _kept =
+            state::put_capabilities(store, &exchange.server, session, (&names, at_ms), slots);
+    }
+
+    /// A session's `notifications/initialized` passed: its capabilities take effect. A
+    /// failed write only leaves its lists checked against the catalogue alone until
+    /// [`HANDSHAKE_GRACE_MS`] after its `initialize`.
+    pub(crate) fn handshake_ended(&self, store: &mut dyn StateStore, exchange: &Exchange) {
+        if exchange.stateless() {
+            return;
+        }
+        let Some(session) = exchange.session.as_deref() else {
+            return;
+        };
+        let slots = self.config.limits.session_slots;
+        let _marked = state::session_initialized(store, &exchange.server, session, slots);
     }
 }

@@ -593,3 +593,85 @@ fn a_drifted_servers_clients_listing_on_do_not_rewrite_its_record_on_every_list(
 fn version(gw: &NativeReplay) -> u32 {
     state::load_record(&gw.store, SERVER).unwrap().unwrap().1
 }
+
+/// The recorded `tools/list` exchange of `name` with `tool` taken out of its answer: what
+/// server-everything 2026.8.31 answers a session that lists before its handshake ends (it
+/// registers that tool when `notifications/initialized` arrives).
+fn early_list(name: &str, tool: &str) -> HttpExchange {
+    let mut ex = transcript(name)
+        .into_iter()
+        .find(|e| e.request_body.windows(12).any(|w| w == b"\"tools/list\""))
+        .unwrap();
+    let body = String::from_utf8(ex.response_body).unwrap();
+    let lines: Vec<String> = body
+        .lines()
+        .map(
+            |line| match line.strip_prefix("data: ").filter(|d| !d.is_empty()) {
+                Some(data) => {
+                    let mut message: Value = serde_json::from_str(data).unwrap();
+                    let tools = message["result"]["tools"].as_array_mut().unwrap();
+                    tools.retain(|t| t["name"] != tool);
+                    format!("data: {message}")
+                }
+                None => line.to_string(),
+            },
+        )
+        .collect();
+    ex.response_body = (lines.join("\n") + "\n").into_bytes();
+    ex
+}
+
+#[test]
+fn a_list_made_before_the_handshake_ends_neither_baselines_nor_drifts() {
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    let session = transcript(PLAIN);
+    let (initialize, initialized, list) = (&session[0], &session[1], &session[3]);
+    let early = early_list(PLAIN, "simulate-research-query");
+    // A client that lists before it sends notifications/initialized is shown 12 tools: the
+    // gateway checks them against the catalogue alone (there is none yet): nothing is
+    // served, nothing is trusted.
+    let answers = replay(
+        &mut gw,
+        PLAIN,
+        &[initialize.clone(), early.clone()],
+        &mut lines,
+    );
+    assert_eq!(listed(&answers[1..]), [0]);
+    assert!(
+        state::load_record(&gw.store, SERVER)
+            .unwrap()
+            .is_none_or(|(r, _)| r.baseline.is_none())
+    );
+    // Once the handshake ends, the complete list is the first contact, and stays verified.
+    let answers = replay(
+        &mut gw,
+        PLAIN,
+        &[initialized.clone(), list.clone(), list.clone()],
+        &mut lines,
+    );
+    assert_eq!(listed(&answers[1..]), [13, 13]);
+    assert_eq!(record(&gw).status, SchemaStatus::Verified);
+    // A second session listing early again is served what the catalogue has of its list.
+    let answers = replay(&mut gw, PLAIN, &[initialize.clone(), early], &mut lines);
+    assert_eq!(listed(&answers[1..]), [12]);
+    let record = record(&gw);
+    assert_eq!(record.status, SchemaStatus::Verified);
+    assert_eq!(record.views.len(), 1);
+    assert_eq!(record.views[0].names.len(), 13);
+    assert!(events(&gw, "schema.changed").is_empty());
+}
+
+#[test]
+fn a_session_whose_notification_went_elsewhere_is_told_after_the_grace() {
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    let session = transcript(PLAIN);
+    replay(&mut gw, PLAIN, &[session[0].clone()], &mut lines);
+    // Eleven exchanges later (a second each), without the notification: the view is told.
+    gw.now_ms += 10_000;
+    let answers = replay(&mut gw, PLAIN, &[session[3].clone()], &mut lines);
+    assert_eq!(listed(&answers), [13]);
+    assert_eq!(record(&gw).status, SchemaStatus::Verified);
+    assert_eq!(record(&gw).views.len(), 1);
+}

@@ -172,7 +172,7 @@ fn sessions_of_one_capabilities_slot_keep_their_capabilities() {
     let slots = 64;
     let first_slot = |session: &str| {
         let mut store = MemoryStore::new();
-        put_capabilities(&mut store, "s", session, &[], slots).unwrap();
+        put_capabilities(&mut store, "s", session, (&[], 0), slots).unwrap();
         store.entries().next().unwrap().0.to_string()
     };
     let anchor = first_slot("session-0");
@@ -184,35 +184,45 @@ fn sessions_of_one_capabilities_slot_keep_their_capabilities() {
     let [a, b] = [&mates[0], &mates[1]];
     let mut store = MemoryStore::new();
     let names = |n: &str| vec![n.to_string()];
-    put_capabilities(&mut store, "s", "session-0", &names("roots"), slots).unwrap();
-    put_capabilities(&mut store, "s", a, &names("sampling"), slots).unwrap();
+    put_capabilities(&mut store, "s", "session-0", (&names("roots"), 0), slots).unwrap();
+    put_capabilities(&mut store, "s", a, (&names("sampling"), 0), slots).unwrap();
     assert_eq!(
-        get_capabilities(&store, "s", "session-0", slots).unwrap(),
+        get_capabilities(&store, "s", "session-0", slots)
+            .unwrap()
+            .map(|c| c.names),
         Some(names("roots"))
     );
     assert_eq!(
-        get_capabilities(&store, "s", a, slots).unwrap(),
+        get_capabilities(&store, "s", a, slots)
+            .unwrap()
+            .map(|c| c.names),
         Some(names("sampling"))
     );
     // A session writing again keeps its slot, whichever of its two it is in.
-    put_capabilities(&mut store, "s", a, &names("elicitation"), slots).unwrap();
+    put_capabilities(&mut store, "s", a, (&names("elicitation"), 0), slots).unwrap();
     assert_eq!(
-        get_capabilities(&store, "s", "session-0", slots).unwrap(),
+        get_capabilities(&store, "s", "session-0", slots)
+            .unwrap()
+            .map(|c| c.names),
         Some(names("roots"))
     );
     assert_eq!(
-        get_capabilities(&store, "s", a, slots).unwrap(),
+        get_capabilities(&store, "s", a, slots)
+            .unwrap()
+            .map(|c| c.names),
         Some(names("elicitation"))
     );
     // A third session of the same first slot, its second slot taken or not, never reads as
     // another's: what it reads is its own or nothing.
-    put_capabilities(&mut store, "s", b, &names("sampling"), slots).unwrap();
+    put_capabilities(&mut store, "s", b, (&names("sampling"), 0), slots).unwrap();
     assert_eq!(
-        get_capabilities(&store, "s", b, slots).unwrap(),
+        get_capabilities(&store, "s", b, slots)
+            .unwrap()
+            .map(|c| c.names),
         Some(names("sampling"))
     );
     for session in ["session-0", a.as_str()] {
         let read = get_capabilities(&store, "s", session, slots).unwrap();
-        assert!(read.is_none() || read.as_ref().is_some_and(|n| n != &names("sampling")));
+        assert!(read.is_none() || read.as_ref().is_some_and(|c| c.names != names("sampling")));
     }
 }
