@@ -126,3 +126,31 @@ async def test_a_closed_server_shows_no_prompts_resources_or_instructions(
     async with _session(stack.mcp_url) as (session, init):
         assert init.instructions == instructions
         assert [p.name for p in (await session.list_prompts()).prompts] == [p.name for p in prompts]
+
+
+async def test_a_read_of_a_metadata_or_traversal_uri_never_reaches_the_server(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    """The official SDK client asks a verified server-everything to read URIs no list would
+    show (cloud metadata addresses, a local Docker API): each is refused by the gateway, the
+    server never sees it, and an honest read still works. (The Python SDK sends URIs as
+    pydantic normalizes them: `http://2852039166/` leaves as `http://169.254.169.254/`, and a
+    `..` path is resolved before it leaves, so the other spellings are the core tests'.)"""
+    stack = stacks(everything=RELEASE_A, server_id="everything")
+    async with _session(stack.mcp_url) as (session, _):
+        assert (await session.list_tools()).tools
+        resources = (await session.list_resources()).resources
+        upstream_before = stack.upstream_requests()
+        for uri in ("http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+                    "http://metadata.google.internal/computeMetadata/v1/",
+                    "http://localhost:2375/containers/json"):
+            with pytest.raises(McpError) as refused:
+                await session.read_resource(uri)
+            error = refused.value.error
+            assert error.code == -32003, uri
+            assert (error.data["error_code"], error.data["resource"], error.data["side_effect_started"],
+                    error.data["schema_status"]) == ("RESOURCE_NOT_LISTED", uri, False, "verified")
+        assert stack.upstream_requests() == upstream_before, "refused reads never reach the server"
+        assert (await session.read_resource(resources[0].uri)).contents
+        assert stack.upstream_requests() > upstream_before
+    denied = wait_for_audits(stack, "use.denied", 3)
+    assert {d.get("error_code") for d in denied} == {"RESOURCE_NOT_LISTED"}, denied
