@@ -88,6 +88,18 @@ pub struct ServerConfig {
     pub drift_scope: DriftScope,
     /// Where a `tools/list` request's view comes from (`None`: the top-level `views`).
     pub views: Option<Vec<ViewSource>>,
+    /// What is done with the server's resources.
+    pub resources: ResourcesMode,
+}
+
+/// What is done with a server's resources (`resources`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourcesMode {
+    /// Listed resources and read URIs are screened (`"screen"`, the default).
+    Screen,
+    /// Left alone: neither listed resources nor reads are screened (`"pass"`: a server whose
+    /// resources honestly live on this machine).
+    Pass,
 }
 
 /// The settings of a server the config does not list, lent by [`Config::server`] so that
@@ -101,6 +113,7 @@ const UNLISTED_SERVER: &ServerConfig = &ServerConfig {
     results: ResultsMode::Observe,
     drift_scope: DriftScope::Server,
     views: None,
+    resources: ResourcesMode::Screen,
 };
 
 impl Default for ServerConfig {
@@ -431,6 +444,11 @@ impl Config {
         self.servers.get(id).unwrap_or(UNLISTED_SERVER)
     }
 
+    /// Whether the resources of server `id` are screened (screening on, and not `"pass"`).
+    pub fn screens_resources(&self, id: &str) -> bool {
+        self.screening.enabled && self.server(id).resources == ResourcesMode::Screen
+    }
+
     /// The drift scope of one server.
     pub fn drift_scope_of(&self, id: &str) -> DriftScope {
         self.server(id).drift_scope
@@ -577,6 +595,7 @@ fn server_config(
             "results",
             "drift_scope",
             "views",
+            "resources",
         ],
     )?;
     let mut server = ServerConfig::default();
@@ -628,6 +647,26 @@ fn server_config(
     }
     if let Some(v) = obj.get("views") {
         server.views = Some(views(v, &at("views"))?);
+    }
+    if let Some(r) = obj.get("resources") {
+        server.resources = match string(r, &at("resources"))? {
+            "screen" => ResourcesMode::Screen,
+            "pass" => ResourcesMode::Pass,
+            "seal" => {
+                return Err(err(
+                    &at("resources"),
+                    "\"seal\" is not available yet: resources are screened (\"screen\", the default) or left alone (\"pass\"); pin what a server lists with `toolseal fingerprint --surface --seal-resources` meanwhile",
+                ));
+            }
+            other => {
+                return Err(err(
+                    &at("resources"),
+                    format!(
+                        "unknown mode {other:?}; expected \"screen\" (listed resources and read URIs are screened) or \"pass\" (left alone)"
+                    ),
+                ));
+            }
+        };
     }
     if let Some(d) = obj.get("drift_scope") {
         server.drift_scope = match string(d, &at("drift_scope"))? {

@@ -70,7 +70,9 @@ impl Engine {
         let what = format!("{kind} {item:?}");
         // A URI that screening withholds from every list is refused whatever the server's
         // status: a client that reads it made it up, or was told to.
-        let flagged = match section == Section::Resources && self.config.screening.enabled {
+        let screened =
+            section == Section::Resources && self.config.screens_resources(&exchange.server);
+        let flagged = match screened {
             true => crate::gateway::resources::uri_finding(item),
             false => None,
         };

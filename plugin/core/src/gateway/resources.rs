@@ -53,7 +53,7 @@ impl Engine {
         result: &Value,
     ) -> Option<Value> {
         let section = Section::Resources;
-        if method != section.list_method() || !self.config.screening.enabled {
+        if method != section.list_method() || !self.config.screens_resources(&exchange.server) {
             return None;
         }
         let items = result.get(section.items_member())?.as_array()?;

@@ -432,3 +432,28 @@ fn with_screening_off_a_read_is_left_to_the_server() {
     let uri = "http://169.254.169.254/latest/meta-data/";
     ask(&mut gw, None, "resources/read", json!({"uri": uri}), read).forwarded();
 }
+
+#[test]
+fn a_server_whose_resources_pass_is_neither_screened_nor_refused() {
+    let mut gw =
+        crate::support::gateway::gateway(json!({"servers": {"docs": {"resources": "pass"}}}));
+    let local = json!({"resources": [{"uri": "http://localhost:8080/guide.md", "name": "guide"}]});
+    let listed = ask(&mut gw, None, "resources/list", json!({}), local.clone()).forwarded();
+    assert_eq!(listed["resources"], local["resources"]);
+    let read = json!({"contents": [{"uri": "http://localhost:8080/guide.md", "text": "hi"}]});
+    let uri = json!({"uri": "http://localhost:8080/guide.md"});
+    ask(&mut gw, None, "resources/read", uri.clone(), read.clone()).forwarded();
+    assert_eq!(
+        audited(&gw, "resource.withheld") + audited(&gw, "use.denied"),
+        0
+    );
+    // The same server screened (the default): the item is withheld and the read refused.
+    let mut gw = gateway();
+    let listed = ask(&mut gw, None, "resources/list", json!({}), local).forwarded();
+    assert_eq!(listed["resources"], json!([]));
+    let refused = ask(&mut gw, None, "resources/read", uri, read).refused();
+    assert_eq!(
+        refused["error"]["data"]["error_code"],
+        "RESOURCE_NOT_LISTED"
+    );
+}
