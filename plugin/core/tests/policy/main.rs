@@ -14,7 +14,6 @@
 mod support;
 
 mod caller_lists;
-mod drift;
 mod screening;
 mod screening_corpus;
 mod surface_drift;
