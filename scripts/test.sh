@@ -18,8 +18,9 @@ step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - start ))"; }
 step "toolchain"
 scripts/setup-rust.sh
 
-step "format"
+step "format, and the core's README naming every module"
 cargo fmt --all -- --check
+python3 scripts/readme-modules.py
 
 step "build the plugin .wasm"
 scripts/build-wasm.sh

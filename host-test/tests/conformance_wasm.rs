@@ -14,10 +14,9 @@
 mod common;
 
 use serde_json::{Map, Value, json};
-use toolseal::abi::types::LogLevel;
 use toolseal::replay::exchange::Stop;
 use toolseal::replay::records::PluginRecord;
-use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript};
+use toolseal::replay::{ExchangeReport, Replay, Transcript};
 use toolseal_core::transcript::HttpExchange;
 
 const V2026: &str = "2026-07-28";
@@ -25,19 +24,8 @@ const V2026: &str = "2026-07-28";
 const CHUNK: usize = 16;
 
 fn replay(exchanges: Vec<HttpExchange>) -> Vec<ExchangeReport> {
-    let mut replay = Replay::start(ReplayOptions {
-        wasm_path: common::plugin_wasm(),
-        plugin_configuration: Vec::new(),
-        server: Some("conformance".into()),
-        chunk: CHUNK,
-        log_level: LogLevel::Debug,
-        dynamic_metadata: Map::new(),
-        cache_dir: Some(common::workspace().join("target/toolseal-cache")),
-        faults: Vec::new(),
-        store: None,
-        callouts: None,
-    })
-    .unwrap();
+    let mut replay =
+        Replay::start(common::replay_options(Some("conformance"), &[], CHUNK)).unwrap();
     let transcript = Transcript {
         name: "conformance".into(),
         exchanges,

@@ -29,7 +29,6 @@ mod common;
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 use toolseal::abi::faults::{Fault, PROXY_HOSTCALLS};
-use toolseal::abi::types::LogLevel;
 use toolseal::cli::tool_source::load_tools;
 use toolseal::replay::exchange::{ExchangeOutcome, Stop};
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript, load_transcript};
@@ -172,18 +171,10 @@ fn stateless() -> Scenario {
 }
 
 fn options(s: &Scenario, faults: Vec<Fault>) -> ReplayOptions {
-    ReplayOptions {
-        wasm_path: common::plugin_wasm(),
-        plugin_configuration: s.config.to_string().into_bytes(),
-        server: s.server.map(str::to_string),
-        chunk: 61,
-        log_level: LogLevel::Debug,
-        dynamic_metadata: s.metadata.clone(),
-        cache_dir: Some(common::workspace().join("target/toolseal-cache")),
-        faults,
-        store: None,
-        callouts: None,
-    }
+    let mut options = common::replay_options(s.server, s.config.to_string().as_bytes(), 61);
+    options.dynamic_metadata = s.metadata.clone();
+    options.faults = faults;
+    options
 }
 
 /// How one run ended.
@@ -365,7 +356,7 @@ fn sweep(s: &Scenario) -> (usize, usize) {
 fn imported_hostcalls() -> Vec<&'static str> {
     let engine = toolseal::wasm::engine().unwrap();
     let wasm = std::fs::read(common::plugin_wasm()).unwrap();
-    let cache = common::workspace().join("target/toolseal-cache");
+    let cache = common::module_cache();
     let (module, _) = toolseal::wasm::module_cache::load(&engine, &wasm, Some(&cache)).unwrap();
     let imported: Vec<&'static str> = PROXY_HOSTCALLS
         .into_iter()

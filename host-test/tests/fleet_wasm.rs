@@ -13,10 +13,11 @@
 
 mod common;
 
+use common::{TOKEN, admin_config, fp, replay_options};
+
 use serde_json::{Value, json};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
-use toolseal::abi::types::LogLevel;
 use toolseal::fleet::invariants::verdict;
 use toolseal::fleet::perturb::{Perturbation, every, interleavings};
 use toolseal::fleet::{Action as FleetAction, Fleet, Scenario, Step as FleetStep, explore};
@@ -26,29 +27,24 @@ use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, load_transcript};
 use toolseal::wasm::plugin_vm::PluginVm;
 use toolseal::workers::signature::exchange_signature;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
 use toolseal_core::transcript::HttpExchange;
 
-const TOKEN: &str = "s3cret";
 const PREFIX: &str = "/toolseal/test/";
 const SERVER: &str = "deploy";
 
+/// Views by revision, the admin API on, the fleet store on the simulated etcd, and `extra`'s
+/// top-level keys over them.
 fn config(extra: &Value) -> Value {
-    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": sha256_hex(TOKEN.as_bytes())},
+    let mut config = json!({"views": ["revision"],
         "store": {"etcd": {"cluster": "toolseal_store", "prefix": PREFIX, "sync_ms": 600000}}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }
-    config
+    admin_config(&config)
 }
 
 fn options(config: &Value, server: Option<&str>, store: Option<&FleetStore>) -> ReplayOptions {
-    let mut options = ReplayOptions::new(common::plugin_wasm());
-    options.plugin_configuration = config.to_string().into_bytes();
-    options.server = server.map(str::to_owned);
-    options.chunk = 0;
-    options.log_level = LogLevel::Debug;
-    options.cache_dir = Some(common::workspace().join("target/toolseal-cache"));
+    let mut options = replay_options(server, config.to_string().as_bytes(), 0);
     options.store = store.cloned();
     options
 }
@@ -130,12 +126,6 @@ fn honest() -> Vec<Value> {
 
 fn rug_pull() -> Vec<Value> {
     vec![deploy(true), weather()]
-}
-
-fn fp(tools: &[Value]) -> String {
-    digest_tools(&Value::Array(tools.to_vec()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint()
 }
 
 fn list_exchange(session: &str, tools: &[Value]) -> HttpExchange {

@@ -12,9 +12,8 @@
 
 mod common;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::path::PathBuf;
-use toolseal::abi::types::LogLevel;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript};
 use toolseal_core::config::Config;
@@ -31,22 +30,11 @@ fn transcript(name: &str) -> Vec<HttpExchange> {
 }
 
 fn options(server: &str, config: &Value, chunk: usize) -> ReplayOptions {
-    ReplayOptions {
-        wasm_path: common::plugin_wasm(),
-        plugin_configuration: if config.is_null() {
-            Vec::new()
-        } else {
-            config.to_string().into_bytes()
-        },
-        server: Some(server.into()),
-        chunk,
-        log_level: LogLevel::Debug,
-        dynamic_metadata: Map::new(),
-        cache_dir: Some(common::workspace().join("target/toolseal-cache")),
-        faults: Vec::new(),
-        store: None,
-        callouts: None,
-    }
+    let config = match config {
+        Value::Null => Vec::new(),
+        config => config.to_string().into_bytes(),
+    };
+    common::replay_options(Some(server), &config, chunk)
 }
 
 fn run(options: ReplayOptions, names: &[&str]) -> Vec<ExchangeReport> {

@@ -10,27 +10,13 @@
 
 mod common;
 
+use common::replay_options as options;
+
 use serde_json::{Map, Value};
-use toolseal::abi::types::LogLevel;
 use toolseal::replay::exchange::Stop;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, load_transcript};
 use toolseal_core::wire::sse::SseParser;
-
-fn options(server: Option<&str>, config: &[u8], chunk: usize) -> ReplayOptions {
-    ReplayOptions {
-        wasm_path: common::plugin_wasm(),
-        plugin_configuration: config.to_vec(),
-        server: server.map(str::to_owned),
-        chunk,
-        log_level: LogLevel::Debug,
-        dynamic_metadata: Map::new(),
-        cache_dir: Some(common::workspace().join("target/toolseal-cache")),
-        faults: Vec::new(),
-        store: None,
-        callouts: None,
-    }
-}
 
 fn replay(options: ReplayOptions, names: &[&str]) -> Vec<ExchangeReport> {
     let mut replay = Replay::start(options).unwrap();

@@ -20,16 +20,15 @@
 
 mod common;
 
-use serde_json::{Map, Value, json};
-use toolseal::abi::types::LogLevel;
+use common::{TOKEN, admin_config, fp, replay_options};
+
+use serde_json::{Value, json};
 use toolseal::replay::records::PluginRecord;
-use toolseal::replay::{ExchangeReport, Replay, ReplayOptions, Transcript, load_transcript};
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, sha256_hex};
+use toolseal::replay::{ExchangeReport, Replay, Transcript, load_transcript};
 use toolseal_core::transcript::HttpExchange;
 use toolseal_core::wire::sse::SseParser;
 
 const SERVER: &str = "everything";
-const TOKEN: &str = "s3cret";
 const PLAIN: &str = "everything-2026.8.31-no-capabilities";
 const CAPABLE: &str = "everything-2026.8.31-capabilities";
 /// Whole bodies, the core test's cut, and an awkward one.
@@ -37,27 +36,11 @@ const CHUNKS: [usize; 3] = [0, 7, 61];
 
 /// The core test's gateway config: `extra` over an admin block with the test token.
 fn config(extra: Value) -> Vec<u8> {
-    let mut config = json!({"admin": {"token_sha256": sha256_hex(TOKEN.as_bytes())}});
-    for (k, v) in extra.as_object().unwrap() {
-        config[k] = v.clone();
-    }
-    config.to_string().into_bytes()
+    admin_config(&extra).to_string().into_bytes()
 }
 
 fn start(config: Vec<u8>, chunk: usize) -> Replay {
-    Replay::start(ReplayOptions {
-        wasm_path: common::plugin_wasm(),
-        plugin_configuration: config,
-        server: Some(SERVER.into()),
-        chunk,
-        log_level: LogLevel::Debug,
-        dynamic_metadata: Map::new(),
-        cache_dir: Some(common::workspace().join("target/toolseal-cache")),
-        faults: Vec::new(),
-        store: None,
-        callouts: None,
-    })
-    .unwrap()
+    Replay::start(replay_options(Some(SERVER), &config, chunk)).unwrap()
 }
 
 fn recording(name: &str) -> Vec<HttpExchange> {
@@ -113,10 +96,7 @@ fn lock_of(names: &[&str]) -> Value {
             }
         }
     }
-    let fingerprint = digest_tools(&Value::Array(tools.clone()), &FingerprintFields::default())
-        .unwrap()
-        .fingerprint();
-    json!({"fingerprint": fingerprint, "tools": tools})
+    json!({"fingerprint": fp(&tools), "tools": tools})
 }
 
 /// The JSON-RPC messages of a body (SSE or JSON).

@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{Etcd, PREFIX, free_port};
+use support::etcd::{Etcd, PREFIX, free_port};
 use toolseal_core::state::store::MemoryStore;
 use toolseal_stdio::audit_sink::SharedCollected;
 use toolseal_stdio::host_state::HostState;

@@ -10,28 +10,16 @@
     missing_docs
 )]
 
+mod support;
+
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use support::files::{golden, transcript};
 use toolseal_core::state::store::MemoryStore;
-use toolseal_core::transcript::{HttpExchange, parse_transcript};
+use toolseal_core::transcript::HttpExchange;
 use toolseal_stdio::audit_sink::SharedCollected;
 use toolseal_stdio::host_state::HostState;
 use toolseal_stdio::policy::{Policy, Runtime};
 use toolseal_stdio::{MessageContext, Transport, Verdict};
-
-fn core_data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../plugin/core/tests/data")
-        .join(name)
-}
-
-/// A recording shipped in `examples/transcripts/` (the core's test copies are the same bytes).
-fn transcript(name: &str) -> Vec<HttpExchange> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../transcripts")
-        .join(format!("{name}.json"));
-    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
-}
 
 struct Replay {
     policy: Policy,
@@ -102,11 +90,6 @@ fn replay(runtime: &Runtime, server: &str, names: &[&str]) -> Vec<String> {
         }
     }
     lines
-}
-
-fn golden(name: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(core_data(&format!("golden/{name}.jsonl"))).unwrap();
-    text.lines().map(str::to_string).collect()
 }
 
 #[test]

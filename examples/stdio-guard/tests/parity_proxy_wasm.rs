@@ -15,13 +15,16 @@
     missing_docs
 )]
 
+mod support;
+
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
+use support::files::{transcript, workspace};
 use toolseal::abi::types::LogLevel;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{Replay, ReplayOptions, Transcript};
 use toolseal_core::state::store::MemoryStore;
-use toolseal_core::transcript::{HttpExchange, parse_transcript};
+use toolseal_core::transcript::HttpExchange;
 use toolseal_stdio::audit_sink::SharedCollected;
 use toolseal_stdio::host_state::HostState;
 use toolseal_stdio::policy::{Policy, Runtime};
@@ -45,16 +48,6 @@ struct Seen {
     local_reply: Option<Vec<u8>>,
     response_body: Vec<u8>,
     decisions: Vec<Map<String, Value>>,
-}
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn transcript(name: &str) -> Vec<HttpExchange> {
-    // The recordings shipped in examples/ (the core's test copies are the same bytes).
-    let path = workspace().join(format!("examples/transcripts/{name}.json"));
-    parse_transcript(&std::fs::read(path).unwrap()).unwrap()
 }
 
 fn without_session(mut decision: Map<String, Value>) -> Map<String, Value> {

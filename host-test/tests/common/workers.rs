@@ -3,10 +3,9 @@
 //! schedule to run again, what broke, the audit events by worker, the accesses).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
-use super::{plugin_wasm, transcript, workspace};
+use super::{replay_options, transcript};
 use serde_json::Value;
 use std::fmt::Write;
-use toolseal::abi::types::LogLevel;
 use toolseal::replay::records::PluginRecord;
 use toolseal::replay::{ReplayOptions, load_transcript};
 use toolseal::workers::explore::{Failure, Plan};
@@ -20,16 +19,11 @@ pub const SERVER: &str = "srv";
 /// Replay options for the workers: the plugin `.wasm`, `config`, one server id, whole bodies
 /// unless `chunk` says otherwise, decision records on, the tests' module cache.
 pub fn options(config: &Value, chunk: usize) -> ReplayOptions {
-    let mut options = ReplayOptions::new(plugin_wasm());
-    options.plugin_configuration = match config {
+    let config = match config {
         Value::Null => Vec::new(),
         config => config.to_string().into_bytes(),
     };
-    options.server = Some(SERVER.into());
-    options.chunk = chunk;
-    options.log_level = LogLevel::Debug;
-    options.cache_dir = Some(workspace().join("target/toolseal-cache"));
-    options
+    replay_options(Some(SERVER), &config, chunk)
 }
 
 /// The exchanges labelled `seqs` of the shipped transcript `name` (all without labels).

@@ -1020,3 +1020,12 @@ fn audit(v: &Value) -> Result<AuditConfig, ConfigError> {
     }
     Ok(audit)
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

@@ -246,17 +246,13 @@ pub struct Engine {
     pub(crate) records: ParseCache<ServerRecord>,
     /// Session snapshots as last parsed, by slot key.
     pub(crate) snapshots: ParseCache<state::Snapshot>,
-    /// The last whole `tools/list` result checked per server (served or filtered), by its
-    /// bytes.
+    /// The last whole `tools/list` checked per server (served or filtered): its bytes, its
+    /// parse and its digests, the one memory of a list seen before (see `known_list`).
     pub(crate) known_lists: crate::gateway::known_list::KnownLists,
-    /// Fingerprint the list check computed for the whole `tools/list` result of the message
+    /// The digests the list check computed for the whole `tools/list` result of the message
     /// being read, served or filtered (left by the check, taken by the body reader to
-    /// remember the result's bytes).
-    pub(crate) checked_list: Option<String>,
-    /// The digests of whole lists this worker checked, by their own fingerprint: a list of
-    /// one view of many is not a stored set, and a list answered again byte for byte (see
-    /// `known_list`) is recognized without digesting it again. Bounded; cleared when full.
-    pub(crate) listed: std::collections::BTreeMap<String, crate::policy::fingerprint::ToolDigests>,
+    /// remember the result with them).
+    pub(crate) checked_list: Option<std::rc::Rc<crate::gateway::listing::live::LiveDigests>>,
     /// Servers whose last `tools/list` this worker could not check (unreadable, or the check
     /// could not read or write the state): their live set is unknown, so calls to them are
     /// refused until a list verifies here. At most `limits.max_servers` entries.
@@ -282,7 +278,6 @@ impl Engine {
             snapshots: ParseCache::new(crate::state::parse_cache::SNAPSHOT_ENTRIES),
             known_lists: crate::gateway::known_list::KnownLists::default(),
             checked_list: None,
-            listed: std::collections::BTreeMap::new(),
             candidates: Default::default(),
             held: std::collections::BTreeSet::new(),
             fleet: Default::default(),

@@ -1,22 +1,28 @@
-//! A `tools/list` result served again byte for byte is recognized by comparing its bytes,
-//! not by parsing, canonicalizing and hashing it again.
+//! A `tools/list` seen before is recognized by comparison, not canonicalized and hashed
+//! again: a result served again byte for byte by its bytes (not even parsed), a list whose
+//! tools equal the remembered ones (other bytes around them, or the same pages gathered
+//! again) by its parse. This is the worker's one memory of "this list was seen".
 //!
-//! Main design decision: only the parse is skipped, never a decision. Each worker remembers,
-//! per server, the raw bytes of the `result` of the last whole `tools/list` it checked,
-//! served or filtered (a drifted server's clients keep listing: each refusal would otherwise
-//! cost a full parse and digest), with their parse and the fingerprint the check computed
-//! for their tools. A later response whose envelope the strict
+//! Main design decision: only the parse and the digests are skipped, never a decision. Each
+//! worker remembers, per server, the last whole `tools/list` it checked, served or filtered
+//! (a drifted server's clients keep listing: each refusal would otherwise cost a full parse
+//! and digest): the raw bytes of its `result` (none for a list gathered from pages), their
+//! parse and the digests the check computed for its tools (or the cached set they are).
+//! Tools equal to the remembered ones, definition for definition and in the same order,
+//! take those digests: equal definitions have equal digests. A later response whose
+//! envelope the strict
 //! scanner accepts ([`crate::wire::envelope`]: `jsonrpc`, `id`, `result`, nothing else), whose id
 //! answers a pending `tools/list` and whose `result` bytes are equal to the remembered ones,
 //! goes through the very list check a fresh parse would (status, posture, session snapshot,
-//! filtering), with the remembered parse and the fingerprint it is known to have. Any other
-//! response, down to a byte of difference, takes the full path. Memory is bounded: one list
-//! per server, at most [`LIST_SERVERS`] servers and `limits.max_response_bytes` of result
-//! bytes in all (a list served in part also keeps its tools encoded: at most as many bytes
-//! again).
+//! filtering), with the remembered parse and the digests it is known to have. Any other
+//! response, down to a byte of difference, is parsed. Memory is bounded: one list per
+//! server, at most [`LIST_SERVERS`] servers and `limits.max_response_bytes` of result bytes
+//! (or gathered definitions) in all (a list served in part also keeps its tools encoded: at
+//! most as many bytes again).
 
 use crate::gateway::engine::{Engine, Exchange};
 use crate::gateway::listing::ListAnswer;
+use crate::gateway::listing::live::LiveDigests;
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
 use crate::wire::envelope::{ResultBytes, split_response};
@@ -32,12 +38,16 @@ pub const LIST_SERVERS: usize = 8;
 /// The last whole `tools/list` result checked for one server.
 #[derive(Debug)]
 pub struct KnownList {
-    /// The bytes of the `result` value as the server sent them.
-    bytes: Vec<u8>,
-    /// Their strict parse.
+    /// The bytes of the `result` value as the server sent them (none for a list gathered
+    /// from pages: it is recognized by its tools alone).
+    bytes: Option<Vec<u8>>,
+    /// Their strict parse (for a gathered list, `{"tools": [...]}`).
     result: Value,
-    /// The fingerprint of `result.tools`.
-    fingerprint: String,
+    /// The digests and fingerprint of `result.tools`, as the check had them.
+    digests: Rc<LiveDigests>,
+    /// What the list counts against the bound: its result bytes, or the bytes of the
+    /// definitions gathered from its pages.
+    size: usize,
     /// Where the value of the result's top-level `ttlMs` is in `bytes`, so that lowering it
     /// is a splice, not a re-encoding of every tool.
     ttl: Option<std::ops::Range<usize>>,
@@ -56,18 +66,38 @@ pub struct KnownLists {
 }
 
 impl KnownList {
-    /// A list result: its bytes as sent, their strict parse, and the fingerprint of its tools.
-    pub fn new(bytes: Vec<u8>, result: Value, fingerprint: String) -> Self {
+    /// A list result: its bytes as sent, their strict parse, and the digests of its tools.
+    pub(crate) fn new(bytes: Vec<u8>, result: Value, digests: Rc<LiveDigests>) -> Self {
         let ttl = result
             .get("ttlMs")
             .and_then(|_| top_level_number(&bytes, b"\"ttlMs\""));
         KnownList {
-            bytes,
+            size: bytes.len(),
+            bytes: Some(bytes),
             result,
-            fingerprint,
+            digests,
             ttl,
             encoded_tools: OnceCell::new(),
         }
+    }
+
+    /// A list gathered from pages: its tools (`size` bytes of definitions) and their digests.
+    pub(crate) fn gathered(tools: Value, size: usize, digests: Rc<LiveDigests>) -> Self {
+        let mut result = serde_json::Map::new();
+        result.insert("tools".into(), tools);
+        KnownList {
+            bytes: None,
+            result: Value::Object(result),
+            digests,
+            size,
+            ttl: None,
+            encoded_tools: OnceCell::new(),
+        }
+    }
+
+    /// The digests of `tools` when they are this list's tools, definition for definition.
+    fn digests_of(&self, tools: &Value) -> Option<&Rc<LiveDigests>> {
+        (self.result.get("tools") == Some(tools)).then_some(&self.digests)
     }
 
     /// The answer to request `id` holding `cut` (a result whose `tools` is empty) with this
@@ -98,7 +128,7 @@ impl KnownList {
             return None;
         }
         let (head, tail) = (shell.get(..=span.start)?, shell.get(span.start + 1..)?);
-        let mut out = Vec::with_capacity(self.bytes.len() + shell.len());
+        let mut out = Vec::with_capacity(self.size + shell.len());
         out.extend_from_slice(head);
         for (n, &index) in kept.iter().enumerate() {
             if n > 0 {
@@ -166,9 +196,9 @@ impl KnownLists {
     /// the others are forgotten first; a list over `max_bytes` on its own is not kept.
     pub fn remember(&mut self, server: &str, list: KnownList, max_bytes: usize) {
         if let Some(old) = self.entries.remove(server) {
-            self.held = self.held.saturating_sub(old.bytes.len());
+            self.held = self.held.saturating_sub(old.size);
         }
-        let size = list.bytes.len();
+        let size = list.size;
         if size > max_bytes {
             return;
         }
@@ -201,7 +231,17 @@ impl Engine {
     pub fn remembered_list(&self, server: &str) -> Option<String> {
         self.known_lists
             .get(server)
-            .map(|list| list.fingerprint.clone())
+            .map(|list| list.digests.fingerprint().to_string())
+    }
+
+    /// The digests of `tools` when they are the tools of the list remembered for `server`.
+    pub(crate) fn remembered_digests(
+        &self,
+        server: &str,
+        tools: &Value,
+    ) -> Option<Rc<LiveDigests>> {
+        let known = self.known_lists.entries.get(server)?;
+        known.digests_of(tools).map(Rc::clone)
     }
 
     /// Checks `body` as a `tools/list` answer served again byte for byte, if it is one:
@@ -219,7 +259,7 @@ impl Engine {
             return None;
         }
         let known = self.known_lists.get(&exchange.server)?;
-        let envelope = split_response(body, ResultBytes::Known(&known.bytes))?;
+        let envelope = split_response(body, ResultBytes::Known(known.bytes.as_deref()?))?;
         let index = exchange
             .pending_lists
             .iter()
@@ -232,7 +272,7 @@ impl Engine {
             exchange,
             &request,
             &known.result,
-            Some(&known.fingerprint),
+            Some(&known.digests),
         );
         self.checked_list = None;
         // A lowered `ttlMs` is spliced into the server's bytes: only the number changes.
@@ -264,13 +304,13 @@ impl Engine {
     }
 
     /// After the full path read `body` as `payload` and checked it as a whole `tools/list`
-    /// result whose tools have `fingerprint`: remembers its `result` bytes.
+    /// result whose tools have `digests`: remembers its `result` bytes.
     pub(crate) fn remember_checked_list(
         &mut self,
         server: &str,
         body: &[u8],
         payload: Payload,
-        fingerprint: String,
+        digests: Rc<LiveDigests>,
     ) {
         let Payload::Single(Message::Response { result, .. }) = payload else {
             return;
@@ -281,8 +321,109 @@ impl Engine {
         let Some(bytes) = body.get(envelope.result) else {
             return;
         };
-        let list = KnownList::new(bytes.to_vec(), result, fingerprint);
+        let list = KnownList::new(bytes.to_vec(), result, digests);
         let max_bytes = self.config.limits.max_response_bytes;
         self.known_lists.remember(server, list, max_bytes);
+    }
+
+    /// After the last page completed a set of `size` bytes of definitions whose digests the
+    /// check computed: remembers its tools, so the same pages gathered again are recognized.
+    /// A set recognized as the remembered one is left as it is.
+    pub(crate) fn remember_gathered_list(&mut self, server: &str, tools: Value, size: usize) {
+        let Some(digests) = self.checked_list.take() else {
+            return;
+        };
+        let known = self.known_lists.entries.get(server);
+        if known.is_some_and(|known| Rc::ptr_eq(&known.digests, &digests)) {
+            return;
+        }
+        let list = KnownList::gathered(tools, size, digests);
+        let max_bytes = self.config.limits.max_response_bytes;
+        self.known_lists.remember(server, list, max_bytes);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::policy::fingerprint::{FingerprintFields, digest_tools};
+    use serde_json::json;
+
+    fn tools() -> Vec<Value> {
+        vec![
+            json!({"name": "add", "description": "Adds", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}}),
+            json!({"name": "echo", "description": "Echoes", "inputSchema": {"type": "object", "required": ["text", "mode"]}}),
+            json!({"name": "zero", "description": "Zero", "inputSchema": {"type": "object", "default": 0.5}}),
+        ]
+    }
+
+    fn remembered() -> KnownList {
+        let tools = Value::Array(tools());
+        let digests = digest_tools(&tools, &FingerprintFields::default()).unwrap();
+        KnownList::gathered(tools, 0, Rc::new(LiveDigests::computed(digests)))
+    }
+
+    #[test]
+    fn equal_tools_have_the_remembered_digests_and_another_order_is_hashed_to_the_same() {
+        let list = remembered();
+        let fields = FingerprintFields::default();
+        let same = Value::Array(tools());
+        let known = list.digests_of(&same).unwrap();
+        assert_eq!(
+            known.fingerprint(),
+            digest_tools(&same, &fields).unwrap().fingerprint()
+        );
+        // Another order is not recognized; hashed, it has the very same fingerprint.
+        let mut reordered = tools();
+        reordered.reverse();
+        let reordered = Value::Array(reordered);
+        assert!(list.digests_of(&reordered).is_none());
+        let computed = digest_tools(&reordered, &fields).unwrap();
+        assert_eq!(computed.fingerprint(), known.fingerprint());
+    }
+
+    #[test]
+    fn any_difference_is_not_the_remembered_list() {
+        let list = remembered();
+        let mut changed = tools();
+        changed[1]["description"] = json!("Echoes, and reads ~/.ssh");
+        assert!(list.digests_of(&Value::Array(changed)).is_none());
+        let mut extra_field = tools();
+        extra_field[0]["title"] = json!("Add");
+        assert!(list.digests_of(&Value::Array(extra_field)).is_none());
+        let fewer: Vec<Value> = tools().into_iter().take(2).collect();
+        assert!(list.digests_of(&Value::Array(fewer)).is_none());
+        let mut repeated = tools();
+        repeated[2] = repeated[0].clone();
+        assert!(list.digests_of(&Value::Array(repeated)).is_none());
+        let mut number_kind = tools();
+        number_kind[2]["inputSchema"]["default"] = json!(1);
+        assert!(list.digests_of(&Value::Array(number_kind)).is_none());
+        assert!(list.digests_of(&json!({"tools": tools()})).is_none());
+    }
+
+    #[test]
+    fn remembered_lists_are_bounded_by_count_and_bytes() {
+        let list = |n: usize| {
+            let digests = LiveDigests::computed(Default::default());
+            KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests))
+        };
+        let mut lists = KnownLists::default();
+        for server in 0..3 * LIST_SERVERS {
+            lists.remember(&format!("s{server}"), list(10), 1000);
+            assert!(lists.len() <= LIST_SERVERS);
+            assert_eq!(lists.held_bytes(), 10 * lists.len());
+        }
+        lists.remember("s0", list(990), 1000);
+        assert_eq!(lists.len(), 1);
+        assert_eq!(lists.held_bytes(), 990);
+        lists.remember("s0", list(995), 1000);
+        assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
+        lists.remember("s1", list(1001), 1000);
+        assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
+        lists.remember("s0", list(1001), 1000);
+        assert!(lists.is_empty());
+        assert_eq!(lists.held_bytes(), 0);
     }
 }

@@ -23,6 +23,7 @@ use crate::state::{self, StateError};
 use answer::{Hints, ListNote, Shown};
 use live::{Decided, LiveCheck, LiveDigests};
 use serde_json::{Map, Value, json};
+use std::rc::Rc;
 
 pub use answer::META_KEY;
 
@@ -87,9 +88,6 @@ pub(crate) fn cursor_text(cursor: &Value) -> Option<String> {
     }
 }
 
-/// Whole lists whose digests a worker remembers by their fingerprint.
-const LISTED_ENTRIES: usize = 16;
-
 /// The verdict on one list result.
 struct Verdict {
     record: Option<ServerRecord>,
@@ -113,9 +111,9 @@ impl Verdict {
 
 impl Engine {
     /// Checks one `tools/list` result answering `request`; says what to forward.
-    /// `known`: the fingerprint `result.tools` is known to have (a result checked before, byte
+    /// `known`: the digests `result.tools` is known to have (a result checked before, byte
     /// for byte), so that it is not digested again. A whole list evaluated as a valid set,
-    /// served or filtered, leaves the fingerprint computed for it in `checked_list`.
+    /// served or filtered, leaves the digests computed for it in `checked_list`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_result(
         &mut self,
@@ -125,7 +123,7 @@ impl Engine {
         exchange: &Exchange,
         request: &PendingList,
         result: &Value,
-        known: Option<&str>,
+        known: Option<&Rc<LiveDigests>>,
     ) -> ListAnswer {
         let id = &request.id;
         let tools = result.get("tools");
@@ -377,7 +375,7 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
         tools: Option<&Value>,
-        known: Option<&str>,
+        known: Option<&Rc<LiveDigests>>,
         view: Option<&ViewRead>,
     ) -> Verdict {
         let tools = tools.unwrap_or(&Value::Null);
@@ -394,9 +392,9 @@ impl Engine {
     /// compare-and-swap, from the very record being swapped ([`LiveCheck::decide`]): a record
     /// another worker wrote in between (a first contact, an approval, another view) is
     /// decided again, never given an answer computed for the record read before it.
-    /// `fingerprint`: the one `tools` is known to have (its digests are then the cached
-    /// set's). Returns the record, and the listed tools withheld because the list was
-    /// checked against the catalogue alone.
+    /// `known`: the digests `tools` is known to have (a result checked before, byte for byte).
+    /// Returns the record, and the listed tools withheld because the list was checked
+    /// against the catalogue alone.
     #[allow(clippy::too_many_arguments)]
     fn evaluate_set(
         &mut self,
@@ -405,38 +403,32 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
         tools: &Value,
-        fingerprint: Option<&str>,
+        known: Option<&Rc<LiveDigests>>,
         view: Option<&ViewRead>,
     ) -> Result<(ServerRecord, Vec<String>), StateError> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
-        // A result served before byte for byte is the cached set of its fingerprint. Whatever
-        // cannot be read from the store ends the check here, before any transition: a host
-        // fault must not move the lifecycle (`changed` is sticky).
-        let cached = match fingerprint {
-            Some(f) => self.approved(store, &server, f)?,
-            None => None,
-        };
-        // The remembered digests are copied only when no cached set stands for the list: a
-        // list with a cached set is decided from that set, so a copy would go unread.
-        let remembered = || fingerprint.and_then(|f| Some((f, self.listed.get(f)?.clone())));
-        let digests = match cached {
-            Some(set) => Ok(LiveDigests::Cached(set, Default::default())),
-            None => match remembered() {
-                Some((f, digests)) => Ok(LiveDigests::Computed(digests, Some(f.to_string()))),
-                None => self
-                    .live_digests(store, &server, tools)
+        let digests = match known {
+            // A result served before byte for byte is the cached set of its fingerprint when
+            // one is stored. Whatever cannot be read from the store ends the check here,
+            // before any transition: a host fault must not move the lifecycle (`changed` is
+            // sticky).
+            Some(known) => match self.approved(store, &server, known.fingerprint())? {
+                Some(_) if known.is_cached() => Ok(Rc::clone(known)),
+                Some(set) => Ok(Rc::new(LiveDigests::Cached(set, Default::default()))),
+                None => Ok(Rc::clone(known)),
+            },
+            // Tools equal to the remembered list's (other bytes around them, or the same
+            // pages gathered again) have its digests; any others are canonicalized and hashed.
+            None => match self.remembered_digests(&server, tools) {
+                Some(remembered) => Ok(remembered),
+                None => digest_tools(tools, &self.config.fingerprint)
+                    .map(|digests| Rc::new(LiveDigests::computed(digests)))
                     .map_err(|e| format!("INVALID_TOOL_SET: {e}")),
             },
         };
-        if let Ok(LiveDigests::Computed(digests, None)) = &digests {
-            if self.listed.len() >= LISTED_ENTRIES {
-                self.listed.clear();
-            }
-            self.listed.insert(digests.fingerprint(), digests.clone());
-        }
         let live = LiveCheck::new(digests, tools, view);
-        let checked = live.fingerprint().map(str::to_string);
+        let checked = live.digests().map(Rc::clone);
         let (mut drifted, mut alone) = (false, None);
         // Taken for the decision and put back (`transition_deciding` borrows the engine).
         let mut memo = std::mem::take(&mut self.candidates);
@@ -548,28 +540,5 @@ fn unchecked(record: Option<ServerRecord>, error: &StateError) -> Verdict {
         reason: error.to_string(),
         unchecked: !matches!(error, StateError::TooManyServers(_)),
         unreviewed: Vec::new(),
-    }
-}
-
-impl Engine {
-    /// The digests of `tools`: a list served again unchanged equals a cached set (the
-    /// server's baseline or live candidate), whose digests and fingerprint are known;
-    /// otherwise every tool is canonicalized and hashed.
-    fn live_digests(
-        &mut self,
-        store: &dyn StateStore,
-        server: &str,
-        tools: &Value,
-    ) -> Result<LiveDigests, crate::policy::fingerprint::ToolSetError> {
-        let record = self.record(store, server).ok().flatten();
-        let known = record.and_then(|r| {
-            self.cache
-                .known_digests(tools, [r.baseline.as_deref(), r.live.as_deref()])
-        });
-        match known {
-            Some((digests, fingerprint)) => Ok(LiveDigests::Computed(digests, Some(fingerprint))),
-            None => digest_tools(tools, &self.config.fingerprint)
-                .map(|digests| LiveDigests::Computed(digests, None)),
-        }
     }
 }

@@ -308,11 +308,11 @@ impl Engine {
             Fate::Replaced(value) => Some(crate::wire::json::encode(&value)),
             Fate::Dropped => Some(Vec::new()),
         };
-        // The list check leaves the fingerprint it computed for a whole list, served or
+        // The list check leaves the digests it computed for a whole list, served or
         // filtered: `body` and `payload` are the server's bytes and their parse either way
         // (a filtered answer is rebuilt from them the next time too).
-        if let Some(fingerprint) = self.checked_list.take() {
-            self.remember_checked_list(&exchange.server, body, payload, fingerprint);
+        if let Some(digests) = self.checked_list.take() {
+            self.remember_checked_list(&exchange.server, body, payload, digests);
         }
         replaced
     }

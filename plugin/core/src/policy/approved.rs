@@ -104,30 +104,6 @@ impl Approved {
         self.tools.get(name).map(|t| t.digest.as_str())
     }
 
-    /// Whether `tools` (a `tools` array) holds exactly this set's definitions, in any
-    /// order, each name once. Equal definitions have equal digests, so the set's digests and
-    /// fingerprint are then those of `tools`, known without canonicalizing or hashing.
-    pub fn has_exactly(&self, tools: &Value) -> bool {
-        let Some(list) = tools.as_array() else {
-            return false;
-        };
-        if list.len() != self.tools.len() {
-            return false;
-        }
-        let mut names = Vec::with_capacity(list.len());
-        for tool in list {
-            let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                return false;
-            };
-            match self.tools.get(name) {
-                Some(approved) if approved.definition == *tool => names.push(name),
-                _ => return false,
-            }
-        }
-        crate::wire::order::sort(&mut names);
-        names.windows(2).all(|pair| pair.first() != pair.get(1))
-    }
-
     /// The set's digests, as [`digest_tools`] computes them from its definitions.
     pub fn digests(&self) -> Option<ToolDigests> {
         let entries = self
@@ -183,23 +159,6 @@ impl ApprovedCache {
     /// entries come from the store or are added after a successful store write).
     pub fn contains(&self, fingerprint: &str) -> bool {
         self.entries.contains_key(fingerprint)
-    }
-
-    /// The digests and fingerprint of `tools` when it holds exactly one of the cached sets
-    /// named by `fingerprints` (e.g. a server's baseline and live candidate): a list served
-    /// again unchanged is recognized by comparison, without canonicalizing or hashing it.
-    pub fn known_digests<'a>(
-        &self,
-        tools: &Value,
-        fingerprints: impl IntoIterator<Item = Option<&'a str>>,
-    ) -> Option<(ToolDigests, String)> {
-        let set = fingerprints
-            .into_iter()
-            .flatten()
-            .filter_map(|fingerprint| self.entries.get(fingerprint))
-            .find(|set| set.has_exactly(tools))?;
-        // `from_definitions` checked that the digests hash to this fingerprint.
-        Some((set.digests()?, set.fingerprint.clone()))
     }
 
     /// Adds a set just built from a live list (avoids a store round trip).

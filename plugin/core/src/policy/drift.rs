@@ -330,3 +330,12 @@ pub fn diff_surface(old: &Value, new: &Value, seal_resources: bool) -> SurfaceDi
     }
     SurfaceDiff { sections }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

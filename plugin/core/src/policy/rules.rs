@@ -417,3 +417,12 @@ fn json_equal(a: &Value, b: &Value, depth: usize) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

@@ -158,3 +158,12 @@ impl CompiledSchema {
         self.nodes.len()
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

@@ -560,3 +560,12 @@ impl<'a> Screen<'a> {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

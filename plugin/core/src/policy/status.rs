@@ -757,3 +757,12 @@ fn pin(
         format!("baseline pinned by config to {fingerprint}"),
     )]
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

@@ -323,3 +323,12 @@ pub fn tool_call(params: Option<&Value>) -> Result<ToolCall<'_>, FrameError> {
     };
     Ok(ToolCall { name, arguments })
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+mod tests;

@@ -13,4 +13,3 @@
 mod support;
 
 mod doc;
-mod parse;

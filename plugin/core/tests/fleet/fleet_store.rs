@@ -15,21 +15,21 @@ use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 use crate::support;
 use crate::support::admin::TOKEN;
-use crate::support::gateway::post;
-use crate::support::tools::{fp, weather};
+use crate::support::gateway::{config_with, post};
+use crate::support::tools::{fp, honest, rug_pull};
 
 const PREFIX: &str = "/toolseal/test/";
 
 type Etcd = Rc<RefCell<MemoryEtcd>>;
 
+/// The admin API on and views by revision (the shared gateway config), the fleet store on
+/// the in-memory etcd, and `extra`'s top-level keys over them.
 fn config(extra: Value) -> Config {
-    let hash = toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes());
-    let mut config = json!({"views": ["revision"], "admin": {"token_sha256": hash},
-        "store": {"etcd": {"cluster": "toolseal_store", "prefix": PREFIX}}});
+    let mut config = json!({"store": {"etcd": {"cluster": "toolseal_store", "prefix": PREFIX}}});
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }
-    Config::parse(config.to_string().as_bytes()).unwrap()
+    config_with(config)
 }
 
 /// The in-memory etcd's answer to `call`, as a host hands it to the engine.
@@ -46,24 +46,6 @@ fn instance(etcd: &Etcd, extra: Value) -> NativeReplay {
     let etcd = Rc::clone(etcd);
     gw.fleet = Some(Box::new(move |call| ask(&etcd, call)));
     gw
-}
-
-fn deploy(required_region: bool) -> Value {
-    let mut required = vec!["branch"];
-    if required_region {
-        required.push("region");
-    }
-    json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
-        "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"},
-        "region": {"type": "string"}}, "required": required}})
-}
-
-fn honest() -> Vec<Value> {
-    vec![deploy(false), weather()]
-}
-
-fn rug_pull() -> Vec<Value> {
-    vec![deploy(true), weather()]
 }
 
 /// A `tools/list` round trip; the tools the client received and the `_meta` note.

@@ -1,11 +1,9 @@
 //! The per-worker caches never serve stale state: a server record or session snapshot
-//! changed by another worker (another `Engine` on the same store) is read fresh, and the
-//! parse cache re-parses whenever the version or the bytes differ, within its bound.
+//! changed by another worker (another `Engine` on the same store) is read fresh. (The parse
+//! cache's own re-parse and bound are unit tests in `src/state/parse_cache.rs`.)
 
 use serde_json::{Value, json};
-use std::cell::Cell;
 use toolseal_core::gateway::engine::Engine;
-use toolseal_core::state::parse_cache::ParseCache;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 use crate::support;
@@ -180,46 +178,4 @@ fn a_session_snapshot_changed_by_another_worker_is_read_fresh() {
     // s1 refreshes on worker B: A must see the new snapshot.
     assert_eq!(w.on_b(|gw| list(gw, "s1", &v2).len()), 2);
     assert_eq!(call(&mut w.gw, "s1", "deploy_preview", args), "FORWARDED");
-}
-
-#[test]
-fn the_parse_cache_reparses_on_any_change_of_version_or_bytes() {
-    let parses = Cell::new(0);
-    let parse = |b: &[u8]| -> Result<String, ()> {
-        parses.set(parses.get() + 1);
-        Ok(String::from_utf8_lossy(b).into_owned())
-    };
-    let mut cache = ParseCache::new(4);
-    let mut get = |key: &str, bytes: &[u8], version: u32| {
-        cache
-            .get_or_parse(key, bytes.to_vec(), version, parse)
-            .map(|v| v.as_str().to_string())
-    };
-    assert_eq!(get("k", b"one", 1), Ok("one".into()));
-    assert_eq!(get("k", b"one", 1), Ok("one".into()));
-    assert_eq!(parses.get(), 1);
-    // Same version, other bytes (a host whose versions wrapped or are missing).
-    assert_eq!(get("k", b"two", 1), Ok("two".into()));
-    assert_eq!(parses.get(), 2);
-    // Other version, same bytes.
-    assert_eq!(get("k", b"two", 2), Ok("two".into()));
-    assert_eq!(parses.get(), 3);
-    // Keys do not share entries.
-    assert_eq!(get("j", b"two", 2), Ok("two".into()));
-    assert_eq!(parses.get(), 4);
-}
-
-#[test]
-fn the_parse_cache_is_bounded_and_drops_an_entry_that_fails_to_parse() {
-    let mut cache: ParseCache<u32> = ParseCache::new(3);
-    let number = |b: &[u8]| std::str::from_utf8(b).unwrap().parse::<u32>();
-    for n in 0..10u32 {
-        let key = format!("k{n}");
-        let value = cache.get_or_parse(&key, n.to_string().into_bytes(), 1, number);
-        assert_eq!(*value.unwrap(), n);
-        assert!(cache.len() <= 3, "{} entries", cache.len());
-    }
-    assert_eq!(cache.len(), 1);
-    assert!(cache.get_or_parse("k9", b"x".to_vec(), 2, number).is_err());
-    assert!(cache.is_empty());
 }

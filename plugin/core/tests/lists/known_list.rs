@@ -6,7 +6,6 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::engine::Engine;
-use toolseal_core::gateway::known_list::{KnownList, KnownLists, LIST_SERVERS};
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 use toolseal_core::wire::envelope::{Envelope, ResultBytes, equal_by_words, split_response};
 
@@ -318,27 +317,6 @@ fn the_scanner_reads_only_the_plain_envelope() {
     let short = &r.as_bytes()[..r.len() - 1];
     let answer = plain_answer(1, &r);
     assert_eq!(split_response(&answer, ResultBytes::Known(short)), None);
-}
-
-#[test]
-fn remembered_lists_are_bounded_by_count_and_bytes() {
-    let list = |n: usize| KnownList::new(vec![b'x'; n], json!({}), "fp".into());
-    let mut lists = KnownLists::default();
-    for server in 0..3 * LIST_SERVERS {
-        lists.remember(&format!("s{server}"), list(10), 1000);
-        assert!(lists.len() <= LIST_SERVERS);
-        assert_eq!(lists.held_bytes(), 10 * lists.len());
-    }
-    lists.remember("s0", list(990), 1000);
-    assert_eq!(lists.len(), 1);
-    assert_eq!(lists.held_bytes(), 990);
-    lists.remember("s0", list(995), 1000);
-    assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
-    lists.remember("s1", list(1001), 1000);
-    assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
-    lists.remember("s0", list(1001), 1000);
-    assert!(lists.is_empty());
-    assert_eq!(lists.held_bytes(), 0);
 }
 
 #[test]

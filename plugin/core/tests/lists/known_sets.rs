@@ -1,11 +1,10 @@
-//! A tool list served again unchanged is recognized by comparison with a cached set
-//! (`Approved::has_exactly`) instead of being canonicalized and hashed again: the shortcut
-//! must give exactly the digests and the verdicts of the full computation.
+//! A tool list seen again is recognized by comparison with the remembered one
+//! (`gateway::known_list`: by its bytes, or by its tools when other bytes surround them or
+//! its pages are gathered again) instead of being canonicalized and hashed again: the
+//! shortcut must give exactly the verdicts of the full computation on a cold worker.
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::policy::approved::Approved;
-use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 fn tools() -> Vec<Value> {
@@ -14,46 +13,6 @@ fn tools() -> Vec<Value> {
         json!({"name": "echo", "description": "Echoes", "inputSchema": {"type": "object", "required": ["text", "mode"]}}),
         json!({"name": "zero", "description": "Zero", "inputSchema": {"type": "object", "default": 0.5}}),
     ]
-}
-
-fn approved() -> Approved {
-    let fields = FingerprintFields::default();
-    let fingerprint = digest_tools(&Value::Array(tools()), &fields)
-        .unwrap()
-        .fingerprint();
-    Approved::from_definitions(&fingerprint, tools(), &fields).unwrap()
-}
-
-#[test]
-fn same_definitions_in_another_order_are_the_set_with_its_digests() {
-    let set = approved();
-    let mut reordered = tools();
-    reordered.reverse();
-    let reordered = Value::Array(reordered);
-    assert!(set.has_exactly(&reordered));
-    let computed = digest_tools(&reordered, &FingerprintFields::default()).unwrap();
-    assert_eq!(set.digests().unwrap(), computed);
-    assert_eq!(computed.fingerprint(), set.fingerprint);
-}
-
-#[test]
-fn any_difference_is_not_the_set() {
-    let set = approved();
-    let mut changed = tools();
-    changed[1]["description"] = json!("Echoes, and reads ~/.ssh");
-    assert!(!set.has_exactly(&Value::Array(changed)));
-    let mut extra_field = tools();
-    extra_field[0]["title"] = json!("Add");
-    assert!(!set.has_exactly(&Value::Array(extra_field)));
-    let fewer: Vec<Value> = tools().into_iter().take(2).collect();
-    assert!(!set.has_exactly(&Value::Array(fewer)));
-    let mut repeated = tools();
-    repeated[2] = repeated[0].clone();
-    assert!(!set.has_exactly(&Value::Array(repeated)));
-    let mut number_kind = tools();
-    number_kind[2]["inputSchema"]["default"] = json!(1);
-    assert!(!set.has_exactly(&Value::Array(number_kind)));
-    assert!(!set.has_exactly(&json!({"tools": tools()})));
 }
 
 fn list(id: u64, tools: &[Value]) -> HttpExchange {
@@ -97,4 +56,74 @@ fn repeated_lists_keep_their_verdicts() {
     // The baseline served again after drift stays filtered (changed is sticky).
     let back = gateway.exchange("s", &list(3, &tools()), usize::MAX);
     assert_ne!(back.response_body, list(3, &tools()).response_body);
+}
+
+/// A `tools/list` answer to request `id` whose result carries `tools`, a `_meta` entry that
+/// changes from answer to answer (so its bytes are never served again), and `next` as its
+/// cursor.
+fn list_around(id: u64, cursor: Option<&str>, tools: &[Value], next: Option<&str>) -> HttpExchange {
+    let mut ex = list(id, tools);
+    let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    if let Some(cursor) = cursor {
+        request["params"] = json!({"cursor": cursor});
+    }
+    let mut result = json!({"tools": tools, "_meta": {"served": id}});
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    ex.request_body = request.to_string().into_bytes();
+    ex.response_body = json!({"jsonrpc": "2.0", "id": id, "result": result})
+        .to_string()
+        .into_bytes();
+    ex
+}
+
+/// Tools equal to the remembered list's, with other bytes around them or gathered again
+/// from the same pages, take its digests: every answer, audit event, counter and stored
+/// byte is the one a worker with cold caches gives (the same traffic through a fresh
+/// engine), through a first contact, a drift and a drift listed again.
+#[test]
+fn equal_tools_in_other_bytes_or_pages_decide_as_a_cold_worker() {
+    let mut drifted = tools();
+    drifted[1]["description"] = json!("Echoes, and reads ~/.ssh");
+    let whole = |id, tools: &[Value]| vec![list_around(id, None, tools, None)];
+    let pages = |id, tools: &[Value]| {
+        let (head, tail) = tools.split_at(1);
+        vec![
+            list_around(id, None, head, Some("2")),
+            list_around(id + 1, Some("2"), tail, None),
+        ]
+    };
+    let steps = [
+        whole(1, &tools()),
+        whole(3, &tools()),
+        pages(5, &tools()),
+        pages(7, &tools()),
+        whole(9, &tools()),
+        whole(11, &drifted),
+        whole(13, &drifted),
+        pages(15, &drifted),
+        pages(17, &drifted),
+    ];
+    let mut warm = NativeReplay::new(Config::default());
+    let mut cold = NativeReplay::new(Config::default());
+    for (n, step) in steps.iter().enumerate() {
+        cold.engine = toolseal_core::gateway::engine::Engine::new(Config::default());
+        for ex in step {
+            let got = warm.exchange("s", ex, usize::MAX);
+            let want = cold.exchange("s", ex, usize::MAX);
+            assert_eq!(got, want, "step {n}, exchange {}", ex.seq);
+        }
+        assert_eq!(warm.out.audits, cold.out.audits, "step {n}");
+        assert_eq!(warm.out.decisions, cold.out.decisions, "step {n}");
+        assert_eq!(warm.out.counts, cold.out.counts, "step {n}");
+        let entries = |gw: &NativeReplay| -> Vec<(String, Vec<u8>)> {
+            gw.store
+                .entries()
+                .map(|(k, v)| (k.to_string(), v.to_vec()))
+                .collect()
+        };
+        assert_eq!(entries(&warm), entries(&cold), "step {n}");
+    }
+    assert!(warm.engine.remembered_list("s").is_some());
 }

@@ -14,10 +14,6 @@
 mod support;
 
 mod caller_lists;
-mod drift;
-mod rules;
-mod schema;
 mod screening;
 mod screening_corpus;
-mod status;
 mod surface_drift;

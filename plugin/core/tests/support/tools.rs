@@ -1,4 +1,5 @@
-//! Tool definitions several stories serve, and the fingerprint of a set.
+//! Tool definitions several stories serve (the rug pull of `deploy_preview` among them), and
+//! the fingerprint of a set.
 
 use serde_json::{Value, json};
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
@@ -14,6 +15,27 @@ pub fn deploy_v1() -> Value {
     json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
         "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"}},
         "required": ["branch"], "additionalProperties": false}})
+}
+
+/// `deploy_preview(branch, region)`, with `region` required after the rug pull.
+pub fn deploy(required_region: bool) -> Value {
+    let mut required = vec!["branch"];
+    if required_region {
+        required.push("region");
+    }
+    json!({"name": "deploy_preview", "description": "Deploy the current branch to a preview environment.",
+        "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"},
+        "region": {"type": "string"}}, "required": required}})
+}
+
+/// The honest server: `deploy(false)` and `weather()`.
+pub fn honest() -> Vec<Value> {
+    vec![deploy(false), weather()]
+}
+
+/// The same server after its rug pull: `region` now required.
+pub fn rug_pull() -> Vec<Value> {
+    vec![deploy(true), weather()]
 }
 
 /// The fingerprint of `tools` under the default fields.

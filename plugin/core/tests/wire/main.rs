@@ -16,6 +16,5 @@ mod support;
 mod fingerprint;
 mod jsonrpc;
 mod sse;
-mod sse_in_place;
 mod strict_json;
 mod surface;

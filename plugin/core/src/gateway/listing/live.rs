@@ -20,23 +20,36 @@ use serde_json::Value;
 use std::cell::OnceCell;
 use std::rc::Rc;
 
-/// The digests of a live tool set: computed from its definitions, or those of the cached set
-/// it equals.
-pub(super) enum LiveDigests {
-    /// Digested from the list (or taken from a cached set the list was compared with).
-    Computed(ToolDigests, Option<String>),
+/// The digests of a whole live tool set and its fingerprint: computed from its definitions,
+/// or those of the cached set it equals. Shared with the known list that remembers the list
+/// ([`crate::gateway::known_list`]), so a list seen again is not digested again.
+#[derive(Debug)]
+pub(crate) enum LiveDigests {
+    /// Digested from the list: the digests and their fingerprint.
+    Computed(ToolDigests, String),
     /// The list is known to be exactly this cached set (its digests as pairs made only when
     /// a decision needs them).
     Cached(Rc<Approved>, OnceCell<ToolDigests>),
 }
 
 impl LiveDigests {
-    pub(super) fn fingerprint(&self) -> String {
+    /// Digests computed from a list, with their fingerprint.
+    pub(crate) fn computed(digests: ToolDigests) -> Self {
+        let fingerprint = digests.fingerprint();
+        LiveDigests::Computed(digests, fingerprint)
+    }
+
+    /// The set's server fingerprint.
+    pub(crate) fn fingerprint(&self) -> &str {
         match self {
-            LiveDigests::Computed(_, Some(known)) => known.clone(),
-            LiveDigests::Computed(digests, None) => digests.fingerprint(),
-            LiveDigests::Cached(set, _) => set.fingerprint.clone(),
+            LiveDigests::Computed(_, fingerprint) => fingerprint,
+            LiveDigests::Cached(set, _) => &set.fingerprint,
         }
+    }
+
+    /// Whether these are the digests of a cached set.
+    pub(crate) fn is_cached(&self) -> bool {
+        matches!(self, LiveDigests::Cached(..))
     }
 
     /// The `(name, digest)` pairs.
@@ -59,7 +72,7 @@ pub(super) enum LiveCheck<'t> {
         /// Its own server fingerprint.
         fingerprint: String,
         /// Its digests, as computed or as the cached set it equals.
-        digests: LiveDigests,
+        digests: Rc<LiveDigests>,
         /// Its definitions.
         tools: &'t Value,
         /// The view it was listed to.
@@ -91,14 +104,14 @@ pub(super) struct Context<'a> {
 
 impl LiveCheck<'_> {
     pub(super) fn new<'t>(
-        digests: Result<LiveDigests, String>,
+        digests: Result<Rc<LiveDigests>, String>,
         tools: &'t Value,
         view: Option<&'t ViewRead>,
     ) -> LiveCheck<'t> {
         match digests {
             Err(reason) => LiveCheck::Invalid(reason),
             Ok(digests) => LiveCheck::Valid {
-                fingerprint: digests.fingerprint(),
+                fingerprint: digests.fingerprint().to_string(),
                 digests,
                 tools,
                 view,
@@ -106,10 +119,10 @@ impl LiveCheck<'_> {
         }
     }
 
-    /// The list's own fingerprint (none for an invalid set).
-    pub(super) fn fingerprint(&self) -> Option<&str> {
+    /// The list's own digests and fingerprint (none for an invalid set).
+    pub(super) fn digests(&self) -> Option<&Rc<LiveDigests>> {
         match self {
-            LiveCheck::Valid { fingerprint, .. } => Some(fingerprint),
+            LiveCheck::Valid { digests, .. } => Some(digests),
             LiveCheck::Invalid(_) => None,
         }
     }

@@ -292,7 +292,10 @@ impl Engine {
         match acc {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
-                match self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view) {
+                let checked =
+                    self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view);
+                self.remember_gathered_list(&exchange.server, all, acc.bytes);
+                match checked {
                     Ok((record, unreviewed)) => {
                         serve_if_open(record, page.scope).withholding(unreviewed)
                     }

@@ -1,13 +1,11 @@
 //! Config parse → validate: good configs normalize as expected, and every
 //! bad one is refused with a message that names the field to fix.
 
+use crate::config::{Config, IdentitySource, ListChanged, Pin, ResultsMode, ServerIdSource};
+use crate::policy::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
+use crate::policy::status::Posture;
+use crate::state::snapshot_key::SnapshotSource;
 use serde_json::{Value, json};
-use toolseal_core::config::{
-    Config, IdentitySource, ListChanged, Pin, ResultsMode, ServerIdSource,
-};
-use toolseal_core::policy::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
-use toolseal_core::policy::status::Posture;
-use toolseal_core::state::snapshot_key::SnapshotSource;
 
 fn parse(v: &Value) -> Result<Config, String> {
     Config::parse(v.to_string().as_bytes()).map_err(|e| e.to_string())

@@ -3,10 +3,10 @@
 //! events, borrowed or joined data, and the UTF-8 check at every position of an event.
 #![allow(clippy::type_complexity)]
 
+use crate::wire::sse::{Coverage, EventRef, SseError, SseEvent, SseParser};
 use std::borrow::Cow;
-use toolseal_core::wire::sse::{Coverage, EventRef, SseError, SseEvent, SseParser};
 
-use crate::support::sse::{BIG, parse_chunks, parse_whole};
+use super::{BIG, parse_chunks, parse_whole};
 
 /// Bodies whose framing the in-place path must read exactly as the owned path: CRLF, CR
 /// only (ending on a CR), BOM, several data lines, comments, empty data, a NUL id, mixed

@@ -2,11 +2,16 @@
 //! violations, the refusal of unsupported features, the regex engine, resource bounds, and
 //! every real schema of the recorded transcripts.
 
+use crate::policy::schema::{SchemaError, Violation, compile};
 use serde_json::{Value, json};
 use std::time::Instant;
-use toolseal_core::policy::schema::{SchemaError, Violation, compile};
 
-use crate::support::files::data;
+/// `tests/data/{name}`, the oracles and recorded lists the crate's tests share.
+fn data(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
 
 fn load(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(data(name)).unwrap()).unwrap()

@@ -1,8 +1,8 @@
 //! Policy rules: config validation (exact error texts) and evaluation edge cases.
 #![allow(clippy::type_complexity)]
 
+use crate::policy::rules::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
 use serde_json::{Value, json};
-use toolseal_core::policy::rules::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
 
 /// A metadata path the test caller cannot read (as when the host fails the property read).
 const UNREADABLE: &str = "ns/unreadable";

@@ -2,12 +2,12 @@
 //! server-everything as a golden file, the seed's deploy_preview revisions and rug pull,
 //! and one table row per change kind and class.
 //!
-//! The golden file is rewritten with `BLESS=1 cargo test -p toolseal-core --test policy drift::`;
+//! The golden file is rewritten with `BLESS=1 cargo test -p toolseal-core --lib policy::drift::`;
 //! review every line of the rewrite against the two tool lists before committing it.
 
+use crate::policy::drift::{ChangeClass, ChangeKind, DriftDiff, diff_tools};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use toolseal_core::policy::drift::{ChangeClass, ChangeKind, DriftDiff, diff_tools};
 
 use ChangeClass::{Additive, Authority, Breaking, Semantic};
 use ChangeKind::*;
@@ -988,7 +988,7 @@ fn mutate(tool: &mut Value, rng: &mut Lcg) {
 /// is unchanged (set order, key order, `1` vs `1.0` and `_meta` move neither).
 #[test]
 fn diff_is_empty_exactly_when_the_fingerprint_holds() {
-    use toolseal_core::policy::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
+    use crate::policy::fingerprint::{FingerprintField, FingerprintFields, digest_tools};
     let fields = FingerprintFields::from_fields(&FingerprintField::ALL);
     let fingerprint = |tools: &[Value]| {
         digest_tools(&Value::Array(tools.to_vec()), &fields)
@@ -1019,9 +1019,8 @@ fn diff_is_empty_exactly_when_the_fingerprint_holds() {
         }
         let diff = diff_tools(&base, &changed);
         let fingerprint_moved = base_fingerprint != fingerprint(&changed);
-        let whole = |c: &&toolseal_core::policy::drift::Change| {
-            c.path.is_empty() && c.kind == SchemaChanged
-        };
+        let whole =
+            |c: &&crate::policy::drift::Change| c.path.is_empty() && c.kind == SchemaChanged;
         unclassified += diff.changes.iter().filter(whole).count();
         assert_eq!(
             !diff.is_empty(),

@@ -1,10 +1,8 @@
 //! The schema_status lifecycle, exhaustively: every state × every event × both postures,
 //! with the next status, what is audited, and which events are refused.
 
-use toolseal_core::policy::status::Posture::{self, Discovery, Strict};
-use toolseal_core::policy::status::{
-    Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply,
-};
+use crate::policy::status::Posture::{self, Discovery, Strict};
+use crate::policy::status::{Actor, Event, LiveSet, Refusal, SchemaStatus, ServerRecord, apply};
 
 const A: &str = "sha256:aaaa";
 const B: &str = "sha256:bbbb";
@@ -50,7 +48,7 @@ fn live(fp: &str, matches: bool) -> Event {
         fingerprint: fp.into(),
         matches,
         findings: vec![],
-        reach: toolseal_core::policy::containment::DriftReach::Unknown,
+        reach: crate::policy::containment::DriftReach::Unknown,
         view: None,
         grows: false,
     })
