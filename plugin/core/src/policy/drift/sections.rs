@@ -129,20 +129,21 @@ fn index<'a>(
     by_key
 }
 
+/// The member names of two objects, each once, sorted.
+fn member_names<'a>(old: &'a Map<String, Value>, new: &'a Map<String, Value>) -> Vec<&'a str> {
+    let mut names: Vec<&str> = old.keys().chain(new.keys()).map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// Member-by-member changes of an item whose digest moved.
 fn diff_item(section: Section, key: &str, old: &Value, new: &Value, changes: &mut Vec<Change>) {
     let start = changes.len();
     let empty = Map::new();
     let old_members = old.as_object().unwrap_or(&empty);
     let new_members = new.as_object().unwrap_or(&empty);
-    let mut members: Vec<&str> = old_members
-        .keys()
-        .chain(new_members.keys())
-        .map(String::as_str)
-        .collect();
-    members.sort_unstable();
-    members.dedup();
-    for member in members {
+    for member in member_names(old_members, new_members) {
         if member == "_meta" || (section == Section::Resources && member == "size") {
             continue;
         }
@@ -267,14 +268,7 @@ fn diff_arguments(
             was.as_object().unwrap_or(&empty),
             argument.as_object().unwrap_or(&empty),
         );
-        let mut members: Vec<&str> = old_members
-            .keys()
-            .chain(new_members.keys())
-            .map(String::as_str)
-            .collect();
-        members.sort_unstable();
-        members.dedup();
-        for member in members {
+        for member in member_names(old_members, new_members) {
             let (b, a) = (old_members.get(member), new_members.get(member));
             if b == a || member == "required" || member == "name" {
                 continue;
