@@ -32,6 +32,7 @@ routes, i.e. two toolseal server ids, each tried in one order), discovery postur
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -416,3 +417,60 @@ async def test_a_2025_and_a_2026_client_are_each_served_their_view_and_only_it(
     assert sorted(e["server"] for e in baselined) == ["new-first", "old-first"]
     audits = stack.envoy.audit_events()
     assert [e for e in audits if e["event"] == "schema.changed"] == []
+
+
+def raw_post(url: str, message: dict[str, Any], session: str | None = None
+             ) -> tuple[httpx.Response, list[dict[str, Any]]]:
+    """One JSON-RPC message POSTed as a 2025-11-25 client would (no SDK): the response and the
+    messages of its body (JSON or SSE)."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": LEGACY}
+    if session:
+        headers["mcp-session-id"] = session
+    response = httpx.post(url, json=message, headers=headers, timeout=30)
+    body = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        datas = [line[len("data:"):].strip() for line in body.splitlines() if line.startswith("data:")]
+        return response, [json.loads(d) for d in datas if d]
+    return response, [json.loads(body)] if body.strip() else []
+
+
+def raw_session_listing_early(url: str) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """A client that lists tools before it sends notifications/initialized, then after: the
+    names of both lists (in the order served), and the second answer's messages."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    response, _ = raw_post(url, init)
+    assert response.status_code == 200, response.text
+    session = response.headers["mcp-session-id"]
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    _, early = raw_post(url, listing, session)
+    done, _ = raw_post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    assert done.status_code == 202
+    _, late = raw_post(url, dict(listing, id=2), session)
+    names = [[t["name"] for t in m["result"]["tools"]] for m in (early[-1], late[-1])]
+    return names[0], names[1], late
+
+
+async def test_a_list_made_before_the_handshake_ends_closes_nothing(
+    started: list[Any], tmp_path: Path
+) -> None:
+    # server-everything 2026.8.31 registers simulate-research-query when a session's
+    # notifications/initialized arrives: a client that lists before it is shown 12 tools.
+    server = start(started, Upstream(tmp_path / "everything", everything=EVERYTHING))
+    direct_early, direct_late, _ = raw_session_listing_early(f"{server.base_url}/mcp")
+    assert (len(direct_early), len(direct_late)) == (PLAIN_COUNT - 1, PLAIN_COUNT)
+    stack = behind_one_envoy(started, tmp_path, {"e": server})
+    # Through toolseal, first contact: the early list is checked against the catalogue alone
+    # (there is none yet), so nothing is served and nothing trusted; the complete list after
+    # the notification is the first contact.
+    early, late, _ = raw_session_listing_early(stack.url("e"))
+    assert (early, late) == ([], direct_late)
+    assert stack.admin.server("e")["schema_status"] == "verified"
+    # A second raw session listing early is served what the catalogue has of its 12 tools.
+    early, late, _ = raw_session_listing_early(stack.url("e"))
+    assert (early, late) == (direct_early, direct_late)
+    server_view = stack.admin.server("e")
+    assert server_view["schema_status"] == "verified", server_view
+    assert view_summary(server_view) == [(LEGACY, [], PLAIN_COUNT)], server_view["views"]
+    assert [e for e in stack.envoy.audit_events() if e["event"] == "schema.changed"] == []
