@@ -264,7 +264,7 @@ impl Layout for ViewPosition {
 }
 
 /// Checks that `tool` is an object with a string `name`; returns the name.
-fn tool_name(tool: &Value, index: usize) -> Result<&str, ToolSetError> {
+pub(crate) fn tool_name(tool: &Value, index: usize) -> Result<&str, ToolSetError> {
     let object = tool
         .as_object()
         .ok_or(ToolSetError::NotAnObject { index })?;

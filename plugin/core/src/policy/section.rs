@@ -12,7 +12,7 @@
 
 use crate::policy::fingerprint::{
     BufferedHasher, FingerprintFields, ToolDigests, ToolSetError, digest_tools,
-    fingerprint_of_sorted, tool_digest,
+    fingerprint_of_sorted, tool_digest, tool_name,
 };
 use crate::wire::canonical::{self, Layout};
 use serde_json::Value;
@@ -58,11 +58,6 @@ impl Section {
             Section::ResourceTemplates => "resource-templates",
             Section::Resources => "resources",
         }
-    }
-
-    /// The section named `name`.
-    pub fn named(name: &str) -> Option<Section> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
     }
 
     /// The request whose result shows the section: a list, or the handshake for
@@ -320,15 +315,10 @@ fn tool_fields(tools: &Value, fields: &FingerprintFields) -> Result<ToolDigests,
     let beside = fields.beside();
     let mut entries = Vec::new();
     for (index, tool) in list.iter().enumerate() {
-        let Some(object) = tool.as_object() else {
-            return Err(SectionError::Tools(ToolSetError::NotAnObject { index }));
-        };
-        let Some(name) = object.get("name").and_then(Value::as_str) else {
-            return Err(SectionError::Tools(ToolSetError::MissingName { index }));
-        };
+        let name = tool_name(tool, index).map_err(SectionError::Tools)?;
         let has_any = beside
             .iter()
-            .any(|f| f.as_str() != "name" && object.contains_key(f.as_str()));
+            .any(|f| f.as_str() != "name" && tool.get(f.as_str()).is_some());
         if has_any {
             let digest = tool_digest(tool, &beside).map_err(SectionError::Tools)?;
             entries.push((name.to_owned(), digest));
@@ -427,7 +417,6 @@ mod tests {
                 Section::other_listed_by(section.list_method()),
                 Some(section)
             );
-            assert_eq!(Section::named(section.name()), Some(section));
         }
         assert_eq!(Section::listed_by("initialize"), None);
         assert_eq!(Section::used_by("prompts/get"), Some(Section::Prompts));

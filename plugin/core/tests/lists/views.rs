@@ -668,7 +668,7 @@ fn a_session_whose_notification_went_elsewhere_is_told_after_the_grace() {
     let mut lines = Vec::new();
     let session = transcript(PLAIN);
     replay(&mut gw, PLAIN, &[session[0].clone()], &mut lines);
-    // Eleven exchanges later (a second each), without the notification: the view is told.
+    // Ten seconds later (the grace), without the notification: the view is told.
     gw.now_ms += 10_000;
     let answers = replay(&mut gw, PLAIN, &[session[3].clone()], &mut lines);
     assert_eq!(listed(&answers), [13]);

@@ -67,23 +67,7 @@ fn surface_vectors_match_the_python_reference() -> TestResult {
         assert_eq!(fingerprint, case["fingerprint"].as_str().unwrap(), "{name}");
         by_name.insert(name, fingerprint);
     }
-    let (mut same, mut differ) = (0, 0);
-    for case in cases {
-        let mine = &by_name[case["name"].as_str().unwrap()];
-        if let Some(other) = case["same_as"].as_str() {
-            assert_eq!(mine, &by_name[other], "{} same as {other}", case["name"]);
-            same += 1;
-        }
-        if let Some(other) = case["differs_from"].as_str() {
-            assert_ne!(
-                mine, &by_name[other],
-                "{} differs from {other}",
-                case["name"]
-            );
-            differ += 1;
-        }
-    }
-    assert_eq!((same, differ), (4, 7));
+    assert_eq!(super::fingerprint::relations_hold(cases, &by_name), (4, 7));
     // What keeps every baseline made before the other sections were sealed valid.
     for name in ["tools-only", "nothing"] {
         let case = cases.iter().find(|c| c["name"] == name).unwrap();
