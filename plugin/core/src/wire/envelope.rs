@@ -179,17 +179,29 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     equal
 }
 
-/// Byte-string equality, 32 bytes at a time as four 64-bit words (then the tail).
+/// Byte-string equality, 32 bytes at a time as four 64-bit words (then the rest word by word
+/// and the tail byte by byte): no bounds check and no early exit inside a block, so the
+/// `.wasm` compares about a byte per instruction.
 pub fn equal_by_words(a: &[u8], b: &[u8]) -> bool {
-    let word = |chunk: &[u8]| <[u8; 8]>::try_from(chunk).map_or(0, u64::from_ne_bytes);
-    let block = |p: &[u8], q: &[u8]| {
-        p.chunks_exact(8)
-            .zip(q.chunks_exact(8))
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |w: &[u8; 8]| u64::from_ne_bytes(*w);
+    let (blocks_a, rest_a) = a.as_chunks::<32>();
+    let (blocks_b, rest_b) = b.as_chunks::<32>();
+    let block = |p: &[u8; 32], q: &[u8; 32]| {
+        let (p, _) = p.as_chunks::<8>();
+        let (q, _) = q.as_chunks::<8>();
+        p.iter()
+            .zip(q)
             .fold(0, |diff, (u, v)| diff | (word(u) ^ word(v)))
             == 0
     };
-    let (mut x, mut y) = (a.chunks_exact(32), b.chunks_exact(32));
-    a.len() == b.len()
-        && x.by_ref().zip(y.by_ref()).all(|(p, q)| block(p, q))
-        && x.remainder() == y.remainder()
+    if !blocks_a.iter().zip(blocks_b).all(|(p, q)| block(p, q)) {
+        return false;
+    }
+    let (words_a, tail_a) = rest_a.as_chunks::<8>();
+    let (words_b, tail_b) = rest_b.as_chunks::<8>();
+    words_a.iter().zip(words_b).all(|(u, v)| word(u) == word(v))
+        && tail_a.iter().zip(tail_b).all(|(x, y)| x == y)
 }
