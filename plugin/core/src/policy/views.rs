@@ -149,7 +149,7 @@ fn describe(sources: &[(String, Value)]) -> String {
 pub type ViewRead = Result<ViewId, String>;
 
 /// One view of a server, kept in its record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ViewRecord {
     /// [`ViewId::key`].
     pub key: String,
@@ -162,6 +162,28 @@ pub struct ViewRecord {
     pub first_ms: u64,
     /// When a list of it last verified (ms since the epoch, kept to [`LAST_SEEN_STEP_MS`]).
     pub last_ms: u64,
+}
+
+/// Names shared by two records (a record and the copy a decision made of it) are equal
+/// without comparing them name by name: the standard comparison of an `Rc` of a slice
+/// compares the contents even when both point to the same allocation, and a record is
+/// compared with its copy twice per list.
+impl PartialEq for ViewRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+            && self.sources == other.sources
+            && same_names(&self.names, &other.names)
+            && self.first_ms == other.first_ms
+            && self.last_ms == other.last_ms
+    }
+}
+
+impl Eq for ViewRecord {}
+
+/// Whether two name lists are equal: the same allocation (shared by a record and its copy, or
+/// by the records the parse cache hands out), or equal name for name.
+pub(crate) fn same_names(a: &Rc<[String]>, b: &Rc<[String]>) -> bool {
+    Rc::ptr_eq(a, b) || a[..] == b[..]
 }
 
 impl ViewRecord {
@@ -311,4 +333,53 @@ pub fn names_of(listed: &ToolDigests) -> Vec<String> {
     let mut names: Vec<String> = listed.entries.iter().map(|(n, _)| n.clone()).collect();
     crate::wire::order::sort(&mut names);
     names
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn record(names: &[&str]) -> ViewRecord {
+        let id = ViewId::new(
+            &default_sources(),
+            vec!["2025-06-18".into(), Value::Array(vec![])],
+        );
+        ViewRecord {
+            key: id.key,
+            sources: id.sources,
+            names: names
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .into(),
+            first_ms: 1,
+            last_ms: 2,
+        }
+    }
+
+    #[test]
+    fn view_records_are_equal_by_content_whether_or_not_they_share_their_names() {
+        let a = record(&["add", "echo"]);
+        let shared = a.clone();
+        assert!(Rc::ptr_eq(&a.names, &shared.names));
+        assert_eq!(a, shared);
+        let copied = record(&["add", "echo"]);
+        assert!(!Rc::ptr_eq(&a.names, &copied.names));
+        assert_eq!(a, copied);
+        assert_ne!(a, record(&["add"]));
+        assert_ne!(a, record(&["add", "echo", "zero"]));
+        let mut later = a.clone();
+        later.last_ms = 3;
+        assert_ne!(a, later);
+        let mut other = a.clone();
+        other.key = "other".into();
+        assert_ne!(a, other);
+        let mut sourced = a.clone();
+        sourced.sources[0].1 = "2025-11-25".into();
+        assert_ne!(a, sourced);
+        let mut first = a.clone();
+        first.first_ms = 0;
+        assert_ne!(a, first);
+    }
 }

@@ -227,7 +227,7 @@ impl LiveCheck<'_> {
                         past_bound,
                     });
                 }
-                (Some(view), Some(known)) if names_are(&known.names, &catalogue) => {
+                (Some(view), Some(known)) if memo.names_are(&known.names, &catalogue) => {
                     let seen = view_record(view, known.names.clone(), Some(known), at.now_ms);
                     return Ok(verified(fingerprint.clone(), seen));
                 }
@@ -372,12 +372,6 @@ fn drift(
     Ok(Decided::Apply(live, true))
 }
 
-/// Whether `names` (a view's recorded names) are exactly the catalogue's, in its order
-/// (recorded names are kept sorted; any other record is left to the full decision).
-fn names_are(names: &[String], catalogue: &Approved) -> bool {
-    names.iter().eq(catalogue.tools.keys())
-}
-
 /// A list that verifies against the catalogue, seen through `seen`.
 fn verified(fingerprint: String, seen: ViewRecord) -> Decided {
     let live = LiveSet::Valid {
@@ -460,6 +454,10 @@ const MEMO_ENTRIES: usize = 8;
 #[derive(Default)]
 pub(crate) struct CandidateMemo {
     entries: Vec<Rc<Made>>,
+    /// The recorded names last found to be exactly a catalogue's (by its fingerprint): a
+    /// record read again from the same bytes shares them, so an honest server's lists compare
+    /// them once, not name by name on every list.
+    catalogue_names: Option<(Rc<[String]>, String)>,
 }
 
 /// One candidate and what it was made from.
@@ -488,6 +486,25 @@ impl Made {
 }
 
 impl CandidateMemo {
+    /// Whether `names` (a view's recorded names) are exactly the catalogue's, in its order
+    /// (recorded names are kept sorted; any other record is left to the full decision). The
+    /// very names last found so (the same allocation, kept alive here, so never another
+    /// list's at a reused address) are not compared again for a catalogue of the same
+    /// fingerprint, which determines its names.
+    fn names_are(&mut self, names: &Rc<[String]>, catalogue: &Approved) -> bool {
+        if let Some((known, fingerprint)) = &self.catalogue_names
+            && Rc::ptr_eq(known, names)
+            && *fingerprint == catalogue.fingerprint
+        {
+            return true;
+        }
+        let same = names.iter().eq(catalogue.tools.keys());
+        if same {
+            self.catalogue_names = Some((Rc::clone(names), catalogue.fingerprint.clone()));
+        }
+        same
+    }
+
     /// The candidate of these inputs: remembered when a candidate was made of exactly them,
     /// else made by `make` and remembered.
     fn candidate<'r>(
@@ -505,7 +522,10 @@ impl CandidateMemo {
                 && m.allow_subset == allow_subset
                 && same_names(m.view.as_ref(), view)
                 && m.others.len() == others_len
-                && m.others.iter().zip(others.clone()).all(|(a, b)| same(a, b))
+                && m.others
+                    .iter()
+                    .zip(others.clone())
+                    .all(|(a, b)| views::same_names(a, b))
         });
         if let Some(hit) = hit {
             return Rc::clone(hit);
@@ -532,18 +552,13 @@ impl CandidateMemo {
 fn same_names(a: Option<&Rc<[String]>>, b: Option<&Rc<[String]>>) -> bool {
     match (a, b) {
         (None, None) => true,
-        (Some(a), Some(b)) => same(a, b),
+        (Some(a), Some(b)) => views::same_names(a, b),
         _ => false,
     }
 }
 
-/// Whether two name lists are equal (the same allocation, shared by the parse cache, or
-/// equal name for name).
-fn same(a: &Rc<[String]>, b: &Rc<[String]>) -> bool {
-    Rc::ptr_eq(a, b) || a[..] == b[..]
-}
-
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::cell::Cell;
@@ -567,6 +582,37 @@ mod tests {
             redefined: Vec::new(),
             names_hold: false,
         }
+    }
+
+    #[test]
+    fn recorded_names_are_compared_with_the_catalogue_until_the_very_same_names_held() {
+        use crate::policy::fingerprint::{FingerprintFields, digest_tools};
+        let set = |tools: &[&str]| {
+            let defs: Vec<Value> = tools
+                .iter()
+                .map(|n| serde_json::json!({"name": n, "inputSchema": {"type": "object"}}))
+                .collect();
+            let fields = FingerprintFields::default();
+            let fp = digest_tools(&Value::Array(defs.clone()), &fields)
+                .unwrap()
+                .fingerprint();
+            Approved::from_definitions(&fp, defs, &fields).unwrap()
+        };
+        let (two, three) = (set(&["add", "echo"]), set(&["add", "echo", "zero"]));
+        let mut memo = CandidateMemo::default();
+        let recorded = names(&["add", "echo"]);
+        assert!(memo.names_are(&recorded, &two));
+        // The same names again (the record read from the same bytes): still exactly the
+        // catalogue's; against another catalogue they are compared, and differ.
+        assert!(memo.names_are(&recorded, &two));
+        assert!(!memo.names_are(&recorded, &three));
+        assert!(memo.names_are(&recorded, &two));
+        // Other names, or equal names in another allocation, are compared name by name.
+        assert!(!memo.names_are(&names(&["add"]), &two));
+        assert!(!memo.names_are(&names(&["echo", "add"]), &two));
+        assert!(memo.names_are(&names(&["add", "echo"]), &two));
+        assert!(memo.names_are(&names(&["add", "echo", "zero"]), &three));
+        assert!(!memo.names_are(&names(&["add", "echo", "zero"]), &two));
     }
 
     #[test]
