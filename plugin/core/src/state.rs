@@ -721,7 +721,15 @@ pub struct SessionCaps {
 
 /// Whose capabilities a slot holds: `Some` when they are `session`'s of `server`.
 fn caps_owned(bytes: &[u8], server: &str, session: &str) -> Option<SessionCaps> {
-    let value = serde_json::from_slice::<Value>(bytes).ok()?;
+    caps_of(
+        &serde_json::from_slice::<Value>(bytes).ok()?,
+        server,
+        session,
+    )
+}
+
+/// [`caps_owned`] of a parsed slot.
+fn caps_of(value: &Value, server: &str, session: &str) -> Option<SessionCaps> {
     let owned = value.get("server").and_then(Value::as_str) == Some(server)
         && value.get("session").and_then(Value::as_str) == Some(session);
     let names = value.get("capabilities").and_then(Value::as_array)?;
@@ -825,6 +833,60 @@ pub fn session_initialized(
         }
     }
     Err(StateError::Store(StoreError::Conflict))
+}
+
+/// A capabilities slot as parsed: whose it is and what they declared.
+#[derive(Debug)]
+pub struct CapsSlot {
+    server: String,
+    session: String,
+    caps: SessionCaps,
+}
+
+fn parse_caps_slot(bytes: &[u8]) -> Option<CapsSlot> {
+    let value = serde_json::from_slice::<Value>(bytes).ok()?;
+    let text = |member: &str| {
+        value
+            .get(member)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let (server, session) = (text("server")?, text("session")?);
+    caps_of(&value, &server, &session).map(|caps| CapsSlot {
+        server,
+        session,
+        caps,
+    })
+}
+
+/// The two slot keys of a (server, session) pair (two SHA-256 words each time: a worker
+/// keeps them for the session it last saw, see [`get_capabilities_cached`]).
+pub fn capabilities_keys(server: &str, session: &str, slots: usize) -> [String; 2] {
+    caps_keys(server, session, slots)
+}
+
+/// [`get_capabilities`] through a worker's cache of parsed slots (by slot key): the store is
+/// read every time, the parse is skipped while a slot's version and bytes are unchanged.
+/// `keys`: the pair's [`capabilities_keys`].
+pub fn get_capabilities_cached(
+    store: &dyn StateStore,
+    cache: &mut ParseCache<CapsSlot>,
+    (server, session): (&str, &str),
+    keys: &[String; 2],
+) -> Result<Option<SessionCaps>, StateError> {
+    for key in keys {
+        let Some((bytes, version)) = read(store, key)? else {
+            continue;
+        };
+        let parsed = cache.get_or_parse(key, bytes, version, |b| parse_caps_slot(b).ok_or(()));
+        if let Ok(slot) = parsed
+            && slot.server == server
+            && slot.session == session
+        {
+            return Ok(Some(slot.caps.clone()));
+        }
+    }
+    Ok(None)
 }
 
 /// What a 2025 session declared (`Ok(None)`: not remembered: never seen, or both its slots

@@ -266,6 +266,9 @@ pub struct Engine {
     /// finding, or `null` for a resource served (see `gateway::resources`; a JSON map, whose
     /// code the module already holds).
     pub(crate) screened: Map<String, Value>,
+    /// The views this worker told lately and what it read to tell them (see
+    /// `surface::ViewMemo`).
+    pub(crate) view_memo: crate::gateway::surface::ViewMemo,
 }
 
 impl Engine {
@@ -282,6 +285,7 @@ impl Engine {
             held: std::collections::BTreeSet::new(),
             fleet: Default::default(),
             screened: Default::default(),
+            view_memo: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@
 use crate::gateway::engine::{Engine, Exchange, RequestInfo};
 use crate::policy::views::{self, DEFAULT_REVISION, ViewId, ViewRead, ViewSource};
 use crate::state;
+use crate::state::parse_cache::ParseCache;
 use crate::state::store::StateStore;
 use serde_json::Value;
 
@@ -20,42 +21,46 @@ const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 /// before its view is told without it (ms).
 pub const HANDSHAKE_GRACE_MS: u64 = 10_000;
 
-impl Engine {
-    /// The view of a `tools/list` or `tools/call` request with `params`.
-    pub(crate) fn view_of(
-        &self,
-        store: &dyn StateStore,
-        exchange: &Exchange,
-        info: &RequestInfo<'_>,
-        params: Option<&Value>,
-        listed_at: Option<u64>,
-    ) -> ViewRead {
-        let sources = self.config.views_of(&exchange.server);
-        let revision = match (&exchange.protocol_version, info.routing.version) {
-            (Some(stateless), _) => stateless.clone(),
-            (None, Some(header)) => header.to_string(),
-            (None, None) => DEFAULT_REVISION.to_string(),
-        };
-        let mut values = Vec::with_capacity(sources.len());
-        for source in sources {
-            let value = match source {
-                ViewSource::Revision => Value::String(revision.clone()),
-                ViewSource::Capabilities => {
-                    self.capabilities(store, exchange, params, &revision, listed_at)?
-                }
-                ViewSource::Path => Value::String(exchange.path.clone()),
-                ViewSource::Header(name) => {
-                    info.caller.header(name).map_or(Value::Null, Value::String)
-                }
-                ViewSource::Metadata(path) => info
-                    .caller
-                    .metadata(path)
-                    .map_err(|e| format!("metadata {path} could not be read: {e}"))?
-                    .unwrap_or(Value::Null),
-            };
-            values.push(value);
+/// Views told lately that a worker keeps (a view is one kind of caller: a server has few).
+const TOLD_ENTRIES: usize = 8;
+
+/// What telling a view costs a worker once rather than on every list: the capabilities slots
+/// as last parsed (the store is still read on every request, see [`ParseCache`]), the slot
+/// keys of the session last seen (two SHA-256 words), and the views last told from their
+/// source values (a view's key is a SHA-256 of them). Each is reused only for exactly the
+/// inputs it was made of, so a view is told as it would be without it.
+pub(crate) struct ViewMemo {
+    caps: ParseCache<state::CapsSlot>,
+    keys: Option<(String, String, usize, [String; 2])>,
+    told: Vec<(Vec<ViewSource>, Vec<Value>, ViewId)>,
+}
+
+impl Default for ViewMemo {
+    fn default() -> Self {
+        ViewMemo {
+            caps: ParseCache::new(state::parse_cache::SNAPSHOT_ENTRIES),
+            keys: None,
+            told: Vec::new(),
         }
-        Ok(ViewId::new(sources, values))
+    }
+}
+
+impl ViewMemo {
+    /// The view of `values` (one per source of `sources`).
+    fn told(&mut self, sources: &[ViewSource], values: Vec<Value>) -> ViewId {
+        if let Some((_, _, id)) = self
+            .told
+            .iter()
+            .find(|(s, v, _)| s.as_slice() == sources && *v == values)
+        {
+            return id.clone();
+        }
+        let id = ViewId::new(sources, values.clone());
+        if self.told.len() >= TOLD_ENTRIES {
+            self.told.remove(0);
+        }
+        self.told.push((sources.to_vec(), values, id.clone()));
+        id
     }
 
     /// The capability names a request declared: in its `_meta` under the stateless revision,
@@ -67,13 +72,13 @@ impl Engine {
     /// a list's view cannot be told (it is checked against the catalogue alone) until the
     /// notification passes or [`HANDSHAKE_GRACE_MS`] after the `initialize` (the notification
     /// may have gone through another instance).
-    fn capabilities(
-        &self,
+    fn declared(
+        &mut self,
         store: &dyn StateStore,
         exchange: &Exchange,
-        params: Option<&Value>,
-        revision: &str,
+        (params, revision): (Option<&Value>, &str),
         listed_at: Option<u64>,
+        slots: usize,
     ) -> Result<Value, String> {
         let names = if exchange.stateless() {
             let declared = params
@@ -85,8 +90,8 @@ impl Engine {
             let Some(session) = exchange.session.as_deref() else {
                 return Ok(Value::Null);
             };
-            let slots = self.config.limits.session_slots;
-            match state::get_capabilities(store, &exchange.server, session, slots) {
+            let pair = (exchange.server.as_str(), session);
+            match self.capabilities(store, pair, slots) {
                 Ok(Some(caps)) => {
                     let early = |at: u64, now: u64| now.saturating_sub(at) < HANDSHAKE_GRACE_MS;
                     if !caps.initialized
@@ -111,6 +116,68 @@ impl Engine {
             }
         };
         Ok(Value::Array(names.into_iter().map(Value::String).collect()))
+    }
+
+    /// What `session` of `server` declared, read through the cache.
+    fn capabilities(
+        &mut self,
+        store: &dyn StateStore,
+        (server, session): (&str, &str),
+        slots: usize,
+    ) -> Result<Option<state::SessionCaps>, state::StateError> {
+        let known = self
+            .keys
+            .as_ref()
+            .is_some_and(|(sv, se, n, _)| sv == server && se == session && *n == slots);
+        if !known {
+            let keys = state::capabilities_keys(server, session, slots);
+            self.keys = Some((server.to_string(), session.to_string(), slots, keys));
+        }
+        let Some((_, _, _, keys)) = &self.keys else {
+            return Ok(None);
+        };
+        state::get_capabilities_cached(store, &mut self.caps, (server, session), keys)
+    }
+}
+
+impl Engine {
+    /// The view of a `tools/list` or `tools/call` request with `params`.
+    pub(crate) fn view_of(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        info: &RequestInfo<'_>,
+        params: Option<&Value>,
+        listed_at: Option<u64>,
+    ) -> ViewRead {
+        let sources = self.config.views_of(&exchange.server);
+        let slots = self.config.limits.session_slots;
+        let memo = &mut self.view_memo;
+        let revision = match (&exchange.protocol_version, info.routing.version) {
+            (Some(stateless), _) => stateless.clone(),
+            (None, Some(header)) => header.to_string(),
+            (None, None) => DEFAULT_REVISION.to_string(),
+        };
+        let mut values = Vec::with_capacity(sources.len());
+        for source in sources {
+            let value = match source {
+                ViewSource::Revision => Value::String(revision.clone()),
+                ViewSource::Capabilities => {
+                    memo.declared(store, exchange, (params, &revision), listed_at, slots)?
+                }
+                ViewSource::Path => Value::String(exchange.path.clone()),
+                ViewSource::Header(name) => {
+                    info.caller.header(name).map_or(Value::Null, Value::String)
+                }
+                ViewSource::Metadata(path) => info
+                    .caller
+                    .metadata(path)
+                    .map_err(|e| format!("metadata {path} could not be read: {e}"))?
+                    .unwrap_or(Value::Null),
+            };
+            values.push(value);
+        }
+        Ok(memo.told(sources, values))
     }
 
     /// An `initialize` request: its declared capabilities wait in the exchange for the
@@ -161,5 +228,90 @@ impl Engine {
         };
         let slots = self.config.limits.session_slots;
         let _marked = state::session_initialized(store, &exchange.server, session, slots);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::state::store::MemoryStore;
+    use serde_json::json;
+
+    #[test]
+    fn a_view_told_through_the_memo_is_the_view_told_without_it() {
+        let mut memo = ViewMemo::default();
+        let sources = views::default_sources();
+        let with_path = vec![ViewSource::Revision, ViewSource::Path];
+        let inputs = [
+            (sources.clone(), vec![json!("2025-06-18"), json!(["roots"])]),
+            (sources.clone(), vec![json!("2025-06-18"), json!([])]),
+            (sources.clone(), vec![json!("2026-07-28"), json!(["roots"])]),
+            (
+                with_path.clone(),
+                vec![json!("2025-06-18"), json!(["roots"])],
+            ),
+        ];
+        // More views than the memo keeps, twice over, in an order that reuses and evicts.
+        for round in 0..3 {
+            for (i, (sources, values)) in inputs.iter().enumerate().cycle().take(20) {
+                let extra = (i + round) % 3;
+                let mut values = values.clone();
+                values.push(json!(extra));
+                let mut sources = sources.clone();
+                sources.push(ViewSource::Header("x-toolset".into()));
+                let told = memo.told(&sources, values.clone());
+                assert_eq!(told, ViewId::new(&sources, values));
+            }
+        }
+        assert!(memo.told.len() <= TOLD_ENTRIES);
+        let a = memo.told(&sources, vec![json!("2025-06-18"), json!([])]);
+        let b = memo.told(&with_path, vec![json!("2025-06-18"), json!([])]);
+        assert_eq!(a.key, b.key, "the key is the values'");
+        assert_ne!(a.sources, b.sources, "the sources are named as configured");
+    }
+
+    #[test]
+    fn capabilities_read_through_the_memo_follow_every_write_of_the_slot() {
+        let mut store = MemoryStore::new();
+        let mut memo = ViewMemo::default();
+        let slots = 64;
+        let pair = ("srv", "session-1");
+        assert_eq!(memo.capabilities(&store, pair, slots).unwrap(), None);
+        let names = vec!["roots".to_string()];
+        state::put_capabilities(&mut store, "srv", "session-1", (&names, 1_000), slots).unwrap();
+        let read = memo.capabilities(&store, pair, slots).unwrap().unwrap();
+        assert_eq!(
+            (read.names.clone(), read.initialized),
+            (names.clone(), false)
+        );
+        // Read again unchanged (from the cached parse), then after the handshake ends.
+        assert_eq!(memo.capabilities(&store, pair, slots).unwrap(), Some(read));
+        state::session_initialized(&mut store, "srv", "session-1", slots).unwrap();
+        let after = memo.capabilities(&store, pair, slots).unwrap().unwrap();
+        assert!(after.initialized);
+        // Another session of the same server, and the first again: each reads its own.
+        assert_eq!(
+            memo.capabilities(&store, ("srv", "session-2"), slots)
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            memo.capabilities(&store, pair, slots).unwrap(),
+            state::get_capabilities(&store, "srv", "session-1", slots).unwrap()
+        );
+        // A slot taken over by another session is not read as this one's.
+        let other = vec!["sampling".to_string()];
+        for key in state::capabilities_keys("srv", "session-1", slots) {
+            let value = json!({"server": "srv", "session": "session-9", "capabilities": other});
+            store
+                .set(
+                    &key,
+                    value.to_string().as_bytes(),
+                    crate::state::store::Expect::Any,
+                )
+                .unwrap();
+        }
+        assert_eq!(memo.capabilities(&store, pair, slots).unwrap(), None);
     }
 }

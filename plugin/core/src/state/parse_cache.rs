@@ -12,7 +12,9 @@
 //! when full, it is emptied before a new key goes in (ids come from configuration and routes,
 //! so a burst of new ids can only cost parses, never memory).
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 /// Server records one worker keeps parsed (servers are few; `limits.max_servers` bounds them
@@ -22,27 +24,61 @@ pub const RECORD_ENTRIES: usize = 64;
 /// Session snapshots one worker keeps parsed (one per session slot in use).
 pub const SNAPSHOT_ENTRIES: usize = 256;
 
-/// One cached parse.
+/// One cached parse. The value is kept as `dyn Any` so that every cache of a worker (records,
+/// snapshots, capability slots) shares one map's code in the `.wasm`.
 #[derive(Debug)]
-struct Entry<T> {
+struct Entry {
     version: u32,
     bytes: Vec<u8>,
-    value: Rc<T>,
+    value: Rc<dyn Any>,
 }
 
 /// Parsed values by store key, each valid for one (version, bytes) of that key.
 #[derive(Debug)]
 pub struct ParseCache<T> {
-    entries: BTreeMap<String, Entry<T>>,
+    entries: Entries,
+    parsed: PhantomData<T>,
+}
+
+/// The entries of a cache, by store key.
+#[derive(Debug)]
+struct Entries {
+    map: BTreeMap<String, Entry>,
     capacity: usize,
 }
 
-impl<T> ParseCache<T> {
+impl Entries {
+    /// The value cached for `key` when it was parsed from this version and these bytes.
+    fn get(&self, key: &str, version: u32, bytes: &[u8]) -> Option<Rc<dyn Any>> {
+        self.map
+            .get(key)
+            .filter(|e| e.version == version && crate::wire::envelope::same_bytes(&e.bytes, bytes))
+            .map(|e| Rc::clone(&e.value))
+    }
+
+    /// Keeps `entry` for `key`; a full cache is emptied before a new key goes in.
+    fn put(&mut self, key: &str, entry: Entry) {
+        match self.map.get_mut(key) {
+            Some(slot) => *slot = entry,
+            None => {
+                if self.map.len() >= self.capacity {
+                    self.map.clear();
+                }
+                self.map.insert(key.to_string(), entry);
+            }
+        }
+    }
+}
+
+impl<T: 'static> ParseCache<T> {
     /// An empty cache holding at most `capacity` keys (at least one).
     pub fn new(capacity: usize) -> Self {
         ParseCache {
-            entries: BTreeMap::new(),
-            capacity: capacity.max(1),
+            entries: Entries {
+                map: BTreeMap::new(),
+                capacity: capacity.max(1),
+            },
+            parsed: PhantomData,
         }
     }
 
@@ -56,44 +92,35 @@ impl<T> ParseCache<T> {
         version: u32,
         parse: impl FnOnce(&[u8]) -> Result<T, E>,
     ) -> Result<Rc<T>, E> {
-        if let Some(entry) = self.entries.get(key)
-            && entry.version == version
-            && crate::wire::envelope::same_bytes(&entry.bytes, &bytes)
+        if let Some(cached) = self.entries.get(key, version, &bytes)
+            && let Ok(value) = cached.downcast::<T>()
         {
-            return Ok(Rc::clone(&entry.value));
+            return Ok(value);
         }
         let value = match parse(&bytes) {
             Ok(value) => Rc::new(value),
             Err(e) => {
-                self.entries.remove(key);
+                self.entries.map.remove(key);
                 return Err(e);
             }
         };
         let entry = Entry {
             version,
             bytes,
-            value: Rc::clone(&value),
+            value: Rc::clone(&value) as Rc<dyn Any>,
         };
-        match self.entries.get_mut(key) {
-            Some(slot) => *slot = entry,
-            None => {
-                if self.entries.len() >= self.capacity {
-                    self.entries.clear();
-                }
-                self.entries.insert(key.to_string(), entry);
-            }
-        }
+        self.entries.put(key, entry);
         Ok(value)
     }
 
     /// Number of keys held (for tests of the bound).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.map.len()
     }
 
     /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.map.is_empty()
     }
 }
 
