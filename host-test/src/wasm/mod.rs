@@ -30,5 +30,8 @@ pub fn engine() -> anyhow::Result<Engine> {
 pub fn engine_with(metering: Metering) -> anyhow::Result<Engine> {
     let mut config = Config::new();
     config.consume_fuel(metering == Metering::Fuel);
+    if std::env::var_os("TOOLSEAL_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Engine::new(&config).map_err(anyhow::Error::from)
 }
