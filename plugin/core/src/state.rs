@@ -695,7 +695,7 @@ pub fn recent_audit(store: &dyn StateStore, ring_size: usize) -> Vec<Value> {
 /// The two slots a session's capabilities may live in: both are read for it, and it takes
 /// the first that is its own or free, so two sessions of one slot do not make each other's
 /// views untellable (with one slot, 16 sessions among 4,096 slots collide 3% of the time).
-fn caps_keys(server: &str, session: &str, slots: usize) -> [String; 2] {
+pub fn capabilities_keys(server: &str, session: &str, slots: usize) -> [String; 2] {
     let slots = u64::try_from(slots.max(1)).unwrap_or(u64::MAX);
     let [one, two] = pair_words(server, session);
     // The first is the pair's slot; the second is another one whenever there are two.
@@ -721,30 +721,9 @@ pub struct SessionCaps {
 
 /// Whose capabilities a slot holds: `Some` when they are `session`'s of `server`.
 fn caps_owned(bytes: &[u8], server: &str, session: &str) -> Option<SessionCaps> {
-    caps_of(
-        &serde_json::from_slice::<Value>(bytes).ok()?,
-        server,
-        session,
-    )
-}
-
-/// [`caps_owned`] of a parsed slot.
-fn caps_of(value: &Value, server: &str, session: &str) -> Option<SessionCaps> {
-    let owned = value.get("server").and_then(Value::as_str) == Some(server)
-        && value.get("session").and_then(Value::as_str) == Some(session);
-    let names = value.get("capabilities").and_then(Value::as_array)?;
-    owned.then(|| SessionCaps {
-        names: names
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        initialized: value
-            .get("initialized")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
-        at_ms: value.get("at_ms").and_then(Value::as_u64),
-    })
+    parse_caps_slot(bytes)
+        .filter(|slot| slot.owned_by(server, session))
+        .map(|slot| slot.caps)
 }
 
 /// The slot value of a session's capabilities.
@@ -776,7 +755,7 @@ pub fn put_capabilities(
     };
     let value = caps_value(server, session, &caps);
     let bytes = serde_json::to_vec(&value).map_err(|e| StateError::Corrupt(e.to_string()))?;
-    let keys = caps_keys(server, session, slots);
+    let keys = capabilities_keys(server, session, slots);
     let mut chosen = None;
     for key in &keys {
         match read(store, key)? {
@@ -809,7 +788,7 @@ pub fn session_initialized(
     // taking the slot over): read again. Bounded: each round reads the slot's latest value.
     for _ in 0..4 {
         let mut found = None;
-        for key in caps_keys(server, session, slots) {
+        for key in capabilities_keys(server, session, slots) {
             if let Some((bytes, version)) = read(store, &key)?
                 && let Some(caps) = caps_owned(&bytes, server, session)
             {
@@ -843,6 +822,14 @@ pub struct CapsSlot {
     caps: SessionCaps,
 }
 
+impl CapsSlot {
+    /// Whether the slot holds `session` of `server` and not another pair that hashed to it.
+    fn owned_by(&self, server: &str, session: &str) -> bool {
+        self.server == server && self.session == session
+    }
+}
+
+/// A capabilities slot's bytes (`None`: not a slot this version writes).
 fn parse_caps_slot(bytes: &[u8]) -> Option<CapsSlot> {
     let value = serde_json::from_slice::<Value>(bytes).ok()?;
     let text = |member: &str| {
@@ -851,18 +838,23 @@ fn parse_caps_slot(bytes: &[u8]) -> Option<CapsSlot> {
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let (server, session) = (text("server")?, text("session")?);
-    caps_of(&value, &server, &session).map(|caps| CapsSlot {
-        server,
-        session,
-        caps,
+    let names = value.get("capabilities").and_then(Value::as_array)?;
+    Some(CapsSlot {
+        server: text("server")?,
+        session: text("session")?,
+        caps: SessionCaps {
+            names: names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            initialized: value
+                .get("initialized")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            at_ms: value.get("at_ms").and_then(Value::as_u64),
+        },
     })
-}
-
-/// The two slot keys of a (server, session) pair (two SHA-256 words each time: a worker
-/// keeps them for the session it last saw, see [`get_capabilities_cached`]).
-pub fn capabilities_keys(server: &str, session: &str, slots: usize) -> [String; 2] {
-    caps_keys(server, session, slots)
 }
 
 /// [`get_capabilities`] through a worker's cache of parsed slots (by slot key): the store is
@@ -880,8 +872,7 @@ pub fn get_capabilities_cached(
         };
         let parsed = cache.get_or_parse(key, bytes, version, |b| parse_caps_slot(b).ok_or(()));
         if let Ok(slot) = parsed
-            && slot.server == server
-            && slot.session == session
+            && slot.owned_by(server, session)
         {
             return Ok(Some(slot.caps.clone()));
         }
@@ -897,7 +888,7 @@ pub fn get_capabilities(
     session: &str,
     slots: usize,
 ) -> Result<Option<SessionCaps>, StateError> {
-    for key in caps_keys(server, session, slots) {
+    for key in capabilities_keys(server, session, slots) {
         if let Some((bytes, _)) = read(store, &key)?
             && let Some(names) = caps_owned(&bytes, server, session)
         {

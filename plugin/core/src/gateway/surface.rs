@@ -125,18 +125,19 @@ impl ViewMemo {
         (server, session): (&str, &str),
         slots: usize,
     ) -> Result<Option<state::SessionCaps>, state::StateError> {
-        let known = self
-            .keys
-            .as_ref()
-            .is_some_and(|(sv, se, n, _)| sv == server && se == session && *n == slots);
-        if !known {
-            let keys = state::capabilities_keys(server, session, slots);
-            self.keys = Some((server.to_string(), session.to_string(), slots, keys));
-        }
-        let Some((_, _, _, keys)) = &self.keys else {
-            return Ok(None);
+        let keys = match self.keys.take() {
+            Some(kept) if kept.0 == server && kept.1 == session && kept.2 == slots => kept,
+            _ => (
+                server.to_string(),
+                session.to_string(),
+                slots,
+                state::capabilities_keys(server, session, slots),
+            ),
         };
-        state::get_capabilities_cached(store, &mut self.caps, (server, session), keys)
+        let read =
+            state::get_capabilities_cached(store, &mut self.caps, (server, session), &keys.3);
+        self.keys = Some(keys);
+        read
     }
 }
 

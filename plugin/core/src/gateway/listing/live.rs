@@ -520,7 +520,7 @@ impl CandidateMemo {
             m.catalogue == catalogue.fingerprint
                 && m.listed == listed
                 && m.allow_subset == allow_subset
-                && same_names(m.view.as_ref(), view)
+                && same_view_names(m.view.as_ref(), view)
                 && m.others.len() == others_len
                 && m.others
                     .iter()
@@ -549,7 +549,7 @@ impl CandidateMemo {
 }
 
 /// Whether two optional name lists are the same.
-fn same_names(a: Option<&Rc<[String]>>, b: Option<&Rc<[String]>>) -> bool {
+fn same_view_names(a: Option<&Rc<[String]>>, b: Option<&Rc<[String]>>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => views::same_names(a, b),
