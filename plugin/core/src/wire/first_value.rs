@@ -69,24 +69,16 @@ impl FirstValue {
     /// Feeds the next bytes of the body.
     pub fn feed(&mut self, bytes: &[u8]) -> Extent {
         self.fed = self.fed.saturating_add(bytes.len());
-        let mut rest = bytes;
-        while self.watching() {
-            // Inside the value, only quotes, escapes and brackets move the scan: the bytes
-            // between them are skipped in one tight loop (most of a tool list is text).
-            if self.phase == Phase::Inside && !self.escaped {
-                let skip = match self.in_string {
-                    true => rest.iter().position(|&b| b == b'"' || b == b'\\'),
-                    false => rest
-                        .iter()
-                        .position(|&b| matches!(b, b'"' | b'{' | b'}' | b'[' | b']')),
-                };
-                rest = rest.get(skip.unwrap_or(rest.len())..).unwrap_or_default();
-            }
-            let Some((&byte, tail)) = rest.split_first() else {
-                break;
+        let mut at = 0;
+        while self.watching() && at < bytes.len() {
+            at = match (self.phase, bytes.get(at)) {
+                (Phase::Inside, _) => self.inside(bytes, at),
+                (_, Some(&byte)) => {
+                    self.step(byte);
+                    at.saturating_add(1)
+                }
+                (_, None) => break,
             };
-            self.step(byte);
-            rest = tail;
         }
         match self.phase {
             Phase::Trailing => Extent::Trailing,
@@ -94,6 +86,7 @@ impl FirstValue {
         }
     }
 
+    /// One byte outside the first value (before it, after it, or in a bare one).
     fn step(&mut self, byte: u8) {
         let space = matches!(byte, b' ' | b'\t' | b'\n' | b'\r');
         self.phase = match self.phase {
@@ -110,43 +103,108 @@ impl FirstValue {
                 _ if bare(byte) => Phase::Bare,
                 _ => Phase::Abandoned,
             },
-            Phase::Inside => self.inside(byte),
             Phase::Bare if bare(byte) => Phase::Bare,
             Phase::Bare if space => Phase::After,
             Phase::After if space => Phase::After,
             Phase::Bare | Phase::After => Phase::Trailing,
-            done @ (Phase::Trailing | Phase::Abandoned) => done,
+            other @ (Phase::Inside | Phase::Trailing | Phase::Abandoned) => other,
         };
     }
 
-    fn inside(&mut self, byte: u8) -> Phase {
-        if self.in_string {
-            match (self.escaped, byte) {
-                (true, _) => self.escaped = false,
-                (false, b'\\') => self.escaped = true,
-                (false, b'"') => self.in_string = false,
-                _ => {}
+    /// The bytes of `bytes` from `at` inside the first value, up to its end (then the phase
+    /// is `After`) or the end of the chunk; returns where it stopped. The scan's state lives in
+    /// locals for the run, and the text of a string is skipped a word at a time: most of a
+    /// tool list is text, and a byte-by-byte scan of it cost a 100-tool list arriving in
+    /// chunks more guest instructions than the list's whole decision (docs/performance.md).
+    fn inside(&mut self, bytes: &[u8], at: usize) -> usize {
+        let (mut depth, mut in_string, mut escaped) = (self.depth, self.in_string, self.escaped);
+        let mut rest = bytes.get(at..).unwrap_or_default();
+        'scan: loop {
+            if escaped {
+                let Some((_, tail)) = rest.split_first() else {
+                    break;
+                };
+                (rest, escaped) = (tail, false);
             }
-            return match (self.in_string, self.depth) {
-                (false, 0) => Phase::After,
-                _ => Phase::Inside,
-            };
-        }
-        match byte {
-            b'"' => self.in_string = true,
-            b'{' | b'[' => self.depth = self.depth.saturating_add(1),
-            b'}' | b']' => match self.depth.checked_sub(1) {
-                Some(0) => {
-                    self.depth = 0;
-                    return Phase::After;
+            if in_string {
+                // The string's text up to its next quote or backslash.
+                let Some((stop, tail)) = string_stop(rest) else {
+                    rest = &[];
+                    break;
+                };
+                rest = tail;
+                if stop == b'\\' {
+                    escaped = true;
+                    continue;
                 }
-                Some(depth) => self.depth = depth,
-                None => return Phase::Abandoned,
-            },
-            _ => {}
+                in_string = false;
+                if depth == 0 {
+                    self.phase = Phase::After;
+                    break;
+                }
+            }
+            // Between strings: byte by byte (a few punctuation bytes, numbers and literals).
+            while let Some((&byte, tail)) = rest.split_first() {
+                rest = tail;
+                match byte {
+                    b'"' => {
+                        in_string = true;
+                        continue 'scan;
+                    }
+                    b'{' | b'[' => depth = depth.saturating_add(1),
+                    b'}' | b']' => match depth.checked_sub(1) {
+                        Some(0) => {
+                            depth = 0;
+                            self.phase = Phase::After;
+                            break 'scan;
+                        }
+                        Some(less) => depth = less,
+                        None => {
+                            self.phase = Phase::Abandoned;
+                            break 'scan;
+                        }
+                    },
+                    _ => {}
+                }
+            }
+            break;
         }
-        Phase::Inside
+        (self.depth, self.in_string, self.escaped) = (depth, in_string, escaped);
+        bytes.len() - rest.len()
     }
+}
+
+/// Every byte of a word set to `0x01`.
+const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+/// Every byte of a word set to `0x80`.
+const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+/// Every byte of a word a quote.
+const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
+/// Every byte of a word a backslash.
+const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
+
+/// A word whose lowest set bit is the high bit of the first zero byte of `word` (zero when it
+/// has none): bits above it may be set falsely, the lowest one never is.
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// The first quote or backslash of `bytes` and the bytes after it (`None`: there is none),
+/// found eight bytes at a time.
+fn string_stop(mut bytes: &[u8]) -> Option<(u8, &[u8])> {
+    while let Some((word, tail)) = bytes.split_first_chunk::<8>() {
+        let word = u64::from_le_bytes(*word);
+        let hits = zero_bytes(word ^ QUOTES) | zero_bytes(word ^ BACKSLASHES);
+        if hits != 0 {
+            let within = (hits.trailing_zeros() / 8) as usize;
+            let (stop, after) = bytes.get(within..)?.split_first()?;
+            return Some((*stop, after));
+        }
+        bytes = tail;
+    }
+    let position = bytes.iter().position(|&b| b == b'"' || b == b'\\')?;
+    let (stop, after) = bytes.get(position..)?.split_first()?;
+    Some((*stop, after))
 }
 
 /// A byte of a bare top-level value: a number or `true`/`false`/`null`.
@@ -155,8 +213,138 @@ fn bare(byte: u8) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    /// The scan as first written, byte by byte through the whole value: the word-at-a-time
+    /// scan must answer as it does for every body, however it is cut.
+    #[derive(Default)]
+    struct ByteByByte {
+        depth: usize,
+        in_string: bool,
+        escaped: bool,
+        phase: Phase,
+    }
+
+    impl ByteByByte {
+        fn feed(&mut self, bytes: &[u8]) {
+            for &byte in bytes {
+                if matches!(self.phase, Phase::Trailing | Phase::Abandoned) {
+                    return;
+                }
+                let space = matches!(byte, b' ' | b'\t' | b'\n' | b'\r');
+                self.phase = match self.phase {
+                    Phase::Before if space => Phase::Before,
+                    Phase::Before => match byte {
+                        b'{' | b'[' => {
+                            self.depth = 1;
+                            Phase::Inside
+                        }
+                        b'"' => {
+                            self.in_string = true;
+                            Phase::Inside
+                        }
+                        _ if bare(byte) => Phase::Bare,
+                        _ => Phase::Abandoned,
+                    },
+                    Phase::Inside => self.inside(byte),
+                    Phase::Bare if bare(byte) => Phase::Bare,
+                    Phase::Bare if space => Phase::After,
+                    Phase::After if space => Phase::After,
+                    Phase::Bare | Phase::After => Phase::Trailing,
+                    done @ (Phase::Trailing | Phase::Abandoned) => done,
+                };
+            }
+        }
+
+        fn inside(&mut self, byte: u8) -> Phase {
+            if self.in_string {
+                match (self.escaped, byte) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                return match (self.in_string, self.depth) {
+                    (false, 0) => Phase::After,
+                    _ => Phase::Inside,
+                };
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => match self.depth.checked_sub(1) {
+                    Some(0) => {
+                        self.depth = 0;
+                        return Phase::After;
+                    }
+                    Some(depth) => self.depth = depth,
+                    None => return Phase::Abandoned,
+                },
+                _ => {}
+            }
+            Phase::Inside
+        }
+    }
+
+    /// Feeds `body` cut at `cuts` to both scans and compares them after every chunk.
+    fn same_as_byte_by_byte(body: &[u8], cuts: &[usize]) {
+        let (mut fast, mut slow) = (FirstValue::default(), ByteByByte::default());
+        let mut start = 0;
+        for &end in cuts.iter().chain([body.len()].iter()) {
+            let chunk = &body[start..end.max(start)];
+            start = end.max(start);
+            fast.feed(chunk);
+            slow.feed(chunk);
+            assert_eq!(fast.phase, slow.phase, "{body:?} cut at {cuts:?}");
+            if fast.watching() {
+                let state = (fast.depth, fast.in_string, fast.escaped);
+                assert_eq!(
+                    state,
+                    (slow.depth, slow.in_string, slow.escaped),
+                    "{body:?} {cuts:?}"
+                );
+            }
+        }
+        assert_eq!(fast.fed(), body.len());
+    }
+
+    #[test]
+    fn the_word_scan_answers_as_the_byte_scan_for_every_body_and_cut() {
+        // Bodies from a small alphabet with every byte that moves the scan, generated by a
+        // fixed linear congruential sequence: strings longer and shorter than a word, escapes
+        // at word edges, values that end, go on or never start.
+        let alphabet = b"{}[]\"\\ a1,:\n";
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..4000 {
+            let len = next() % 48;
+            let mut body: Vec<u8> = (0..len)
+                .map(|_| alphabet[next() % alphabet.len()])
+                .collect();
+            if next() % 2 == 0 {
+                body.insert(0, b'{');
+            }
+            for cut in 0..=body.len() {
+                same_as_byte_by_byte(&body, &[cut]);
+            }
+            let (a, b) = (next() % (body.len() + 1), next() % (body.len() + 1));
+            same_as_byte_by_byte(&body, &[a.min(b), a.max(b)]);
+        }
+        let list = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a_tool","description":"Say \"hi\" to C:\\path\\ [x] {y}, then stop.","inputSchema":{"type":"object"}}]}}"#;
+        for cut in 0..=list.len() {
+            same_as_byte_by_byte(list, &[cut]);
+            let mut trailing = list.to_vec();
+            trailing.extend_from_slice(b" \n{\"jsonrpc\"");
+            same_as_byte_by_byte(&trailing, &[cut]);
+        }
+    }
 
     fn scan(chunks: &[&[u8]]) -> Extent {
         let mut value = FirstValue::default();
