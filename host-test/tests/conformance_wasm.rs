@@ -219,3 +219,62 @@ fn a_tool_list_followed_by_another_message_is_withheld_and_calls_wait() {
     );
     assert!(!reports[1].outcome.upstream_contacted);
 }
+
+#[test]
+fn a_tool_list_the_worker_remembers_is_scanned_as_any_body_however_its_repeat_ends() {
+    // The list is answered once whole (verified, remembered by this worker), then again: its
+    // `result` bytes are compared instead of scanned while the body repeats them, and the
+    // answer must be what a scan of every byte gives.
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
+    let answer = |id: u64, description: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+            "tools": [{"name": "echo", "description": description,
+                "inputSchema": {"type": "object"}}]}})
+        .to_string()
+    };
+    let honest = "Echo the \"text\" back: {\\ [x]} \u{e9}";
+    let first = answer(1, honest);
+    let again = answer(2, honest);
+    let followed = format!("{}\n{}", answer(3, honest), list_changed());
+    // The same list with one byte changed inside its `result`, then another message.
+    let changed = format!(
+        "{}\n{}",
+        answer(4, "Echo the \"text\" back: {\\ [y]} \u{e9}"),
+        list_changed()
+    );
+    // A `result` that begins as the remembered one and ends early, then another message: the
+    // first value ends where the remembered bytes go on.
+    let short = json!({"jsonrpc": "2.0", "id": 6, "result": {"resultType": "complete"}});
+    let cut_short = format!("{short}\n{}", list_changed().repeat(8));
+    let last = answer(5, honest);
+    let reports = replay(vec![
+        exchange(0, &list(1), first.as_bytes()),
+        exchange(1, &list(2), again.as_bytes()),
+        exchange(2, &list(3), followed.as_bytes()),
+        exchange(3, &list(4), changed.as_bytes()),
+        exchange(4, &list(5), last.as_bytes()),
+        exchange(5, &list(6), cut_short.as_bytes()),
+    ]);
+    for (report, body) in [
+        (&reports[0], &first),
+        (&reports[1], &again),
+        (&reports[4], &last),
+    ] {
+        assert_eq!(report.outcome.stop, None);
+        assert_eq!(report.outcome.response_body, body.as_bytes());
+        assert_eq!(last_decision(report)["tools_out"], json!(1));
+    }
+    for report in [&reports[2], &reports[3], &reports[5]] {
+        assert_eq!(
+            report.outcome.stop,
+            Some(Stop::Reset),
+            "{:?}",
+            report.outcome
+        );
+        assert!(report.outcome.response_body.is_empty());
+        assert_eq!(
+            last_decision(report)["error_code"],
+            json!("UNINSPECTABLE_RESPONSE")
+        );
+    }
+}

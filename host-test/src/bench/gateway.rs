@@ -32,21 +32,28 @@ pub trait Gateway {
 /// toolseal-core natively, with an in-memory store.
 pub struct Native {
     replay: NativeReplay,
+    /// Body chunk size (`usize::MAX`: whole bodies).
+    chunk: usize,
 }
 
 impl Native {
     /// A configured native gateway.
-    pub fn new(config: &[u8]) -> Result<Self> {
+    /// `chunk`: the size of the chunks bodies arrive in (0: whole).
+    pub fn new(config: &[u8], chunk: usize) -> Result<Self> {
         let config = Config::parse(config).map_err(|e| anyhow!("benchmark config: {e}"))?;
         Ok(Native {
             replay: NativeReplay::new(config),
+            chunk: match chunk {
+                0 => usize::MAX,
+                n => n,
+            },
         })
     }
 }
 
 impl Gateway for Native {
     fn run(&mut self, exchange: &HttpExchange) -> Result<Seen> {
-        let replayed = self.replay.exchange(SERVER, exchange, usize::MAX);
+        let replayed = self.replay.exchange(SERVER, exchange, self.chunk);
         // Outputs are collected for tests; a benchmark must not grow them without bound.
         self.replay.out = Default::default();
         Ok(match replayed.local_reply {
@@ -86,8 +93,9 @@ impl Module {
 }
 
 impl Wasm {
-    /// Starts a VM with `config` (Envoy's start sequence).
-    pub fn new(module: &Module, config: &[u8]) -> Result<Self> {
+    /// Starts a VM with `config` (Envoy's start sequence); `chunk`: the size of the chunks
+    /// bodies arrive in (0: whole).
+    pub fn new(module: &Module, config: &[u8], chunk: usize) -> Result<Self> {
         let identity = Identity {
             route_name: SERVER.into(),
             cluster_name: SERVER.into(),
@@ -108,7 +116,10 @@ impl Wasm {
         let vm = PluginVm::start(&module.engine, &module.module, settings)?;
         Ok(Wasm {
             vm,
-            setup: ExchangeSetup::default(),
+            setup: ExchangeSetup {
+                chunk,
+                ..ExchangeSetup::default()
+            },
         })
     }
 

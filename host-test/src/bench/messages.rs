@@ -64,8 +64,10 @@ pub fn gateway(
     scenario: &Scenario,
 ) -> Result<Box<dyn Gateway>> {
     let mut gateway: Box<dyn Gateway> = match (runtime, module) {
-        (Runtime::Native, _) => Box::new(Native::new(scenario.config())?),
-        (Runtime::Wasm, Some(module)) => Box::new(Wasm::new(module, scenario.config())?),
+        (Runtime::Native, _) => Box::new(Native::new(scenario.config(), scenario.chunk)?),
+        (Runtime::Wasm, Some(module)) => {
+            Box::new(Wasm::new(module, scenario.config(), scenario.chunk)?)
+        }
         (Runtime::Wasm, None) => bail!("the wasm runtime needs the plugin module"),
     };
     for exchange in scenario.setup() {

@@ -81,6 +81,8 @@ pub struct Scenario {
     pub tool_count: usize,
     /// The MCP revision of client and server.
     pub revision: Revision,
+    /// The size of the chunks the response body arrives in (0: whole, in one callback).
+    pub chunk: usize,
 }
 
 /// Argument sizes of the `tools/call` rows (bytes of the `content` argument).
@@ -89,6 +91,8 @@ pub const SMALL_ARGS: usize = 64;
 pub const LARGE_ARGS: usize = 64 * 1024;
 /// Tools listed by the server in the `tools/call` rows.
 pub const CALL_TOOLS: usize = 100;
+/// The chunk size of the `chunked` rows (bytes).
+pub const CHUNK: usize = 16 * 1024;
 
 impl Scenario {
     /// A handshake-era scenario row.
@@ -119,7 +123,16 @@ impl Scenario {
             framing,
             tool_count,
             revision,
+            chunk: 0,
         }
+    }
+
+    /// The same row with its response body arriving in chunks of [`CHUNK`] bytes, as Envoy
+    /// hands a large body over: each chunk is read and scanned before the body ends.
+    pub fn chunked(mut self) -> Self {
+        self.chunk = CHUNK;
+        self.name.push_str(" chunked");
+        self
     }
 
     /// Every scenario of the default run.
@@ -151,6 +164,10 @@ impl Scenario {
         for path in [Path::Verified, Path::Filtered] {
             all.push(Scenario::new(Kind::Resources(100), path, Framing::Json));
             all.push(Scenario::new(Kind::Prompts(100), path, Framing::Json));
+        }
+        // A list whose body arrives in chunks, verified and filtered.
+        for path in [Path::Verified, Path::Filtered] {
+            all.push(Scenario::new(Kind::List(100), path, Framing::Json).chunked());
         }
         // First-contact screening of a list of 100 tools.
         all.push(Scenario::new(

@@ -95,6 +95,11 @@ impl KnownList {
         }
     }
 
+    /// The bytes of the remembered `result` (none for a list gathered from pages).
+    pub(crate) fn result_bytes(&self) -> Option<&[u8]> {
+        self.bytes.as_deref()
+    }
+
     /// The digests of `tools` when they are this list's tools, definition for definition.
     fn digests_of(&self, tools: &Value) -> Option<&Rc<LiveDigests>> {
         (self.result.get("tools") == Some(tools)).then_some(&self.digests)
@@ -242,6 +247,17 @@ impl Engine {
     ) -> Option<Rc<LiveDigests>> {
         let known = self.known_lists.entries.get(server)?;
         known.digests_of(tools).map(Rc::clone)
+    }
+
+    /// The list remembered for the server of `exchange` when a body arriving on it may repeat
+    /// its `result` bytes (the exchange awaits a `tools/list` answer, and the list has bytes).
+    pub(crate) fn known_list_for(&self, exchange: &Exchange) -> Option<Rc<KnownList>> {
+        if exchange.pending_lists.is_empty() {
+            return None;
+        }
+        self.known_lists
+            .get(&exchange.server)
+            .filter(|known| known.bytes.is_some())
     }
 
     /// Checks `body` as a `tools/list` answer served again byte for byte, if it is one:

@@ -9,11 +9,11 @@
 
 mod fail_closed;
 
+use crate::gateway::body::HeldJson;
 use crate::gateway::engine::{Engine, Exchange};
 use crate::gateway::unread::{Unread, awaits_answer, may_hold_tools};
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
-use crate::wire::first_value::FirstValue;
 use crate::wire::jsonrpc::{self, Message, Payload};
 use crate::wire::sse::SseParser;
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub enum ResponseState {
     Pass,
     /// Buffered JSON: an HTTP body, replaced whole if it changes; the scan of what arrived
     /// so far tells a body holding more than one value before it ends.
-    Json(FirstValue),
+    Json(HeldJson),
     /// One whole message of a transport that delivers messages one by one (stdio): it
     /// answers one of the requests in flight, not all of them.
     Message,
@@ -75,7 +75,7 @@ impl Engine {
             // Every JSON answer is read: a server can answer a tools/list id on another
             // exchange (clients route responses by id, not by stream).
             (Some("application/json"), false) => {
-                exchange.response = ResponseState::Json(FirstValue::default());
+                exchange.response = ResponseState::Json(HeldJson::default());
                 return BodyPlan::Buffer;
             }
             (Some("application/json" | "text/event-stream"), true) => Unread::Compressed,

@@ -60,6 +60,25 @@ impl FirstValue {
         !matches!(self.phase, Phase::Trailing | Phase::Abandoned)
     }
 
+    /// Passes over the next `len` bytes of the body without reading them, when they are known
+    /// to be one complete JSON value standing where a member's value stands inside the first
+    /// value (the scan is inside an object or array, between strings). A complete value
+    /// leaves the scan where it found it, so only the offset moves. Returns whether it could
+    /// (not at such a place: nothing changes, and the bytes must be fed).
+    pub fn skip_value(&mut self, len: usize) -> bool {
+        if !self.between_values() {
+            return false;
+        }
+        self.fed = self.fed.saturating_add(len);
+        true
+    }
+
+    /// Whether the scan stands inside the first value, between strings, where a member's or
+    /// an element's value may start.
+    pub fn between_values(&self) -> bool {
+        self.phase == Phase::Inside && !self.in_string && !self.escaped && self.depth > 0
+    }
+
     /// Stops watching (a chunk could not be read, so the offsets no longer line up): the
     /// body is then decided when it ends, as without the scan.
     pub fn abandon(&mut self) {
@@ -384,6 +403,29 @@ mod tests {
             assert_eq!(at_head, expected, "cut at {cut}");
             assert_eq!(value.feed(tail), Extent::Trailing, "cut at {cut}");
             assert_eq!(value.fed(), body.len());
+        }
+    }
+
+    #[test]
+    fn a_value_is_passed_over_only_where_a_value_may_stand() {
+        let body: &[u8] = br#"{"result":{"a":["}"]},"x":1}"#;
+        let (head, rest) = body.split_at(10);
+        let value_len = br#"{"a":["}"]}"#.len();
+        let mut skipped = FirstValue::default();
+        skipped.feed(head);
+        assert!(skipped.between_values());
+        assert!(skipped.skip_value(value_len));
+        skipped.feed(&rest[value_len..]);
+        let mut read = FirstValue::default();
+        read.feed(body);
+        assert_eq!(skipped, read);
+        // Not inside a value, inside a string, after an escape, or after the value: no skip.
+        for prefix in [&b""[..], b" ", br#"{"res"#, br#"{"a"#, b"{} "] {
+            let mut scan = FirstValue::default();
+            scan.feed(prefix);
+            let before = scan;
+            assert!(!scan.skip_value(4), "{prefix:?}");
+            assert_eq!(scan, before);
         }
     }
 
