@@ -76,12 +76,17 @@ impl HeldJson {
             ),
             None => {
                 if self.head.len() >= HEAD_BYTES || room < arrived.len() {
-                    self.looked = true;
-                    self.head = Vec::new();
+                    self.stop_looking();
                 }
                 None
             }
         }
+    }
+
+    /// The head is looked at no more (found, given up, or no list to look for).
+    fn stop_looking(&mut self) {
+        self.looked = true;
+        self.head = Vec::new();
     }
 
     /// Whether more bytes can still change the scan's answer.
@@ -102,8 +107,7 @@ impl HeldJson {
         if !self.looked {
             match known.map(|list| (list, self.find_result(arrived))) {
                 Some((list, Some(value_at))) => {
-                    self.looked = true;
-                    self.head = Vec::new();
+                    self.stop_looking();
                     let (before, after) = rest.split_at(value_at.min(rest.len()));
                     if self.scan.feed(before) == Extent::Trailing {
                         return Extent::Trailing;
@@ -115,10 +119,7 @@ impl HeldJson {
                     rest = after;
                 }
                 Some((_, None)) => {}
-                None => {
-                    self.looked = true;
-                    self.head = Vec::new();
-                }
+                None => self.stop_looking(),
             }
         }
         if let Some(mut repeats) = self.repeats.take() {

@@ -89,14 +89,16 @@ impl FirstValue {
     pub fn feed(&mut self, bytes: &[u8]) -> Extent {
         self.fed = self.fed.saturating_add(bytes.len());
         let mut at = 0;
-        while self.watching() && at < bytes.len() {
-            at = match (self.phase, bytes.get(at)) {
-                (Phase::Inside, _) => self.inside(bytes, at),
-                (_, Some(&byte)) => {
+        while self.watching() {
+            let Some(&byte) = bytes.get(at) else {
+                break;
+            };
+            at = match self.phase {
+                Phase::Inside => self.inside(bytes, at),
+                _ => {
                     self.step(byte);
                     at.saturating_add(1)
                 }
-                (_, None) => break,
             };
         }
         match self.phase {
@@ -237,93 +239,61 @@ mod tests {
     use super::*;
 
     /// The scan as first written, byte by byte through the whole value: the word-at-a-time
-    /// scan must answer as it does for every body, however it is cut.
-    #[derive(Default)]
-    struct ByteByByte {
-        depth: usize,
-        in_string: bool,
-        escaped: bool,
-        phase: Phase,
+    /// scan must answer as it does for every body, however it is cut. Bytes outside the value
+    /// go through the scan's own `step`, which the word scan did not change.
+    fn byte_by_byte(scan: &mut FirstValue, bytes: &[u8]) {
+        scan.fed += bytes.len();
+        for &byte in bytes {
+            match scan.phase {
+                Phase::Trailing | Phase::Abandoned => return,
+                Phase::Inside => scan.phase = inside_byte(scan, byte),
+                _ => scan.step(byte),
+            }
+        }
     }
 
-    impl ByteByByte {
-        fn feed(&mut self, bytes: &[u8]) {
-            for &byte in bytes {
-                if matches!(self.phase, Phase::Trailing | Phase::Abandoned) {
-                    return;
-                }
-                let space = matches!(byte, b' ' | b'\t' | b'\n' | b'\r');
-                self.phase = match self.phase {
-                    Phase::Before if space => Phase::Before,
-                    Phase::Before => match byte {
-                        b'{' | b'[' => {
-                            self.depth = 1;
-                            Phase::Inside
-                        }
-                        b'"' => {
-                            self.in_string = true;
-                            Phase::Inside
-                        }
-                        _ if bare(byte) => Phase::Bare,
-                        _ => Phase::Abandoned,
-                    },
-                    Phase::Inside => self.inside(byte),
-                    Phase::Bare if bare(byte) => Phase::Bare,
-                    Phase::Bare if space => Phase::After,
-                    Phase::After if space => Phase::After,
-                    Phase::Bare | Phase::After => Phase::Trailing,
-                    done @ (Phase::Trailing | Phase::Abandoned) => done,
-                };
-            }
-        }
-
-        fn inside(&mut self, byte: u8) -> Phase {
-            if self.in_string {
-                match (self.escaped, byte) {
-                    (true, _) => self.escaped = false,
-                    (false, b'\\') => self.escaped = true,
-                    (false, b'"') => self.in_string = false,
-                    _ => {}
-                }
-                return match (self.in_string, self.depth) {
-                    (false, 0) => Phase::After,
-                    _ => Phase::Inside,
-                };
-            }
-            match byte {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => match self.depth.checked_sub(1) {
-                    Some(0) => {
-                        self.depth = 0;
-                        return Phase::After;
-                    }
-                    Some(depth) => self.depth = depth,
-                    None => return Phase::Abandoned,
-                },
+    /// One byte inside the value, as the scan first read it.
+    fn inside_byte(scan: &mut FirstValue, byte: u8) -> Phase {
+        if scan.in_string {
+            match (scan.escaped, byte) {
+                (true, _) => scan.escaped = false,
+                (false, b'\\') => scan.escaped = true,
+                (false, b'"') => scan.in_string = false,
                 _ => {}
             }
-            Phase::Inside
+            return match (scan.in_string, scan.depth) {
+                (false, 0) => Phase::After,
+                _ => Phase::Inside,
+            };
         }
+        match byte {
+            b'"' => scan.in_string = true,
+            b'{' | b'[' => scan.depth += 1,
+            b'}' | b']' => match scan.depth.checked_sub(1) {
+                Some(0) => {
+                    scan.depth = 0;
+                    return Phase::After;
+                }
+                Some(depth) => scan.depth = depth,
+                None => return Phase::Abandoned,
+            },
+            _ => {}
+        }
+        Phase::Inside
     }
 
     /// Feeds `body` cut at `cuts` to both scans and compares them after every chunk.
     fn same_as_byte_by_byte(body: &[u8], cuts: &[usize]) {
-        let (mut fast, mut slow) = (FirstValue::default(), ByteByByte::default());
+        let (mut fast, mut slow) = (FirstValue::default(), FirstValue::default());
         let mut start = 0;
         for &end in cuts.iter().chain([body.len()].iter()) {
             let chunk = &body[start..end.max(start)];
             start = end.max(start);
             fast.feed(chunk);
-            slow.feed(chunk);
+            byte_by_byte(&mut slow, chunk);
             assert_eq!(fast.phase, slow.phase, "{body:?} cut at {cuts:?}");
             if fast.watching() {
-                let state = (fast.depth, fast.in_string, fast.escaped);
-                assert_eq!(
-                    state,
-                    (slow.depth, slow.in_string, slow.escaped),
-                    "{body:?} {cuts:?}"
-                );
+                assert_eq!(fast, slow, "{body:?} cut at {cuts:?}");
             }
         }
         assert_eq!(fast.fed(), body.len());
