@@ -15,6 +15,33 @@ cd "$repo"
 start=$(date +%s)
 step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - start ))"; }
 
+# The installs below wait on the network and the Rust tiers on the processors: they run side by
+# side, the installs in the background from the start (their output in target/installs.log,
+# shown when they fail), and the first tier that needs them waits for them.
+installs() {
+  scripts/setup-python.sh
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r envoy/requirements-extra.txt
+  scripts/setup-python-mcp2.sh
+  scripts/setup-node.sh
+  scripts/setup-node-mcp2.sh
+  scripts/setup-conformance.sh
+  scripts/setup-stdio-servers.sh
+  scripts/setup-chromium.sh
+  scripts/setup-oci.sh
+  scripts/setup-etcd.sh
+  scripts/setup-bench.sh
+}
+mkdir -p target
+step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry, etcd, wrk: started in the background"
+# Job control on for one line: the installs get a process group of their own, stopped whole if
+# this script ends first.
+set -m
+( installs_start=$(date +%s); installs; echo "installs: done in $(( $(date +%s) - installs_start ))s" ) \
+  >target/installs.log 2>&1 &
+installs_pid=$!
+set +m
+trap 'kill -- "-$installs_pid" 2>/dev/null || true' EXIT
+
 step "toolchain"
 scripts/setup-rust.sh
 
@@ -29,18 +56,13 @@ step "clippy (native and wasm32-wasip1)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy -p toolseal-plugin --target wasm32-wasip1 --quiet -- -D warnings
 
-step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry, etcd, wrk"
-scripts/setup-python.sh
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r envoy/requirements-extra.txt
-scripts/setup-python-mcp2.sh
-scripts/setup-node.sh
-scripts/setup-node-mcp2.sh
-scripts/setup-conformance.sh
-scripts/setup-stdio-servers.sh
-scripts/setup-chromium.sh
-scripts/setup-oci.sh
-scripts/setup-etcd.sh
-scripts/setup-bench.sh
+step "waiting for the installs"
+if ! wait "$installs_pid"; then
+  cat target/installs.log
+  echo "test.sh: the installs failed (above)" >&2
+  exit 1
+fi
+tail -n 1 target/installs.log
 # etcd is installed now: the stdio guard's fleet tests fail rather than skip without it.
 export TOOLSEAL_REQUIRE_ETCD=1
 
