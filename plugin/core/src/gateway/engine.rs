@@ -249,10 +249,6 @@ pub struct Engine {
     /// The last whole `tools/list` checked per server (served or filtered): its bytes, its
     /// parse and its digests, the one memory of a list seen before (see `known_list`).
     pub(crate) known_lists: crate::gateway::known_list::KnownLists,
-    /// The digests the list check computed for the whole `tools/list` result of the message
-    /// being read, served or filtered (left by the check, taken by the body reader to
-    /// remember the result with them).
-    pub(crate) checked_list: Option<std::rc::Rc<crate::gateway::listing::live::LiveDigests>>,
     /// Servers whose last `tools/list` this worker could not check (unreadable, or the check
     /// could not read or write the state): their live set is unknown, so calls to them are
     /// refused until a list verifies here. At most `limits.max_servers` entries.
@@ -280,7 +276,6 @@ impl Engine {
             records: ParseCache::new(crate::state::parse_cache::RECORD_ENTRIES),
             snapshots: ParseCache::new(crate::state::parse_cache::SNAPSHOT_ENTRIES),
             known_lists: crate::gateway::known_list::KnownLists::default(),
-            checked_list: None,
             candidates: Default::default(),
             held: std::collections::BTreeSet::new(),
             fleet: Default::default(),

@@ -281,16 +281,18 @@ impl Engine {
             .iter()
             .position(|pending| crate::gateway::response::same_id(&pending.id, &envelope.id))?;
         let request = exchange.pending_lists.remove(index);
-        let verdict = self.list_result(
-            store,
-            out,
-            now_ms,
-            exchange,
-            &request,
-            &known.result,
-            Some(&known.digests),
-        );
-        self.checked_list = None;
+        // The list is remembered already: the digests its check hands back are not needed.
+        let verdict = self
+            .list_result(
+                store,
+                out,
+                now_ms,
+                exchange,
+                &request,
+                &known.result,
+                Some(&known.digests),
+            )
+            .answer;
         // A lowered `ttlMs` is spliced into the server's bytes: only the number changes.
         if let (ListAnswer::LowerTtl(cap), Some(span)) = (&verdict, &known.ttl) {
             let start = envelope.result.start.saturating_add(span.start);
@@ -345,10 +347,13 @@ impl Engine {
     /// After the last page completed a set of `size` bytes of definitions whose digests the
     /// check computed: remembers its tools, so the same pages gathered again are recognized.
     /// A set recognized as the remembered one is left as it is.
-    pub(crate) fn remember_gathered_list(&mut self, server: &str, tools: Value, size: usize) {
-        let Some(digests) = self.checked_list.take() else {
-            return;
-        };
+    pub(crate) fn remember_gathered_list(
+        &mut self,
+        server: &str,
+        tools: Value,
+        size: usize,
+        digests: Rc<LiveDigests>,
+    ) {
         let known = self.known_lists.entries.get(server);
         if known.is_some_and(|known| Rc::ptr_eq(&known.digests, &digests)) {
             return;

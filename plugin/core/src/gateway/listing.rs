@@ -99,21 +99,47 @@ struct Verdict {
     /// Listed tools withheld from this answer: the list was checked against the catalogue
     /// alone (its view cannot be told, or is new past the bound), and they are not in it.
     unreviewed: Vec<String>,
+    /// The digests of the whole set the check evaluated, served or filtered (none when it
+    /// was not a valid set or the check could not complete).
+    checked: Option<Rc<LiveDigests>>,
 }
 
 impl Verdict {
-    /// The same verdict, withholding `unreviewed` from what it serves.
-    fn withholding(mut self, unreviewed: Vec<String>) -> Self {
-        self.unreviewed = unreviewed;
-        self
+    /// The verdict on an evaluated set: served as far as the server is open, withholding
+    /// what was checked against the catalogue alone.
+    fn evaluated(set: Evaluated, scope: DriftScope) -> Self {
+        Verdict {
+            unreviewed: set.unreviewed,
+            checked: set.checked,
+            ..serve_if_open(set.record, scope)
+        }
     }
 }
 
+/// What one list result makes the gateway forward, and the digests of its tools when the
+/// result was a whole list evaluated as a valid set (served or filtered): the body reader
+/// remembers the result's bytes with them ([`crate::gateway::known_list`]).
+pub(crate) struct ListOutcome {
+    pub(crate) answer: ListAnswer,
+    pub(crate) checked: Option<Rc<LiveDigests>>,
+}
+
+/// A complete set applied to the lifecycle ([`Engine::evaluate_set`]).
+struct Evaluated {
+    /// The server's record after it.
+    record: ServerRecord,
+    /// Listed tools withheld because the list was checked against the catalogue alone.
+    unreviewed: Vec<String>,
+    /// The set's digests, computed from its tools (or the cached set of the known
+    /// fingerprint), never read back from the record.
+    checked: Option<Rc<LiveDigests>>,
+}
+
 impl Engine {
-    /// Checks one `tools/list` result answering `request`; says what to forward.
-    /// `known`: the digests `result.tools` is known to have (a result checked before, byte
-    /// for byte), so that it is not digested again. A whole list evaluated as a valid set,
-    /// served or filtered, leaves the digests computed for it in `checked_list`.
+    /// Checks one `tools/list` result answering `request`; says what to forward and, for a
+    /// whole list evaluated as a valid set, the digests computed for it. `known`: the digests
+    /// `result.tools` is known to have (a result checked before, byte for byte), so that it
+    /// is not digested again.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_result(
         &mut self,
@@ -124,15 +150,11 @@ impl Engine {
         request: &PendingList,
         result: &Value,
         known: Option<&Rc<LiveDigests>>,
-    ) -> ListAnswer {
-        let id = &request.id;
-        let tools = result.get("tools");
-        let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
+    ) -> ListOutcome {
         let next = result.get("nextCursor").and_then(cursor_text);
-        let next_cursor = next.is_some();
-        let whole = request.cursor.is_none() && !next_cursor;
-        self.checked_list = None;
-        let verdict = if !whole {
+        let whole = request.cursor.is_none() && next.is_none();
+        let tools = result.get("tools");
+        let mut verdict = if !whole {
             self.check_page(
                 store,
                 out,
@@ -153,10 +175,31 @@ impl Engine {
                 request.view.as_ref(),
             )
         };
-        if !whole {
-            // The last page completes a set over every page: no single result's bytes.
-            self.checked_list = None;
-        }
+        // The last page completes a set over every page: no single result's bytes.
+        let checked = match whole {
+            true => verdict.checked.take(),
+            false => None,
+        };
+        let answer = self.list_answer(store, out, now_ms, exchange, request, result, verdict);
+        ListOutcome { answer, checked }
+    }
+
+    /// What to forward for a list result, given the verdict on it.
+    #[allow(clippy::too_many_arguments)]
+    fn list_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::state::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        request: &PendingList,
+        result: &Value,
+        verdict: Verdict,
+    ) -> ListAnswer {
+        let id = &request.id;
+        let tools = result.get("tools");
+        let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
+        let next_cursor = result.get("nextCursor").and_then(cursor_text).is_some();
         let status = verdict
             .record
             .as_ref()
@@ -381,7 +424,7 @@ impl Engine {
         let tools = tools.unwrap_or(&Value::Null);
         let scope = self.config.drift_scope_of(&exchange.server);
         match self.evaluate_set(store, out, now_ms, exchange, tools, known, view) {
-            Ok((record, unreviewed)) => serve_if_open(record, scope).withholding(unreviewed),
+            Ok(set) => Verdict::evaluated(set, scope),
             Err(e) => unchecked(None, &e),
         }
     }
@@ -393,8 +436,6 @@ impl Engine {
     /// another worker wrote in between (a first contact, an approval, another view) is
     /// decided again, never given an answer computed for the record read before it.
     /// `known`: the digests `tools` is known to have (a result checked before, byte for byte).
-    /// Returns the record, and the listed tools withheld because the list was checked
-    /// against the catalogue alone.
     #[allow(clippy::too_many_arguments)]
     fn evaluate_set(
         &mut self,
@@ -405,7 +446,7 @@ impl Engine {
         tools: &Value,
         known: Option<&Rc<LiveDigests>>,
         view: Option<&ViewRead>,
-    ) -> Result<(ServerRecord, Vec<String>), StateError> {
+    ) -> Result<Evaluated, StateError> {
         let server = exchange.server.clone();
         let session = exchange.session.clone();
         let digests = match known {
@@ -465,11 +506,12 @@ impl Engine {
         if drifted {
             out.count(Counter::ListsChanged, None);
         }
-        // Computed here from the tools themselves (or the cached set of the known
-        // fingerprint), never read back from the record.
-        self.checked_list = checked;
         let Some((withheld, past_bound)) = alone else {
-            return Ok((record, Vec::new()));
+            return Ok(Evaluated {
+                record,
+                unreviewed: Vec::new(),
+                checked,
+            });
         };
         if past_bound {
             let reason = format!(
@@ -487,7 +529,11 @@ impl Engine {
             );
             self.emit(store, out, &event);
         }
-        Ok((record, withheld))
+        Ok(Evaluated {
+            record,
+            unreviewed: withheld,
+            checked,
+        })
     }
 }
 
@@ -500,6 +546,7 @@ fn serve_if_open(record: ServerRecord, scope: DriftScope) -> Verdict {
         reason,
         unchecked: false,
         unreviewed: Vec::new(),
+        checked: None,
     }
 }
 
@@ -540,5 +587,6 @@ fn unchecked(record: Option<ServerRecord>, error: &StateError) -> Verdict {
         reason: error.to_string(),
         unchecked: !matches!(error, StateError::TooManyServers(_)),
         unreviewed: Vec::new(),
+        checked: None,
     }
 }

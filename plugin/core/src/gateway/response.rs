@@ -11,6 +11,7 @@ mod fail_closed;
 
 use crate::gateway::body::HeldJson;
 use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::listing::live::LiveDigests;
 use crate::gateway::unread::{Unread, awaits_answer, may_hold_tools};
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
@@ -18,6 +19,7 @@ use crate::wire::jsonrpc::{self, Message, Payload};
 use crate::wire::sse::SseParser;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::rc::Rc;
 
 /// How the host must feed the response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,23 +304,24 @@ impl Engine {
         body: &[u8],
         payload: Payload,
     ) -> Option<Vec<u8>> {
-        self.checked_list = None;
-        let replaced = match self.server_payload(store, out, now_ms, exchange, &payload) {
+        let (fate, checked) = self.server_payload(store, out, now_ms, exchange, &payload);
+        let replaced = match fate {
             Fate::Unchanged => None,
             Fate::Replaced(value) => Some(crate::wire::json::encode(&value)),
             Fate::Dropped => Some(Vec::new()),
         };
-        // The list check leaves the digests it computed for a whole list, served or
-        // filtered: `body` and `payload` are the server's bytes and their parse either way
-        // (a filtered answer is rebuilt from them the next time too).
-        if let Some(digests) = self.checked_list.take() {
+        // The digests the list check computed for a whole list, served or filtered: `body`
+        // and `payload` are the server's bytes and their parse either way (a filtered answer
+        // is rebuilt from them the next time too).
+        if let Some(digests) = checked {
             self.remember_checked_list(&exchange.server, body, payload, digests);
         }
         replaced
     }
 
     /// The messages of a response payload: what is forwarded instead when a message changed
-    /// or was dropped (a batch keeps the messages that stand).
+    /// or was dropped (a batch keeps the messages that stand), and the digests of the whole
+    /// tool list a single message answered with (see `listing::ListOutcome`).
     fn server_payload(
         &mut self,
         store: &mut dyn StateStore,
@@ -326,36 +329,51 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         payload: &Payload,
-    ) -> Fate {
+    ) -> (Fate, Option<Rc<LiveDigests>>) {
         let mut fates = Vec::with_capacity(payload.messages().len());
+        let mut checked = None;
         for message in payload.messages() {
-            fates.push(self.server_message(store, out, now_ms, exchange, message));
+            let (fate, list) = self.server_message(store, out, now_ms, exchange, message);
+            fates.push(fate);
+            checked = list;
         }
-        if fates.iter().all(|f| matches!(f, Fate::Unchanged)) {
-            return Fate::Unchanged;
-        }
-        // Unchanged messages are copied only when something changed (a list result is large).
-        let values: Vec<Value> = fates
-            .into_iter()
-            .zip(payload.messages())
-            .filter_map(|(fate, message)| match fate {
-                Fate::Unchanged => Some(message.to_value()),
-                Fate::Replaced(value) => Some(value),
-                Fate::Dropped => None,
-            })
-            .collect();
-        match (payload, values.is_empty()) {
-            (_, true) => Fate::Dropped,
-            (Payload::Single(_), false) => values
-                .into_iter()
-                .next()
-                .map_or(Fate::Dropped, Fate::Replaced),
-            (Payload::Batch(_), false) => Fate::Replaced(Value::Array(values)),
-        }
+        // Only a single message's result bytes are the body's to remember.
+        let checked = checked.filter(|_| matches!(payload, Payload::Single(_)));
+        (payload_fate(payload, fates), checked)
     }
 
-    /// One server message: forwarded as it is, replaced, or dropped.
+    /// One server message: forwarded as it is, replaced, or dropped; with the digests of a
+    /// whole tool list it answered with.
     fn server_message(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        message: &Message,
+    ) -> (Fate, Option<Rc<LiveDigests>>) {
+        if let Message::Response { id, result } = message {
+            let list = exchange
+                .pending_lists
+                .iter()
+                .position(|pending| same_id(&pending.id, id));
+            if let Some(index) = list {
+                let request = exchange.pending_lists.remove(index);
+                let list = self.list_result(store, out, now_ms, exchange, &request, result, None);
+                return (
+                    Fate::from(list.answer.into_answer(id, result)),
+                    list.checked,
+                );
+            }
+        }
+        (
+            self.other_message(store, out, now_ms, exchange, message),
+            None,
+        )
+    }
+
+    /// One server message that answers no tool list.
+    fn other_message(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
@@ -371,16 +389,6 @@ impl Engine {
                 Fate::Unchanged
             }
             Message::Response { id, result } => {
-                let list = exchange
-                    .pending_lists
-                    .iter()
-                    .position(|pending| same_id(&pending.id, id));
-                if let Some(index) = list {
-                    let request = exchange.pending_lists.remove(index);
-                    let list =
-                        self.list_result(store, out, now_ms, exchange, &request, result, None);
-                    return Fate::from(list.into_answer(id, result));
-                }
                 if let Some(index) = exchange
                     .pending_calls
                     .iter()
@@ -622,6 +630,31 @@ fn id_number(id: &Value) -> Option<f64> {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse::<i64>().ok().map(|n| n as f64),
         _ => None,
+    }
+}
+
+/// What is forwarded for a payload whose messages met `fates`.
+fn payload_fate(payload: &Payload, fates: Vec<Fate>) -> Fate {
+    if fates.iter().all(|f| matches!(f, Fate::Unchanged)) {
+        return Fate::Unchanged;
+    }
+    // Unchanged messages are copied only when something changed (a list result is large).
+    let values: Vec<Value> = fates
+        .into_iter()
+        .zip(payload.messages())
+        .filter_map(|(fate, message)| match fate {
+            Fate::Unchanged => Some(message.to_value()),
+            Fate::Replaced(value) => Some(value),
+            Fate::Dropped => None,
+        })
+        .collect();
+    match (payload, values.is_empty()) {
+        (_, true) => Fate::Dropped,
+        (Payload::Single(_), false) => values
+            .into_iter()
+            .next()
+            .map_or(Fate::Dropped, Fate::Replaced),
+        (Payload::Batch(_), false) => Fate::Replaced(Value::Array(values)),
     }
 }
 

@@ -127,3 +127,23 @@ fn equal_tools_in_other_bytes_or_pages_decide_as_a_cold_worker() {
     }
     assert!(warm.engine.remembered_list("s").is_some());
 }
+
+/// The set a listing's last page completes is remembered with the digests its check
+/// computed (so the same pages gathered again are recognized, not hashed again); a page that
+/// completes nothing remembers nothing.
+#[test]
+fn a_set_gathered_from_pages_is_remembered_by_its_fingerprint() {
+    let all = tools();
+    let (head, tail) = all.split_at(1);
+    let mut gateway = NativeReplay::new(Config::default());
+    gateway.exchange("s", &list_around(1, None, head, Some("2")), usize::MAX);
+    assert_eq!(gateway.engine.remembered_list("s"), None);
+    gateway.exchange("s", &list_around(2, Some("2"), tail, None), usize::MAX);
+    let whole = toolseal_core::policy::fingerprint::digest_tools(
+        &Value::Array(tools()),
+        &Config::default().fingerprint,
+    )
+    .unwrap()
+    .fingerprint();
+    assert_eq!(gateway.engine.remembered_list("s"), Some(whole));
+}

@@ -269,6 +269,7 @@ impl Engine {
             reason,
             unchecked: false,
             unreviewed: Vec::new(),
+            checked: None,
         }
     }
 
@@ -292,12 +293,12 @@ impl Engine {
         match acc {
             Some(acc) => {
                 let all = Value::Array(acc.tools);
-                let checked =
-                    self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view);
-                self.remember_gathered_list(&exchange.server, all, acc.bytes);
-                match checked {
-                    Ok((record, unreviewed)) => {
-                        serve_if_open(record, page.scope).withholding(unreviewed)
+                match self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view) {
+                    Ok(mut set) => {
+                        if let Some(digests) = set.checked.take() {
+                            self.remember_gathered_list(&exchange.server, all, acc.bytes, digests);
+                        }
+                        Verdict::evaluated(set, page.scope)
                     }
                     Err(e) => unchecked(record, &e),
                 }
@@ -372,6 +373,7 @@ fn withheld(record: Option<ServerRecord>, reason: String) -> Verdict {
         reason,
         unchecked: false,
         unreviewed: Vec::new(),
+        checked: None,
     }
 }
 
