@@ -10,22 +10,18 @@
 
 use serde_json::json;
 use toolseal_component::exchanges::{CAPACITY, Exchanges, MAX_PENDING};
-use toolseal_core::gateway::engine::{Exchange, PendingList};
+use toolseal_core::gateway::engine::{Exchange, Pending, PendingList};
 
 /// The ids of an exchange's pending lists.
 fn ids(exchange: &Exchange) -> Vec<serde_json::Value> {
-    exchange
-        .pending_lists
-        .iter()
-        .map(|l| l.id.clone())
-        .collect()
+    exchange.lists().map(|l| l.id.clone()).collect()
 }
 
 fn pending_list(server: &str, session: &str, id: u64) -> Exchange {
     let mut exchange = Exchange::new(server, Some(session));
     exchange
-        .pending_lists
-        .push(PendingList::new(json!(id), Some(session)));
+        .pending
+        .push(Pending::List(PendingList::new(json!(id), Some(session))));
     exchange
 }
 
@@ -37,11 +33,11 @@ fn take_gives_back_what_merge_left_and_a_fresh_exchange_otherwise() {
     let taken = map.take("s", Some("a"));
     assert_eq!(ids(&taken), vec![json!(1), json!(2)]);
     assert!(
-        map.take("s", Some("a")).pending_lists.is_empty(),
+        map.take("s", Some("a")).pending.is_empty(),
         "taken out, not copied"
     );
-    assert!(map.take("s", None).pending_lists.is_empty());
-    assert!(map.take("other", Some("a")).pending_lists.is_empty());
+    assert!(map.take("s", None).pending.is_empty());
+    assert!(map.take("other", Some("a")).pending.is_empty());
 }
 
 #[test]
@@ -55,7 +51,7 @@ fn the_least_recently_used_pair_is_evicted_at_capacity() {
     map.put(first);
     map.merge(pending_list("s", "newcomer", 9999));
     assert!(
-        map.take("s", Some("session-1")).pending_lists.is_empty(),
+        map.take("s", Some("session-1")).pending.is_empty(),
         "evicted"
     );
     assert_eq!(ids(&map.take("s", Some("session-0"))), vec![json!(0)]);
@@ -69,11 +65,26 @@ fn pending_ids_are_capped_oldest_first() {
     for i in 0..(MAX_PENDING as u64 + 10) {
         map.merge(pending_list("s", "a", i));
     }
+    // Other requests are capped apart: as many of them do not push lists out.
+    for i in 0..(MAX_PENDING as u64 + 5) {
+        let mut other = Exchange::new("s", Some("a"));
+        other
+            .pending
+            .push(Pending::Other(json!(format!("o{i}")), "ping".into()));
+        map.merge(other);
+    }
     let taken = map.take("s", Some("a"));
-    assert_eq!(taken.pending_lists.len(), MAX_PENDING);
-    assert_eq!(taken.pending_lists[0].id, json!(10));
-    assert_eq!(
-        taken.pending_lists[MAX_PENDING - 1].id,
-        json!(MAX_PENDING as u64 + 9)
-    );
+    let lists = ids(&taken);
+    assert_eq!(lists.len(), MAX_PENDING);
+    assert_eq!(lists[0], json!(10));
+    assert_eq!(lists[MAX_PENDING - 1], json!(MAX_PENDING as u64 + 9));
+    let others: Vec<&serde_json::Value> = taken
+        .pending
+        .iter()
+        .filter(|p| p.method() == "ping")
+        .map(Pending::id)
+        .collect();
+    assert_eq!(others.len(), MAX_PENDING);
+    assert_eq!(others[0], &json!("o5"));
+    assert_eq!(taken.pending.len(), 2 * MAX_PENDING);
 }

@@ -8,6 +8,7 @@
 
 use crate::config::Config;
 use crate::gateway::denial::{Denial, ErrorCode, denial_message};
+use crate::gateway::response::same_id;
 use crate::policy::approved::{Approved, ApprovedCache};
 use crate::policy::rules::{Action, CallFacts, CallerIdentity};
 use crate::policy::status::{self as lifecycle, SchemaStatus, ServerRecord};
@@ -97,6 +98,51 @@ pub enum RequestVerdict {
     Reply(LocalReply),
 }
 
+/// A forwarded request awaiting its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pending {
+    /// A `tools/list`: its result is checked.
+    List(PendingList),
+    /// A `tools/call`: its result may be held to the tool's output contract.
+    Call(PendingCall),
+    /// Any other request (id, method), so its answer's record names its method.
+    Other(Value, String),
+}
+
+impl Pending {
+    /// The request's JSON-RPC id.
+    pub fn id(&self) -> &Value {
+        match self {
+            Pending::List(list) => &list.id,
+            Pending::Call(call) => &call.id,
+            Pending::Other(id, _) => id,
+        }
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &str {
+        match self {
+            Pending::List(_) => "tools/list",
+            Pending::Call(_) => "tools/call",
+            Pending::Other(_, method) => method,
+        }
+    }
+
+    /// Lists (0), calls (1) and the rest (2): bounded apart, and answered in that order by
+    /// an error that answers several.
+    pub(crate) fn kind_index(&self) -> usize {
+        Self::kind_of(self.method())
+    }
+
+    fn kind_of(method: &str) -> usize {
+        match method {
+            "tools/list" => 0,
+            "tools/call" => 1,
+            _ => 2,
+        }
+    }
+}
+
 /// A forwarded `tools/call` awaiting its result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingCall {
@@ -160,12 +206,8 @@ pub struct Exchange {
     /// The stateless revision the request declared (header or `_meta`: MCP 2026-07-28 or
     /// later), once its body was read; `None` for the handshake era.
     pub protocol_version: Option<String>,
-    /// `tools/list` requests awaiting their response.
-    pub pending_lists: Vec<PendingList>,
-    /// `tools/call` requests awaiting their result.
-    pub pending_calls: Vec<PendingCall>,
-    /// Other requests awaiting an answer (id, method), so each answer's record names its method.
-    pub pending_other: Vec<(Value, String)>,
+    /// The requests awaiting their answer, in the order they were forwarded.
+    pub pending: Vec<Pending>,
     /// The ids a resumed stream took over from its session's earlier exchanges (see
     /// [`crate::gateway::resume`]): those it answers leave the session's slot at its end.
     pub resumed: Vec<Value>,
@@ -225,15 +267,80 @@ impl Exchange {
         if !later.path.is_empty() {
             self.path = later.path;
         }
-        self.pending_lists.extend(later.pending_lists);
-        self.pending_calls.extend(later.pending_calls);
-        self.pending_other.extend(later.pending_other);
-        let excess = self.pending_lists.len().saturating_sub(max_pending);
-        self.pending_lists.drain(..excess);
-        let excess = self.pending_calls.len().saturating_sub(max_pending);
-        self.pending_calls.drain(..excess);
-        let excess = self.pending_other.len().saturating_sub(max_pending);
-        self.pending_other.drain(..excess);
+        self.pending.extend(later.pending);
+        // The newest `max_pending` of each kind stay.
+        let mut kept = [0usize; 3];
+        let mut keep = vec![false; self.pending.len()];
+        for (index, pending) in self.pending.iter().enumerate().rev() {
+            if let Some(count) = kept.get_mut(pending.kind_index())
+                && *count < max_pending
+            {
+                *count += 1;
+                if let Some(slot) = keep.get_mut(index) {
+                    *slot = true;
+                }
+            }
+        }
+        let mut keep = keep.into_iter();
+        self.pending.retain(|_| keep.next().unwrap_or(false));
+    }
+
+    /// Whether a request still waits for its answer.
+    pub fn awaits_answer(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Whether a request with this id still waits for its answer.
+    pub fn waits(&self, id: &Value) -> bool {
+        self.pending.iter().any(|p| same_id(p.id(), id))
+    }
+
+    /// The `tools/list` requests awaiting their result.
+    pub fn lists(&self) -> impl Iterator<Item = &PendingList> {
+        self.pending.iter().filter_map(|p| match p {
+            Pending::List(list) => Some(list),
+            _ => None,
+        })
+    }
+
+    /// Whether a `tools/list` request awaits its result.
+    pub fn awaits_list(&self) -> bool {
+        self.lists().next().is_some()
+    }
+
+    /// The `tools/call` requests awaiting their result.
+    pub fn calls(&self) -> impl Iterator<Item = &PendingCall> {
+        self.pending.iter().filter_map(|p| match p {
+            Pending::Call(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// How many requests of `method`'s kind wait (lists, calls, or any other).
+    pub(crate) fn waiting_like(&self, method: &str) -> usize {
+        let kind = Pending::kind_of(method);
+        self.pending
+            .iter()
+            .filter(|p| p.kind_index() == kind)
+            .count()
+    }
+
+    /// Takes out the request `id` answers (an error answers it as a result would).
+    pub(crate) fn settle(&mut self, id: &Value) -> Option<Pending> {
+        let index = self.pending.iter().position(|p| same_id(p.id(), id))?;
+        Some(self.pending.remove(index))
+    }
+
+    /// Takes out the `tools/list` request `id` answers, if it is one.
+    pub(crate) fn settle_list(&mut self, id: &Value) -> Option<PendingList> {
+        let index = self
+            .pending
+            .iter()
+            .position(|p| matches!(p, Pending::List(l) if same_id(&l.id, id)))?;
+        match self.pending.remove(index) {
+            Pending::List(list) => Some(list),
+            _ => None,
+        }
     }
 }
 

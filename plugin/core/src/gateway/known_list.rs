@@ -252,7 +252,7 @@ impl Engine {
     /// The list remembered for the server of `exchange` when a body arriving on it may repeat
     /// its `result` bytes (the exchange awaits a `tools/list` answer, and the list has bytes).
     pub(crate) fn known_list_for(&self, exchange: &Exchange) -> Option<Rc<KnownList>> {
-        if exchange.pending_lists.is_empty() {
+        if !exchange.awaits_list() {
             return None;
         }
         self.known_lists
@@ -271,16 +271,12 @@ impl Engine {
         exchange: &mut Exchange,
         body: &[u8],
     ) -> Option<Option<crate::gateway::response::Forward>> {
-        if exchange.pending_lists.is_empty() {
+        if !exchange.awaits_list() {
             return None;
         }
         let known = self.known_lists.get(&exchange.server)?;
         let envelope = split_response(body, ResultBytes::Known(known.bytes.as_deref()?))?;
-        let index = exchange
-            .pending_lists
-            .iter()
-            .position(|pending| crate::gateway::response::same_id(&pending.id, &envelope.id))?;
-        let request = exchange.pending_lists.remove(index);
+        let request = exchange.settle_list(&envelope.id)?;
         // The list is remembered already: the digests its check hands back are not needed.
         let verdict = self
             .list_result(

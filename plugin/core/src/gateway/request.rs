@@ -10,7 +10,7 @@
 use crate::gateway::call::{Call, CallOutcome, CheckedCall};
 use crate::gateway::denial::Denial;
 use crate::gateway::engine::{
-    Engine, Exchange, LocalReply, PendingList, RequestInfo, RequestVerdict,
+    Engine, Exchange, LocalReply, Pending, PendingList, RequestInfo, RequestVerdict,
 };
 use crate::state::audit::{Counter, Outputs};
 use crate::state::snapshot_key::{ClientKey, KeyRead};
@@ -361,7 +361,7 @@ impl Engine {
             };
             return match self.settle_call(store, out, now_ms, exchange, &call, checked, refused) {
                 CallOutcome::Forward(pending) => {
-                    exchange.pending_calls.push(pending);
+                    exchange.pending.push(Pending::Call(pending));
                     None
                 }
                 CallOutcome::Denied(denial) => Some(denial.response(id, exchange.stateless())),
@@ -380,21 +380,24 @@ impl Engine {
             // A list whose caller's key cannot be read is served as any other, but recorded as
             // seen by nobody: a later call compares with an older snapshot, never a newer one.
             let key = key.as_ref().ok().and_then(Option::as_ref);
-            exchange.pending_lists.push(PendingList {
+            let list = PendingList {
                 id: id.clone(),
                 cursor,
                 stateless: exchange.stateless(),
                 key: key.cloned().map(ClientKey::into_owned),
                 view: exchange.surface.clone(),
                 caller: view.cloned(),
-            });
-        } else if method == "initialize" {
-            self.initialize_seen(exchange, params.as_ref(), now_ms);
-            if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
-                exchange.pending_other.push((id.clone(), method.clone()));
+            };
+            exchange.pending.push(Pending::List(list));
+        } else {
+            if method == "initialize" {
+                self.initialize_seen(exchange, params.as_ref(), now_ms);
             }
-        } else if exchange.pending_other.len() < jsonrpc::MAX_BATCH {
-            exchange.pending_other.push((id.clone(), method.clone()));
+            if exchange.waiting_like(method) < jsonrpc::MAX_BATCH {
+                exchange
+                    .pending
+                    .push(Pending::Other(id.clone(), method.clone()));
+            }
         }
         self.pass_record(store, out, exchange, "request", message, None);
         None

@@ -10,9 +10,9 @@
 mod fail_closed;
 
 use crate::gateway::body::HeldJson;
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::{Engine, Exchange, Pending};
 use crate::gateway::listing::live::LiveDigests;
-use crate::gateway::unread::{Unread, awaits_answer, may_hold_tools};
+use crate::gateway::unread::{Unread, may_hold_tools};
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::jsonrpc::{self, Message, Payload};
@@ -161,7 +161,7 @@ impl Engine {
         let forward = self.read_payload(store, out, now_ms, exchange, body, payload);
         let answered_nothing = forward.as_ref().is_some_and(Vec::is_empty)
             && matches!(exchange.response, ResponseState::Json(_))
-            && awaits_answer(exchange);
+            && exchange.awaits_answer();
         if answered_nothing {
             // The body was this POST's answer and nothing of it answered the POST: its
             // requests get an error rather than no answer at all.
@@ -268,8 +268,10 @@ impl Engine {
     ) -> Option<Forward> {
         // Every response is read (its id must answer a waiting request); an event without the
         // bytes `id` (nor an escape that could spell them) is a notification.
-        let relevant = !exchange.pending_lists.is_empty()
-            || !exchange.pending_calls.is_empty()
+        let relevant = exchange
+            .pending
+            .iter()
+            .any(|p| matches!(p, Pending::List(_) | Pending::Call(_)))
             || data.windows(2).any(|w| w == b"id")
             || data.windows(12).any(|w| w == b"list_changed")
             || may_hold_tools(data);
@@ -352,27 +354,34 @@ impl Engine {
         exchange: &mut Exchange,
         message: &Message,
     ) -> (Fate, Option<Rc<LiveDigests>>) {
-        if let Message::Response { id, result } = message {
-            let list = exchange
-                .pending_lists
-                .iter()
-                .position(|pending| same_id(&pending.id, id));
-            if let Some(index) = list {
-                let request = exchange.pending_lists.remove(index);
-                let list = self.list_result(store, out, now_ms, exchange, &request, result, None);
-                return (
-                    Fate::from(list.answer.into_answer(id, result)),
-                    list.checked,
-                );
-            }
+        match message {
+            Message::Response { id, result } => match exchange.settle(id) {
+                Some(Pending::List(request)) => {
+                    let list =
+                        self.list_result(store, out, now_ms, exchange, &request, result, None);
+                    (
+                        Fate::from(list.answer.into_answer(id, result)),
+                        list.checked,
+                    )
+                }
+                Some(Pending::Call(call)) => {
+                    let new = self.call_result(store, out, now_ms, exchange, &call, result);
+                    (Fate::from(new.map(|new| answer(id, new))), None)
+                }
+                Some(Pending::Other(_, method)) => {
+                    let fate = self.other_answer(store, out, now_ms, exchange, message, &method);
+                    (fate, None)
+                }
+                None => (self.unsolicited(store, out, now_ms, exchange, id), None),
+            },
+            _ => (
+                self.other_message(store, out, now_ms, exchange, message),
+                None,
+            ),
         }
-        (
-            self.other_message(store, out, now_ms, exchange, message),
-            None,
-        )
     }
 
-    /// One server message that answers no tool list.
+    /// One server message that is not a result.
     fn other_message(
         &mut self,
         store: &mut dyn StateStore,
@@ -388,32 +397,16 @@ impl Engine {
                 self.list_changed(store, out, now_ms, exchange);
                 Fate::Unchanged
             }
-            Message::Response { id, result } => {
-                if let Some(index) = exchange
-                    .pending_calls
-                    .iter()
-                    .position(|c| same_id(&c.id, id))
-                {
-                    let call = exchange.pending_calls.remove(index);
-                    let new = self.call_result(store, out, now_ms, exchange, &call, result);
-                    return Fate::from(new.map(|new| answer(id, new)));
-                }
-                match take_other(exchange, id) {
-                    Some(method) => {
-                        self.other_answer(store, out, now_ms, exchange, message, &method)
-                    }
-                    None => self.unsolicited(store, out, now_ms, exchange, id),
-                }
-            }
             // An error the server could not tie to a request (`id: null`) may answer any
             // request still waiting; with none waiting, it answers nothing.
-            Message::Error { id, .. } if id.is_null() && awaits_answer(exchange) => {
+            Message::Error { id, .. } if id.is_null() && exchange.awaits_answer() => {
                 self.pass_record(store, out, exchange, "response", message, None);
                 Fate::Unchanged
             }
-            Message::Error { id, .. } => match settle(exchange, id) {
-                Some(method) => {
-                    self.pass_record(store, out, exchange, "response", message, Some(&method));
+            Message::Error { id, .. } => match exchange.settle(id) {
+                Some(pending) => {
+                    let method = pending.method();
+                    self.pass_record(store, out, exchange, "response", message, Some(method));
                     Fate::Unchanged
                 }
                 None => self.unsolicited(store, out, now_ms, exchange, id),
@@ -574,37 +567,6 @@ pub(crate) fn splice(bytes: &[u8], at: std::ops::Range<usize>, number: u64) -> V
     out.extend_from_slice(digits.as_bytes());
     out.extend_from_slice(bytes.get(at.end..).unwrap_or_default());
     out
-}
-
-/// Removes the request `id` answers from the exchange's pending requests (an error answers
-/// it as a result would); returns that request's method.
-fn settle(exchange: &mut Exchange, id: &Value) -> Option<String> {
-    if let Some(index) = exchange
-        .pending_lists
-        .iter()
-        .position(|p| same_id(&p.id, id))
-    {
-        exchange.pending_lists.remove(index);
-        return Some("tools/list".into());
-    }
-    if let Some(index) = exchange
-        .pending_calls
-        .iter()
-        .position(|c| same_id(&c.id, id))
-    {
-        exchange.pending_calls.remove(index);
-        return Some("tools/call".into());
-    }
-    take_other(exchange, id)
-}
-
-/// The method of the other request `id` answers (removed from the pending list).
-fn take_other(exchange: &mut Exchange, id: &Value) -> Option<String> {
-    let index = exchange
-        .pending_other
-        .iter()
-        .position(|(pending, _)| same_id(pending, id))?;
-    Some(exchange.pending_other.remove(index).1)
 }
 
 /// Whether a response id answers a request id the way a JSON-RPC client matches them: equal

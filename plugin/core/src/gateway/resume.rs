@@ -15,7 +15,7 @@
 //! compare-and-swap from the very value read, so two exchanges of one session ending at
 //! once both keep what they left.
 
-use crate::gateway::engine::{Engine, Exchange, PendingCall, PendingList};
+use crate::gateway::engine::{Engine, Exchange, Pending, PendingCall, PendingList};
 use crate::gateway::response::same_id;
 use crate::state::slot;
 use crate::state::store::{Expect, StateStore, StoreError};
@@ -43,31 +43,30 @@ struct Waiting {
 
 impl Waiting {
     fn of(exchange: &Exchange) -> impl Iterator<Item = Waiting> + '_ {
-        let calls = exchange.pending_calls.iter().map(|c| Waiting {
-            id: c.id.clone(),
-            method: "tools/call".into(),
-            tool: Some(c.tool.clone()),
-            check: c.check_result,
-            cursor: None,
-            stateless: c.stateless,
-        });
-        let lists = exchange.pending_lists.iter().map(|l| Waiting {
-            id: l.id.clone(),
-            method: "tools/list".into(),
-            tool: None,
-            check: false,
-            cursor: l.cursor.clone(),
-            stateless: l.stateless,
-        });
-        let other = exchange.pending_other.iter().map(|(id, method)| Waiting {
-            id: id.clone(),
-            method: method.clone(),
-            tool: None,
-            check: false,
-            cursor: None,
-            stateless: false,
-        });
-        calls.chain(lists).chain(other)
+        exchange.pending.iter().map(|pending| {
+            let waiting = Waiting {
+                id: pending.id().clone(),
+                method: pending.method().to_string(),
+                tool: None,
+                check: false,
+                cursor: None,
+                stateless: false,
+            };
+            match pending {
+                Pending::Call(call) => Waiting {
+                    tool: Some(call.tool.clone()),
+                    check: call.check_result,
+                    stateless: call.stateless,
+                    ..waiting
+                },
+                Pending::List(list) => Waiting {
+                    cursor: list.cursor.clone(),
+                    stateless: list.stateless,
+                    ..waiting
+                },
+                Pending::Other(..) => waiting,
+            }
+        })
     }
 
     fn to_json(&self) -> Value {
@@ -96,11 +95,11 @@ impl Waiting {
 
     /// Makes it pending on `exchange` again, unless a request of that id already is.
     fn resume(self, exchange: &mut Exchange, session: &str) {
-        if waits(exchange, &self.id) {
+        if exchange.waits(&self.id) {
             return;
         }
-        match (self.method.as_str(), self.tool) {
-            ("tools/call", Some(tool)) => exchange.pending_calls.push(PendingCall {
+        let pending = match (self.method.as_str(), self.tool) {
+            ("tools/call", Some(tool)) => Pending::Call(PendingCall {
                 id: self.id,
                 tool,
                 check_result: self.check,
@@ -111,18 +110,12 @@ impl Waiting {
                 let mut list = PendingList::new(self.id, Some(session));
                 list.cursor = self.cursor;
                 list.stateless = self.stateless;
-                exchange.pending_lists.push(list);
+                Pending::List(list)
             }
-            _ => exchange.pending_other.push((self.id, self.method)),
-        }
+            _ => Pending::Other(self.id, self.method),
+        };
+        exchange.pending.push(pending);
     }
-}
-
-/// Whether a request of `exchange` with this id still waits for its answer.
-fn waits(exchange: &Exchange, id: &Value) -> bool {
-    let calls = exchange.pending_calls.iter().any(|c| same_id(&c.id, id));
-    let lists = exchange.pending_lists.iter().any(|l| same_id(&l.id, id));
-    calls || lists || exchange.pending_other.iter().any(|(o, _)| same_id(o, id))
 }
 
 /// The slot's requests for (server, session); none when it is another pair's (a hash
@@ -157,13 +150,11 @@ impl Engine {
         let Some(session) = exchange.session.as_deref() else {
             return;
         };
-        let unanswered = !exchange.pending_calls.is_empty()
-            || !exchange.pending_lists.is_empty()
-            || !exchange.pending_other.is_empty();
+        let unanswered = exchange.awaits_answer();
         // A request this stream resumed and no longer waits for was answered here.
         let answered =
-            |id: &Value| exchange.resumed.iter().any(|r| same_id(r, id)) && !waits(exchange, id);
-        if !unanswered && exchange.resumed.iter().all(|id| waits(exchange, id)) {
+            |id: &Value| exchange.resumed.iter().any(|r| same_id(r, id)) && !exchange.waits(id);
+        if !unanswered && exchange.resumed.iter().all(|id| exchange.waits(id)) {
             return;
         }
         let key = key(&exchange.server, session, self.config.limits.session_slots);
@@ -239,16 +230,17 @@ mod tests {
     #[test]
     fn a_slot_keeps_every_kind_and_reads_back_what_it_wrote() {
         let mut ex = Exchange::new("srv", Some("s"));
-        ex.pending_calls.push(PendingCall {
+        ex.pending.push(Pending::Call(PendingCall {
             id: json!(3),
             tool: "add".into(),
             check_result: false,
             stateless: false,
             allowed_at: None,
-        });
-        ex.pending_lists
-            .push(PendingList::new(json!("l1"), Some("s")));
-        ex.pending_other.push((json!(9), "prompts/get".into()));
+        }));
+        ex.pending
+            .push(Pending::List(PendingList::new(json!("l1"), Some("s"))));
+        ex.pending
+            .push(Pending::Other(json!(9), "prompts/get".into()));
         let waiting: Vec<Waiting> = Waiting::of(&ex).collect();
         let bytes = serde_json::to_vec(&slot_json(&waiting, "srv", "s")).unwrap();
         let read = parse_slot(&bytes, "srv", "s");
@@ -261,9 +253,7 @@ mod tests {
         for request in read {
             request.resume(&mut resumed, "s");
         }
-        assert_eq!(resumed.pending_calls, ex.pending_calls);
-        assert_eq!(resumed.pending_lists, ex.pending_lists);
-        assert_eq!(resumed.pending_other, ex.pending_other);
+        assert_eq!(resumed.pending, ex.pending);
     }
 
     #[test]

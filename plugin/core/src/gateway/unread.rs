@@ -74,15 +74,13 @@ impl Engine {
         let may_hold_tools = bytes.is_none_or(may_hold_tools);
         match what {
             Unread::Headers | Unread::Chunk | Unread::Compressed => false,
-            Unread::Withheld => {
-                bytes.is_some_and(<[u8]>::is_empty) && exchange.pending_lists.is_empty()
-            }
+            Unread::Withheld => bytes.is_some_and(<[u8]>::is_empty) && !exchange.awaits_list(),
             _ if self.must_read(exchange) => false,
-            Unread::Foreign => !awaits_answer(exchange),
+            Unread::Foreign => !exchange.awaits_answer(),
             Unread::Oversized | Unread::MalformedEvent => !may_hold_tools,
             Unread::MalformedBody | Unread::SeveralValues => {
                 let http_answer =
-                    matches!(exchange.response, ResponseState::Json(_)) && awaits_answer(exchange);
+                    matches!(exchange.response, ResponseState::Json(_)) && exchange.awaits_answer();
                 !http_answer && !may_hold_tools
             }
         }
@@ -91,17 +89,10 @@ impl Engine {
     /// Whether the exchange awaits an answer that must be checked: a tool list, or a result
     /// whose contract is enforced.
     pub(crate) fn must_read(&self, exchange: &Exchange) -> bool {
-        !exchange.pending_lists.is_empty()
+        exchange.awaits_list()
             || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
-                && exchange.pending_calls.iter().any(|c| c.check_result))
+                && exchange.calls().any(|c| c.check_result))
     }
-}
-
-/// Whether requests of the exchange still wait for their answer.
-pub(crate) fn awaits_answer(exchange: &Exchange) -> bool {
-    !exchange.pending_lists.is_empty()
-        || !exchange.pending_calls.is_empty()
-        || !exchange.pending_other.is_empty()
 }
 
 /// Whether bytes the gateway could not read might hold a tool list (or `list_changed`) that a

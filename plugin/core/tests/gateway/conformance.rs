@@ -218,7 +218,7 @@ fn a_subscriptions_listen_answered_as_newline_separated_json_does_not_leave_the_
     assert_eq!(fed[0].reads, [0]);
     assert_eq!(fed[1].reads, [ack.len(), 0]);
     // The request it was to answer is settled and audited as withheld.
-    assert!(exchange.pending_other.is_empty());
+    assert!(!exchange.awaits_answer());
     let withheld = out.audits.last().unwrap();
     assert_eq!(withheld.event, "response.withheld");
     assert!(
@@ -261,7 +261,7 @@ fn a_tool_list_followed_by_another_message_is_withheld_at_once_and_holds_the_ser
         false,
     );
     assert_eq!(fed.last().unwrap().verdict, BodyVerdict::Reset);
-    assert!(exchange.pending_lists.is_empty());
+    assert!(!exchange.awaits_list());
     let record = out.decisions.last().unwrap().to_json();
     assert_eq!(
         (

@@ -6,7 +6,9 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::body::BodyVerdict;
-use toolseal_core::gateway::engine::{Engine, Exchange, PendingList, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::engine::{
+    Engine, Exchange, Pending, PendingList, RequestInfo, RequestVerdict,
+};
 use toolseal_core::gateway::response::BodyPlan;
 use toolseal_core::gateway::unread::Unread;
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
@@ -293,10 +295,12 @@ fn what_may_pass_unread_is_decided_in_one_place() {
     let idle = Exchange::new(SERVER, None);
     let mut awaiting_list = Exchange::new(SERVER, None);
     awaiting_list
-        .pending_lists
-        .push(PendingList::new(json!(1), Some("s1")));
+        .pending
+        .push(Pending::List(PendingList::new(json!(1), Some("s1"))));
     let mut awaiting_other = Exchange::new(SERVER, None);
-    awaiting_other.pending_other.push((json!(2), "ping".into()));
+    awaiting_other
+        .pending
+        .push(Pending::Other(json!(2), "ping".into()));
     let plain: &[u8] = b"plain text";
     let tools: &[u8] = b"{\"tools\":[]}";
     let cases: [(&Exchange, Unread, Option<&[u8]>, bool); 14] = [
@@ -319,9 +323,8 @@ fn what_may_pass_unread_is_decided_in_one_place() {
         assert_eq!(
             engine.may_pass_unread(exchange, what, bytes),
             passes,
-            "{what:?} {bytes:?} lists {} other {}",
-            exchange.pending_lists.len(),
-            exchange.pending_other.len()
+            "{what:?} {bytes:?} pending {:?}",
+            exchange.pending
         );
     }
 }

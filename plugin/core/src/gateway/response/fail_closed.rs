@@ -5,7 +5,7 @@
 //! waiting on it is answered with an error, so no client waits forever and nothing unchecked
 //! leaves; the tool lists it owed hold the server on this worker until a list verifies.
 
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::{Engine, Exchange, Pending};
 use crate::gateway::response::ResponseState;
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
@@ -42,7 +42,7 @@ impl Engine {
         why: &str,
     ) -> Value {
         let whole_body = !matches!(exchange.response, ResponseState::Message);
-        let lists = !exchange.pending_lists.is_empty();
+        let lists = exchange.awaits_list();
         let withheld = if lists {
             "the tool list"
         } else {
@@ -51,29 +51,28 @@ impl Engine {
         let message = format!("toolseal: {why}; {withheld} was withheld (fail closed)");
         let enforced =
             self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce;
-        // (id, method, tool) of every request the error answers.
-        let mut answered: Vec<(Value, String, Option<String>)> = exchange
-            .pending_lists
-            .drain(..)
-            .map(|list| (list.id, "tools/list".to_string(), None))
-            .collect();
-        let (calls, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut exchange.pending_calls)
+        // Every list; a call when the whole body is lost or its result is checked; any other
+        // request when the whole body is lost. The rest stay pending.
+        let answers = |pending: &Pending| match pending {
+            Pending::List(_) => true,
+            Pending::Call(call) => whole_body || (enforced && call.check_result),
+            Pending::Other(..) => whole_body,
+        };
+        let (mut taken, kept): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut exchange.pending)
             .into_iter()
-            .partition(|c| whole_body || (enforced && c.check_result));
-        exchange.pending_calls = kept;
-        answered.extend(
-            calls
-                .into_iter()
-                .map(|c| (c.id, "tools/call".to_string(), Some(c.tool))),
-        );
-        if whole_body {
-            answered.extend(
-                exchange
-                    .pending_other
-                    .drain(..)
-                    .map(|(id, method)| (id, method, None)),
-            );
-        }
+            .partition(answers);
+        exchange.pending = kept;
+        // Lists first, then calls, then the rest, each in the order they were asked.
+        crate::wire::order::sort_by(&mut taken, |a, b| a.kind_index().cmp(&b.kind_index()));
+        // (id, method, tool) of every request the error answers.
+        let answered: Vec<(Value, String, Option<String>)> = taken
+            .into_iter()
+            .map(|pending| match pending {
+                Pending::List(list) => (list.id, "tools/list".to_string(), None),
+                Pending::Call(call) => (call.id, "tools/call".to_string(), Some(call.tool)),
+                Pending::Other(id, method) => (id, method, None),
+            })
+            .collect();
         if lists {
             out.count(
                 crate::state::audit::Counter::ListsFiltered,
@@ -137,15 +136,16 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
     ) -> Option<Vec<u8>> {
-        if exchange.pending_lists.is_empty() {
+        if !exchange.awaits_list() {
             return None;
         }
-        let calls = std::mem::take(&mut exchange.pending_calls);
-        let other = std::mem::take(&mut exchange.pending_other);
+        let (lists, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut exchange.pending)
+            .into_iter()
+            .partition(|p| matches!(p, Pending::List(_)));
+        exchange.pending = lists;
         let why = "the event stream ended in the middle of an event";
         let error = self.fail_closed(store, out, now_ms, exchange, why);
-        exchange.pending_calls = calls;
-        exchange.pending_other = other;
+        exchange.pending = rest;
         Some(format!("event: message\ndata: {error}\n\n").into_bytes())
     }
 
