@@ -76,7 +76,7 @@ fi
 step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client (+ etcd for the fleet store)"
 # The toolseal command the e2e tests call (pin, check-config, report) was built by cargo test.
 TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 TOOLSEAL_REQUIRE_BENCH=1 \
-  .venv/bin/python -m pytest -q -rs envoy/tests examples/stdio-guard/tests
+  .venv/bin/python -m pytest -q -rs --durations=15 envoy/tests examples/stdio-guard/tests
 
 step "fuzz smoke (every target, bounded)"
 scripts/fuzz-smoke.sh 15
