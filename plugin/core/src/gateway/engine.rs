@@ -131,14 +131,10 @@ impl Pending {
     /// Lists (0), calls (1) and the rest (2): bounded apart, and answered in that order by
     /// an error that answers several.
     pub(crate) fn kind_index(&self) -> usize {
-        Self::kind_of(self.method())
-    }
-
-    fn kind_of(method: &str) -> usize {
-        match method {
-            "tools/list" => 0,
-            "tools/call" => 1,
-            _ => 2,
+        match self {
+            Pending::List(_) => 0,
+            Pending::Call(_) => 1,
+            Pending::Other(..) => 2,
         }
     }
 }
@@ -270,19 +266,19 @@ impl Exchange {
         self.pending.extend(later.pending);
         // The newest `max_pending` of each kind stay.
         let mut kept = [0usize; 3];
-        let mut keep = vec![false; self.pending.len()];
-        for (index, pending) in self.pending.iter().enumerate().rev() {
-            if let Some(count) = kept.get_mut(pending.kind_index())
-                && *count < max_pending
-            {
-                *count += 1;
-                if let Some(slot) = keep.get_mut(index) {
-                    *slot = true;
+        let mut newest_first: Vec<Pending> = std::mem::take(&mut self.pending)
+            .into_iter()
+            .rev()
+            .filter(|pending| match kept.get_mut(pending.kind_index()) {
+                Some(count) if *count < max_pending => {
+                    *count += 1;
+                    true
                 }
-            }
-        }
-        let mut keep = keep.into_iter();
-        self.pending.retain(|_| keep.next().unwrap_or(false));
+                _ => false,
+            })
+            .collect();
+        newest_first.reverse();
+        self.pending = newest_first;
     }
 
     /// Whether a request still waits for its answer.
@@ -316,13 +312,10 @@ impl Exchange {
         })
     }
 
-    /// How many requests of `method`'s kind wait (lists, calls, or any other).
-    pub(crate) fn waiting_like(&self, method: &str) -> usize {
-        let kind = Pending::kind_of(method);
-        self.pending
-            .iter()
-            .filter(|p| p.kind_index() == kind)
-            .count()
+    /// How many requests other than lists and calls wait.
+    pub(crate) fn others_waiting(&self) -> usize {
+        let others = self.pending.iter();
+        others.filter(|p| matches!(p, Pending::Other(..))).count()
     }
 
     /// Takes out the request `id` answers (an error answers it as a result would).
@@ -787,5 +780,39 @@ impl Engine {
     ) -> Option<crate::policy::rules::PolicyDecision> {
         let decision = self.config.policy.evaluate(facts);
         (decision.action == Action::Deny).then_some(decision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(exchange: &Exchange) -> Vec<Value> {
+        exchange.pending.iter().map(|p| p.id().clone()).collect()
+    }
+
+    /// A later message's requests join in the order they were forwarded; past the bound,
+    /// the oldest of that kind leave, and the other kinds keep theirs.
+    #[test]
+    fn absorbing_keeps_the_newest_of_each_kind_in_the_order_they_were_forwarded() {
+        let mut exchange = Exchange::new("s", Some("a"));
+        let mut later = Exchange::new("s", Some("a"));
+        for n in 0..4 {
+            later
+                .pending
+                .push(Pending::List(PendingList::new(json!(n), Some("a"))));
+            later
+                .pending
+                .push(Pending::Other(json!(format!("o{n}")), "ping".into()));
+        }
+        exchange.absorb(later, 3);
+        let expected = [1, 2, 3].map(|n| [json!(n), json!(format!("o{n}"))]);
+        assert_eq!(ids(&exchange), expected.concat());
+        exchange.absorb(Exchange::default(), 2);
+        assert_eq!(
+            ids(&exchange),
+            [json!(2), json!("o2"), json!(3), json!("o3")]
+        );
+        assert_eq!(exchange.others_waiting(), 2);
     }
 }

@@ -199,7 +199,8 @@ impl Engine {
         let id = &request.id;
         let tools = result.get("tools");
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
-        let next_cursor = result.get("nextCursor").and_then(cursor_text).is_some();
+        // As `cursor_text` reads it: absent or null ends the listing.
+        let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
         let status = verdict
             .record
             .as_ref()

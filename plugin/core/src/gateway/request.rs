@@ -393,7 +393,7 @@ impl Engine {
             if method == "initialize" {
                 self.initialize_seen(exchange, params.as_ref(), now_ms);
             }
-            if exchange.waiting_like(method) < jsonrpc::MAX_BATCH {
+            if exchange.others_waiting() < jsonrpc::MAX_BATCH {
                 exchange
                     .pending
                     .push(Pending::Other(id.clone(), method.clone()));
