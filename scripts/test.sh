@@ -16,7 +16,7 @@ start=$(date +%s)
 step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - start ))"; }
 
 # The installs below wait on the network and the Rust tiers on the processors: they run side by
-# side, the installs in the background from the start (their output in target/installs.log,
+# side, the installs in the background from the start (their output in a log of their own,
 # shown when they fail), and the first tier that needs them waits for them.
 installs() {
   scripts/setup-python.sh
@@ -31,16 +31,18 @@ installs() {
   scripts/setup-etcd.sh
   scripts/setup-bench.sh
 }
-mkdir -p target
+# The log stays out of target/: cargo marks a target directory it creates (CACHEDIR.TAG, which
+# the build scripts and tests look for), not one that a script made before the first build.
+installs_log=$(mktemp -t toolseal-installs.XXXXXX)
 step "Python (Envoy, MCP SDK 1.x and 2.x), Node (real MCP servers, TypeScript SDK v2, the MCP conformance suite), Chromium, skopeo + registry, etcd, wrk: started in the background"
 # Job control on for one line: the installs get a process group of their own, stopped whole if
 # this script ends first.
 set -m
 ( installs_start=$(date +%s); installs; echo "installs: done in $(( $(date +%s) - installs_start ))s" ) \
-  >target/installs.log 2>&1 &
+  >"$installs_log" 2>&1 &
 installs_pid=$!
 set +m
-trap 'kill -- "-$installs_pid" 2>/dev/null || true' EXIT
+trap 'kill -- "-$installs_pid" 2>/dev/null || true; rm -f "$installs_log"' EXIT
 
 step "toolchain"
 scripts/setup-rust.sh
@@ -58,11 +60,11 @@ cargo clippy -p toolseal-plugin --target wasm32-wasip1 --quiet -- -D warnings
 
 step "waiting for the installs"
 if ! wait "$installs_pid"; then
-  cat target/installs.log
+  cat "$installs_log"
   echo "test.sh: the installs failed (above)" >&2
   exit 1
 fi
-tail -n 1 target/installs.log
+tail -n 1 "$installs_log"
 # etcd is installed now: the stdio guard's fleet tests fail rather than skip without it.
 export TOOLSEAL_REQUIRE_ETCD=1
 

@@ -59,10 +59,11 @@ fn plugin_wasm() -> PathBuf {
     if let Some(path) = std::env::var_os("TOOLSEAL_PLUGIN_WASM") {
         return PathBuf::from(path);
     }
-    let exe = std::env::current_exe().unwrap();
-    let target = exe
-        .ancestors()
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
+    // Cargo names a directory inside the target directory for integration tests' files: its
+    // parent is the target directory, however that was created (a `target/` made before the
+    // first build has no `CACHEDIR.TAG`, which cargo writes only into directories it creates).
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
         .map(Path::to_path_buf)
         .unwrap();
     let status =
