@@ -22,9 +22,9 @@ use std::rc::Rc;
 use toolseal_core::config::{Config, ServerIdSource};
 use toolseal_core::gateway::admin::AdminRequest;
 use toolseal_core::gateway::body::BodyVerdict;
-use toolseal_core::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::{BodyPlan, Exchange, LocalReply, RequestInfo};
 use toolseal_core::gateway::fleet::FleetCall;
-use toolseal_core::gateway::response::BodyPlan;
 use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, ReadBody, RequestHead};
 use toolseal_core::wire::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
 

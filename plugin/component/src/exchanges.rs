@@ -8,7 +8,7 @@
 //! and a lost call only skips the `outputSchema` check of that one result. An exchange is
 //! taken out while a message is processed and put back after, so no lookup can fail.
 
-use toolseal_core::gateway::engine::Exchange;
+use toolseal_core::gateway::exchange::Exchange;
 
 /// How many (server, session) pairs are remembered at once.
 pub const CAPACITY: usize = 256;

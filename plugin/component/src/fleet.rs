@@ -9,7 +9,8 @@
 //! so [`until_decided`] giving up is a last resort the callers also fail closed on.
 
 use crate::host::{self, HostOutputs, HostStore};
-use toolseal_core::gateway::engine::{Engine, Exchange};
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::Exchange;
 use toolseal_core::gateway::fleet::{FleetCall, FleetReply};
 use toolseal_core::wire::etcd::RANGE_PATH;
 

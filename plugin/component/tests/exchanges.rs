@@ -10,7 +10,7 @@
 
 use serde_json::json;
 use toolseal_component::exchanges::{CAPACITY, Exchanges, MAX_PENDING};
-use toolseal_core::gateway::engine::{Exchange, Pending, PendingList};
+use toolseal_core::gateway::exchange::{Exchange, Pending, PendingList};
 
 /// The ids of an exchange's pending lists.
 fn ids(exchange: &Exchange) -> Vec<serde_json::Value> {

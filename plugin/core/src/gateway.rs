@@ -4,6 +4,14 @@
 //! callback with the host's facts (headers, body bytes, time, the store); every decision
 //! about what passes, what is answered locally and what is recorded is made here, and the
 //! adapter only maps the answer back to its host.
+//!
+//! Dependencies run one way. [`exchange`] holds the types every part and every adapter share
+//! (a request's facts, the verdicts, the exchange and its pending requests); the state the
+//! engine keeps between exchanges has modules of its own ([`known_list`], `live`,
+//! `view_memo`, `fleet_worker`, [`held_json`]); [`engine`] holds the `Engine` and uses only
+//! those; each part of the data path (the stream callbacks, requests, calls, listing,
+//! responses and bodies, the fleet store) adds the engine's methods for its concern and is
+//! used by no part the engine depends on.
 
 pub mod admin;
 pub mod admin_views;
@@ -12,10 +20,14 @@ pub mod call;
 pub mod closed;
 pub mod denial;
 pub mod engine;
+pub mod exchange;
 pub mod fleet;
+pub(crate) mod fleet_worker;
+pub mod held_json;
 pub mod host_admin;
 pub mod known_list;
 pub mod listing;
+pub(crate) mod live;
 pub mod request;
 pub mod resources;
 pub mod response;
@@ -23,3 +35,4 @@ pub mod resume;
 pub mod stream;
 pub mod surface;
 pub mod unread;
+pub(crate) mod view_memo;

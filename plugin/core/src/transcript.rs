@@ -9,9 +9,9 @@
 use crate::config::Config;
 use crate::gateway::admin::AdminRequest;
 use crate::gateway::body::BodyVerdict;
-use crate::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{BodyPlan, Exchange, LocalReply, RequestInfo};
 use crate::gateway::fleet::{FleetCall, FleetReply};
-use crate::gateway::response::BodyPlan;
 use crate::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
 use crate::policy::rules::CallerIdentity;
 use crate::state::audit::CollectedOutputs;

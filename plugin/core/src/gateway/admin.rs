@@ -11,7 +11,8 @@
 //! audited (`admin.refused`) with its source and reason, never with token material.
 
 use crate::config::IdentitySource;
-use crate::gateway::engine::{Engine, LocalReply};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::LocalReply;
 use crate::policy::rules::CallerIdentity;
 use crate::policy::status::{Actor, Event, ServerRecord};
 use crate::state::audit::{AuditEvent, Counter, Outputs};

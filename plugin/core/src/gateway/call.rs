@@ -10,7 +10,8 @@
 mod result;
 
 use crate::gateway::denial::{Denial, ErrorCode};
-use crate::gateway::engine::{Engine, Exchange, PendingCall, RequestInfo};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, PendingCall, RequestInfo};
 use crate::policy::approved::{Approved, ApprovedTool};
 use crate::policy::containment::Serving;
 use crate::policy::rules::CallFacts;

@@ -14,7 +14,8 @@
 //! tools-only seal would not.
 
 use crate::gateway::denial::{Denial, ErrorCode};
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::Exchange;
 use crate::gateway::listing::answer::{self, Hints, ListNote};
 use crate::policy::containment::{self, Serving};
 use crate::policy::section::Section;

@@ -8,17 +8,15 @@
 
 use crate::config::Config;
 use crate::gateway::denial::{Denial, ErrorCode, denial_message};
-use crate::gateway::response::same_id;
+use crate::gateway::exchange::Exchange;
 use crate::policy::approved::{Approved, ApprovedCache};
-use crate::policy::rules::{Action, CallFacts, CallerIdentity};
+use crate::policy::rules::{Action, CallFacts};
 use crate::policy::status::{self as lifecycle, SchemaStatus, ServerRecord};
 use crate::state::audit::{AuditEvent, Decision, Outputs};
 use crate::state::parse_cache::ParseCache;
-use crate::state::snapshot_key::ClientKey;
 use crate::state::store::StateStore;
 use crate::state::{self, StateError};
 use crate::wire::jsonrpc::Message;
-use crate::wire::revision::RoutingHeaders;
 use serde_json::{Map, Value, json};
 use std::rc::Rc;
 
@@ -32,42 +30,6 @@ pub(crate) type DecideLive<'d> = dyn FnMut(
         &ServerRecord,
     ) -> Result<Option<crate::policy::status::Event>, StateError>
     + 'd;
-
-/// Facts about one client request, gathered by the host adapter.
-pub struct RequestInfo<'a> {
-    /// HTTP method.
-    pub http_method: &'a str,
-    /// `Content-Type` header.
-    pub content_type: Option<&'a str>,
-    /// `Mcp-Session-Id` header.
-    pub session: Option<&'a str>,
-    /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` (MCP 2026-07-28 routes on them).
-    pub routing: RoutingHeaders<'a>,
-    /// Headers and metadata for policy principals and snapshot keys.
-    pub caller: &'a dyn CallerIdentity,
-}
-
-/// An answer the host sends instead of forwarding the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalReply {
-    /// HTTP status.
-    pub status: u16,
-    /// `Content-Type` of `body`.
-    pub content_type: &'static str,
-    /// Body bytes.
-    pub body: Vec<u8>,
-}
-
-impl LocalReply {
-    /// A JSON reply.
-    pub fn json(status: u16, body: &Value) -> Self {
-        LocalReply {
-            status,
-            content_type: "application/json",
-            body: body.to_string().into_bytes(),
-        }
-    }
-}
 
 /// The shared state could not be brought in line with the configuration (see
 /// [`Engine::configure`]).
@@ -89,254 +51,6 @@ impl std::fmt::Display for ConfigureError {
 
 impl std::error::Error for ConfigureError {}
 
-/// What to do with a client request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RequestVerdict {
-    /// Send it on to the server unchanged.
-    Forward,
-    /// Answer locally; the server never sees the request.
-    Reply(LocalReply),
-}
-
-/// A forwarded request awaiting its answer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Pending {
-    /// A `tools/list`: its result is checked.
-    List(PendingList),
-    /// A `tools/call`: its result may be held to the tool's output contract.
-    Call(PendingCall),
-    /// Any other request (id, method), so its answer's record names its method.
-    Other(Value, String),
-}
-
-impl Pending {
-    /// The request's JSON-RPC id.
-    pub fn id(&self) -> &Value {
-        match self {
-            Pending::List(list) => &list.id,
-            Pending::Call(call) => &call.id,
-            Pending::Other(id, _) => id,
-        }
-    }
-
-    /// The request's method.
-    pub fn method(&self) -> &str {
-        match self {
-            Pending::List(_) => "tools/list",
-            Pending::Call(_) => "tools/call",
-            Pending::Other(_, method) => method,
-        }
-    }
-
-    /// Lists (0), calls (1) and the rest (2): bounded apart, and answered in that order by
-    /// an error that answers several.
-    pub(crate) fn kind_index(&self) -> usize {
-        match self {
-            Pending::List(_) => 0,
-            Pending::Call(_) => 1,
-            Pending::Other(..) => 2,
-        }
-    }
-}
-
-/// A forwarded `tools/call` awaiting its result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingCall {
-    /// JSON-RPC id.
-    pub id: Value,
-    /// Tool name.
-    pub tool: String,
-    /// The approved tool has an `outputSchema`: check the result against it.
-    pub check_result: bool,
-    /// Asked under a stateless revision (MCP 2026-07-28): the answer may be an interim
-    /// `input_required` one, and a replacement must carry `resultType`.
-    pub stateless: bool,
-    /// The server's status when the call was allowed (`None`: not known, read it again). A
-    /// result checked against no contract is recorded with it, so its response does not read
-    /// the server record again.
-    pub allowed_at: Option<crate::policy::status::SchemaStatus>,
-}
-
-/// A forwarded `tools/list` awaiting its result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingList {
-    /// JSON-RPC id.
-    pub id: Value,
-    /// The cursor the request sent (a later page), as its text: pages accumulate along the
-    /// chain of cursors, so listings that run at once never mix their pages.
-    pub cursor: Option<String>,
-    /// Asked under a stateless revision (MCP 2026-07-28): a rewritten result must carry that
-    /// revision's members (`resultType`, cache hints).
-    pub stateless: bool,
-    /// The caller's snapshot key: a verified list is recorded as what this caller saw.
-    pub key: Option<ClientKey<'static>>,
-    /// The view the list belongs to (`None`: the request was not seen, so its view cannot be
-    /// told).
-    pub view: Option<crate::policy::views::ViewRead>,
-    /// The caller's principal outcomes, read with the request when policy can hide tools
-    /// from a list (`None`: it cannot, or the request was not seen: every principal unread).
-    pub caller: Option<crate::policy::rules::CallerView>,
-}
-
-impl PendingList {
-    /// A pending handshake-era list of `session` (no cursor).
-    pub fn new(id: Value, session: Option<&str>) -> Self {
-        PendingList {
-            id,
-            cursor: None,
-            stateless: false,
-            key: session.map(|s| ClientKey::session(s).into_owned()),
-            view: None,
-            caller: None,
-        }
-    }
-}
-
-/// What one HTTP exchange (a request and its response stream) remembers between callbacks.
-#[derive(Debug, Default, Clone)]
-pub struct Exchange {
-    /// Server id.
-    pub server: String,
-    /// `Mcp-Session-Id` of the request.
-    pub session: Option<String>,
-    /// The stateless revision the request declared (header or `_meta`: MCP 2026-07-28 or
-    /// later), once its body was read; `None` for the handshake era.
-    pub protocol_version: Option<String>,
-    /// The requests awaiting their answer, in the order they were forwarded.
-    pub pending: Vec<Pending>,
-    /// The ids a resumed stream took over from its session's earlier exchanges (see
-    /// [`crate::gateway::resume`]): those it answers leave the session's slot at its end.
-    pub resumed: Vec<Value>,
-    /// Response framing state.
-    pub response: crate::gateway::response::ResponseState,
-    /// The request path without its query, kept when a view reads it.
-    pub path: String,
-    /// The view of the request's lists and calls, once its body was read.
-    pub surface: Option<crate::policy::views::ViewRead>,
-    /// The capability names an `initialize` request declared and when it was seen, until
-    /// the server names the session they belong to ([`Engine::session_assigned`]).
-    pub declared: Option<(Vec<String>, u64)>,
-    /// What the fleet store answered the callback that waits for it (see
-    /// [`crate::gateway::fleet`]).
-    pub fleet: crate::state::fleet::FleetProgress,
-}
-
-impl Exchange {
-    /// A new exchange for `server`.
-    pub fn new(server: &str, session: Option<&str>) -> Self {
-        Exchange {
-            server: server.to_string(),
-            session: session.map(str::to_string),
-            ..Default::default()
-        }
-    }
-
-    /// Whether the answer's `Mcp-Session-Id` header is wanted: the request was an
-    /// `initialize` whose declared capabilities wait for the session they belong to.
-    pub fn awaits_session(&self) -> bool {
-        self.declared.is_some()
-    }
-
-    /// Whether the request was made under a stateless revision (MCP 2026-07-28 or later).
-    pub fn stateless(&self) -> bool {
-        self.protocol_version
-            .as_deref()
-            .is_some_and(crate::wire::revision::is_stateless)
-    }
-
-    /// Takes over what `later` (a forwarded message of the same server and session) left
-    /// pending, for hosts that keep one exchange per session across messages (the WIT
-    /// component); keeps at most `max_pending` ids of each kind, dropping the oldest, so the
-    /// exchange stays bounded when answers never come.
-    pub fn absorb(&mut self, later: Exchange, max_pending: usize) {
-        if later.protocol_version.is_some() {
-            self.protocol_version = later.protocol_version;
-        }
-        // What the later message's request told (its view, an initialize's declared
-        // capabilities) is what its answer is checked with.
-        if later.surface.is_some() {
-            self.surface = later.surface;
-        }
-        if later.declared.is_some() {
-            self.declared = later.declared;
-        }
-        if !later.path.is_empty() {
-            self.path = later.path;
-        }
-        self.pending.extend(later.pending);
-        // The newest `max_pending` of each kind stay.
-        let mut kept = [0usize; 3];
-        let mut newest_first: Vec<Pending> = std::mem::take(&mut self.pending)
-            .into_iter()
-            .rev()
-            .filter(|pending| match kept.get_mut(pending.kind_index()) {
-                Some(count) if *count < max_pending => {
-                    *count += 1;
-                    true
-                }
-                _ => false,
-            })
-            .collect();
-        newest_first.reverse();
-        self.pending = newest_first;
-    }
-
-    /// Whether a request still waits for its answer.
-    pub fn awaits_answer(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
-    /// Whether a request with this id still waits for its answer.
-    pub fn waits(&self, id: &Value) -> bool {
-        self.pending.iter().any(|p| same_id(p.id(), id))
-    }
-
-    /// The `tools/list` requests awaiting their result.
-    pub fn lists(&self) -> impl Iterator<Item = &PendingList> {
-        self.pending.iter().filter_map(|p| match p {
-            Pending::List(list) => Some(list),
-            _ => None,
-        })
-    }
-
-    /// Whether a `tools/list` request awaits its result.
-    pub fn awaits_list(&self) -> bool {
-        self.lists().next().is_some()
-    }
-
-    /// The `tools/call` requests awaiting their result.
-    pub fn calls(&self) -> impl Iterator<Item = &PendingCall> {
-        self.pending.iter().filter_map(|p| match p {
-            Pending::Call(call) => Some(call),
-            _ => None,
-        })
-    }
-
-    /// How many requests other than lists and calls wait.
-    pub(crate) fn others_waiting(&self) -> usize {
-        let others = self.pending.iter();
-        others.filter(|p| matches!(p, Pending::Other(..))).count()
-    }
-
-    /// Takes out the request `id` answers (an error answers it as a result would).
-    pub(crate) fn settle(&mut self, id: &Value) -> Option<Pending> {
-        let index = self.pending.iter().position(|p| same_id(p.id(), id))?;
-        Some(self.pending.remove(index))
-    }
-
-    /// Takes out the `tools/list` request `id` answers, if it is one.
-    pub(crate) fn settle_list(&mut self, id: &Value) -> Option<PendingList> {
-        let index = self
-            .pending
-            .iter()
-            .position(|p| matches!(p, Pending::List(l) if same_id(&l.id, id)))?;
-        match self.pending.remove(index) {
-            Pending::List(list) => Some(list),
-            _ => None,
-        }
-    }
-}
-
 /// One worker's policy engine.
 pub struct Engine {
     /// The validated configuration.
@@ -354,17 +68,17 @@ pub struct Engine {
     /// refused until a list verifies here. At most `limits.max_servers` entries.
     pub(crate) held: std::collections::BTreeSet<String>,
     /// The candidate catalogues this worker made of drifted lists lately (see
-    /// `listing::live::CandidateMemo`).
-    pub(crate) candidates: crate::gateway::listing::live::CandidateMemo,
+    /// `live::CandidateMemo`).
+    pub(crate) candidates: crate::gateway::live::CandidateMemo,
     /// This worker's fleet store bookkeeping (see [`crate::gateway::fleet`]).
-    pub(crate) fleet: crate::gateway::fleet::FleetWorker,
+    pub(crate) fleet: crate::gateway::fleet_worker::FleetWorker,
     /// The verdicts of resources this worker screened lately, by their screened strings: the
     /// finding, or `null` for a resource served (see `gateway::resources`; a JSON map, whose
     /// code the module already holds).
     pub(crate) screened: Map<String, Value>,
     /// The views this worker told lately and what it read to tell them (see
-    /// `surface::ViewMemo`).
-    pub(crate) view_memo: crate::gateway::surface::ViewMemo,
+    /// `view_memo::ViewMemo`).
+    pub(crate) view_memo: crate::gateway::view_memo::ViewMemo,
 }
 
 impl Engine {
@@ -780,39 +494,5 @@ impl Engine {
     ) -> Option<crate::policy::rules::PolicyDecision> {
         let decision = self.config.policy.evaluate(facts);
         (decision.action == Action::Deny).then_some(decision)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ids(exchange: &Exchange) -> Vec<Value> {
-        exchange.pending.iter().map(|p| p.id().clone()).collect()
-    }
-
-    /// A later message's requests join in the order they were forwarded; past the bound,
-    /// the oldest of that kind leave, and the other kinds keep theirs.
-    #[test]
-    fn absorbing_keeps_the_newest_of_each_kind_in_the_order_they_were_forwarded() {
-        let mut exchange = Exchange::new("s", Some("a"));
-        let mut later = Exchange::new("s", Some("a"));
-        for n in 0..4 {
-            later
-                .pending
-                .push(Pending::List(PendingList::new(json!(n), Some("a"))));
-            later
-                .pending
-                .push(Pending::Other(json!(format!("o{n}")), "ping".into()));
-        }
-        exchange.absorb(later, 3);
-        let expected = [1, 2, 3].map(|n| [json!(n), json!(format!("o{n}"))]);
-        assert_eq!(ids(&exchange), expected.concat());
-        exchange.absorb(Exchange::default(), 2);
-        assert_eq!(
-            ids(&exchange),
-            [json!(2), json!("o2"), json!(3), json!("o3")]
-        );
-        assert_eq!(exchange.others_waiting(), 2);
     }
 }

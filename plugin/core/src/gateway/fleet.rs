@@ -12,7 +12,10 @@
 //! fleet scale) and an answer that opens leaves only once the store has accepted it. Every
 //! host (Envoy's callouts, a blocking client, a simulated store) drives the same decisions.
 
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::Exchange;
+use crate::gateway::fleet_worker::{Decided, HeldChange, MAX_DECIDED, Purpose};
+pub use crate::gateway::fleet_worker::{FleetCall, FleetReply, FleetWorker};
 use crate::policy::status::ServerRecord;
 use crate::state;
 use crate::state::audit::{CollectedOutputs, Outputs};
@@ -23,158 +26,36 @@ use serde_json::json;
 mod replies;
 
 use std::any::Any;
-use std::collections::BTreeMap;
 
 /// How many round trips one callback may make before it fails closed (a store that keeps
 /// changing under it, or answers that keep asking for more).
 pub const MAX_ROUNDS: u32 = 8;
 
-/// A request for the host to send to the fleet store: an HTTP `POST` of `body` (JSON) to
-/// `path`, answered within `timeout_ms`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FleetCall {
-    /// `/v3/kv/range` or `/v3/kv/txn`.
-    pub path: &'static str,
-    /// The request body.
-    pub body: Vec<u8>,
-    /// How long the host waits for the answer.
-    pub timeout_ms: u64,
-    purpose: Purpose,
-}
-
-/// What the host got back for a [`FleetCall`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FleetReply {
-    /// An HTTP answer.
-    Answered {
-        /// HTTP status.
-        status: u16,
-        /// Body bytes.
-        body: Vec<u8>,
-    },
-    /// No answer (unreachable, timed out, refused): what needed it fails closed.
-    Failed(String),
-}
-
-/// Why a call was made: how its answer is read.
-#[derive(Debug, Clone, PartialEq)]
-enum Purpose {
-    /// A record the replica lacks.
-    Read { server: String },
-    /// The sets a record read from the store names that the replica lacks; the record is
-    /// written once they are in.
-    ReadSets {
-        server: String,
-        record: Box<ServerRecord>,
-        mod_revision: u64,
-    },
-    /// A change that opens, to be accepted by the store.
-    Open {
-        server: String,
-        record: Box<ServerRecord>,
-    },
-    /// A local closure, written to the store.
-    Push {
-        server: String,
-        record: Box<ServerRecord>,
-    },
-    /// What other instances wrote since the last sync.
-    Sync,
-}
-
-/// How many callbacks of one worker may wait for the store's yes to an opening change at
-/// once; past it the oldest one decides again when its answer comes.
-const MAX_DECIDED: usize = 64;
-
-/// A run that proposed an opening change and decided as if it were made: its answer stands
-/// once the store accepts.
-struct Decided {
-    result: Box<dyn Any>,
-    exchange: Exchange,
-    outputs: CollectedOutputs,
-    writes: Vec<(String, Vec<u8>)>,
-    /// What the run held or released on its worker (see [`Engine::held`]).
-    held: HeldChange,
-}
-
-/// What one run changed in its worker's held servers. A run that waits for the store is
-/// done again from what the store answers, so what it held or released is taken back
-/// (a hold left by a run that was only waiting would refuse calls after the list that
-/// followed closed or verified the server); a kept run's change is made when its answer
-/// stands.
-#[derive(Debug, Default)]
-struct HeldChange {
-    held: Vec<String>,
-    released: Vec<String>,
-}
-
-impl HeldChange {
-    /// Takes back what the run changed since `before`, returning it.
-    fn take_back(engine: &mut Engine, before: std::collections::BTreeSet<String>) -> Self {
-        let after = std::mem::replace(&mut engine.held, before);
+impl Engine {
+    /// Takes back what a run changed in the held servers since `before`, returning it (see
+    /// [`HeldChange`]).
+    fn take_back_held(&mut self, before: std::collections::BTreeSet<String>) -> HeldChange {
+        let after = std::mem::replace(&mut self.held, before);
         HeldChange {
-            held: after.difference(&engine.held).cloned().collect(),
-            released: engine.held.difference(&after).cloned().collect(),
+            held: after.difference(&self.held).cloned().collect(),
+            released: self.held.difference(&after).cloned().collect(),
         }
     }
 
-    fn make(&self, engine: &mut Engine) {
-        for server in &self.held {
-            engine.hold(server);
+    /// Makes the change a kept run made in the held servers.
+    fn make_held(&mut self, change: &HeldChange) {
+        for server in &change.held {
+            self.hold(server);
         }
-        for server in &self.released {
-            engine.release(server);
+        for server in &change.released {
+            self.release(server);
         }
-    }
-}
-
-impl std::fmt::Debug for Decided {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Decided")
-            .field("writes", &self.writes.len())
-            .finish()
     }
 }
 
 /// One run of a callback, its answer erased (see [`Engine::with_fleet`]).
 type Run<'r> = dyn FnMut(&mut Engine, &mut dyn StateStore, &mut dyn Outputs, &mut Exchange) -> Box<dyn Any>
     + 'r;
-
-/// A worker's fleet bookkeeping (the replica itself is the host's shared data).
-#[derive(Debug, Default)]
-pub struct FleetWorker {
-    /// Runs waiting for the store's yes, by ticket, oldest first.
-    decided: Vec<(u64, Decided)>,
-    /// The last ticket given.
-    next_ticket: u64,
-    /// The store revision this worker has read other instances' writes up to.
-    sync_revision: u64,
-    /// The last answer from the store was a failure (`store.unreachable` was audited).
-    down: bool,
-    /// Servers whose records this worker closed locally and has not pushed yet.
-    pushes: Vec<String>,
-    /// When the last sync answered (ms since the epoch).
-    last_sync_ms: u64,
-    /// Servers the store had no record of, and when it said so: a first contact does not ask
-    /// again for every message within `sync_ms` (a record written since by another instance
-    /// is found by the next sync, or by the write that conflicts with it).
-    absent: Vec<(String, u64)>,
-    /// The configured servers whose config (pin, lock, quarantine) was applied over the
-    /// record of this revision of the store.
-    configured: BTreeMap<String, Option<u64>>,
-}
-
-impl FleetWorker {
-    /// When the last sync answered (ms since the epoch; 0: never).
-    pub fn last_sync_ms(&self) -> u64 {
-        self.last_sync_ms
-    }
-
-    /// Whether the last answer from the store was a failure.
-    pub fn down(&self) -> bool {
-        self.down
-    }
-}
 
 impl Engine {
     /// The fleet store's settings (`None`: runtime state is this process's only).
@@ -257,7 +138,7 @@ impl Engine {
                 }
                 return Ok(result);
             };
-            let held_change = HeldChange::take_back(self, held_before);
+            let held_change = self.take_back_held(held_before);
             let decided = match end.decided {
                 Some(writes) => Some(Decided {
                     result,
@@ -324,7 +205,7 @@ impl Engine {
             state::push_audit(store, &event.to_json(), self.config.audit.ring_size);
         }
         replay(&decided.outputs, out);
-        decided.held.make(self);
+        self.make_held(&decided.held);
         *exchange = decided.exchange;
         exchange.fleet = Default::default();
         Some(decided.result)

@@ -9,8 +9,9 @@
 //! fleet's view of the store, and answers [`AdminAnswer::Fleet`] when the host must send a
 //! call first (then make the same action again, with the same exchange).
 
-use crate::gateway::engine::{Engine, Exchange};
-use crate::gateway::fleet::FleetCall;
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::Exchange;
+use crate::gateway::fleet_worker::FleetCall;
 use crate::policy::status::Event;
 use crate::state::StateError;
 use crate::state::audit::Outputs;

@@ -20,13 +20,7 @@
 //! (or gathered definitions) in all (a list served in part also keeps its tools encoded: at
 //! most as many bytes again).
 
-use crate::gateway::engine::{Engine, Exchange};
-use crate::gateway::listing::ListAnswer;
-use crate::gateway::listing::live::LiveDigests;
-use crate::state::audit::Outputs;
-use crate::state::store::StateStore;
-use crate::wire::envelope::{ResultBytes, split_response};
-use crate::wire::jsonrpc::{Message, Payload};
+use crate::gateway::live::LiveDigests;
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
@@ -100,8 +94,23 @@ impl KnownList {
         self.bytes.as_deref()
     }
 
+    /// The strict parse of the remembered `result`.
+    pub(crate) fn result(&self) -> &Value {
+        &self.result
+    }
+
+    /// The digests and fingerprint of the remembered tools.
+    pub(crate) fn digests(&self) -> &Rc<LiveDigests> {
+        &self.digests
+    }
+
+    /// Where the value of the result's top-level `ttlMs` is in its bytes.
+    pub(crate) fn ttl(&self) -> Option<&std::ops::Range<usize>> {
+        self.ttl.as_ref()
+    }
+
     /// The digests of `tools` when they are this list's tools, definition for definition.
-    fn digests_of(&self, tools: &Value) -> Option<&Rc<LiveDigests>> {
+    pub(crate) fn digests_of(&self, tools: &Value) -> Option<&Rc<LiveDigests>> {
         (self.result.get("tools") == Some(tools)).then_some(&self.digests)
     }
 
@@ -110,8 +119,13 @@ impl KnownList {
     /// the same answer built as a value, written from the remembered encodings of the tools.
     /// `Err` gives `cut` back when the encoded answer has no empty `result.tools` to fill (the
     /// caller then builds the value).
-    fn cut_answer(&self, id: &Value, cut: Value, kept: &[usize]) -> Result<Vec<u8>, Value> {
-        let mut shell = crate::gateway::response::answer(id, cut);
+    pub(crate) fn cut_answer(
+        &self,
+        id: &Value,
+        cut: Value,
+        kept: &[usize],
+    ) -> Result<Vec<u8>, Value> {
+        let mut shell = crate::wire::jsonrpc::answer(id, cut);
         match self.fill_tools(&crate::wire::json::encode(&shell), kept) {
             Some(bytes) => Ok(bytes),
             None => Err(shell.get_mut("result").map(Value::take).unwrap_or_default()),
@@ -192,7 +206,7 @@ fn top_level_number(object: &[u8], key: &[u8]) -> Option<std::ops::Range<usize>>
 
 impl KnownLists {
     /// The list remembered for `server`.
-    fn get(&self, server: &str) -> Option<Rc<KnownList>> {
+    pub(crate) fn get(&self, server: &str) -> Option<Rc<KnownList>> {
         self.entries.get(server).map(Rc::clone)
     }
 
@@ -228,135 +242,6 @@ impl KnownLists {
     /// Whether no list is remembered.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-}
-
-impl Engine {
-    /// The fingerprint of the list result this worker remembers for `server`, if any.
-    pub fn remembered_list(&self, server: &str) -> Option<String> {
-        self.known_lists
-            .get(server)
-            .map(|list| list.digests.fingerprint().to_string())
-    }
-
-    /// The digests of `tools` when they are the tools of the list remembered for `server`.
-    pub(crate) fn remembered_digests(
-        &self,
-        server: &str,
-        tools: &Value,
-    ) -> Option<Rc<LiveDigests>> {
-        let known = self.known_lists.entries.get(server)?;
-        known.digests_of(tools).map(Rc::clone)
-    }
-
-    /// The list remembered for the server of `exchange` when a body arriving on it may repeat
-    /// its `result` bytes (the exchange awaits a `tools/list` answer, and the list has bytes).
-    pub(crate) fn known_list_for(&self, exchange: &Exchange) -> Option<Rc<KnownList>> {
-        if !exchange.awaits_list() {
-            return None;
-        }
-        self.known_lists
-            .get(&exchange.server)
-            .filter(|known| known.bytes.is_some())
-    }
-
-    /// Checks `body` as a `tools/list` answer served again byte for byte, if it is one:
-    /// `Some(replacement)` is the verdict (`Some(None)`: forward unchanged), `None` means
-    /// the caller must parse the body as usual.
-    pub(crate) fn known_list_answer(
-        &mut self,
-        store: &mut dyn StateStore,
-        out: &mut dyn Outputs,
-        now_ms: u64,
-        exchange: &mut Exchange,
-        body: &[u8],
-    ) -> Option<Option<crate::gateway::response::Forward>> {
-        if !exchange.awaits_list() {
-            return None;
-        }
-        let known = self.known_lists.get(&exchange.server)?;
-        let envelope = split_response(body, ResultBytes::Known(known.bytes.as_deref()?))?;
-        let request = exchange.settle_list(&envelope.id)?;
-        // The list is remembered already: the digests its check hands back are not needed.
-        let verdict = self
-            .list_result(
-                store,
-                out,
-                now_ms,
-                exchange,
-                &request,
-                &known.result,
-                Some(&known.digests),
-            )
-            .answer;
-        // A lowered `ttlMs` is spliced into the server's bytes: only the number changes.
-        if let (ListAnswer::LowerTtl(cap), Some(span)) = (&verdict, &known.ttl) {
-            let start = envelope.result.start.saturating_add(span.start);
-            let end = envelope.result.start.saturating_add(span.end);
-            return Some(Some(crate::gateway::response::Forward::Splice(
-                start..end,
-                *cap,
-            )));
-        }
-        // A list served in part writes the kept tools' remembered encodings.
-        let verdict = match verdict {
-            crate::gateway::listing::ListAnswer::Cut { result, kept } => {
-                match known.cut_answer(&envelope.id, result, &kept) {
-                    Ok(bytes) => {
-                        return Some(Some(crate::gateway::response::Forward::Bytes(bytes)));
-                    }
-                    Err(result) => crate::gateway::listing::ListAnswer::Cut { result, kept },
-                }
-            }
-            other => other,
-        };
-        Some(
-            verdict
-                .into_answer(&envelope.id, &known.result)
-                .map(|v| crate::gateway::response::Forward::Bytes(crate::wire::json::encode(&v))),
-        )
-    }
-
-    /// After the full path read `body` as `payload` and checked it as a whole `tools/list`
-    /// result whose tools have `digests`: remembers its `result` bytes.
-    pub(crate) fn remember_checked_list(
-        &mut self,
-        server: &str,
-        body: &[u8],
-        payload: Payload,
-        digests: Rc<LiveDigests>,
-    ) {
-        let Payload::Single(Message::Response { result, .. }) = payload else {
-            return;
-        };
-        let Some(envelope) = split_response(body, ResultBytes::Parsed) else {
-            return;
-        };
-        let Some(bytes) = body.get(envelope.result) else {
-            return;
-        };
-        let list = KnownList::new(bytes.to_vec(), result, digests);
-        let max_bytes = self.config.limits.max_response_bytes;
-        self.known_lists.remember(server, list, max_bytes);
-    }
-
-    /// After the last page completed a set of `size` bytes of definitions whose digests the
-    /// check computed: remembers its tools, so the same pages gathered again are recognized.
-    /// A set recognized as the remembered one is left as it is.
-    pub(crate) fn remember_gathered_list(
-        &mut self,
-        server: &str,
-        tools: Value,
-        size: usize,
-        digests: Rc<LiveDigests>,
-    ) {
-        let known = self.known_lists.entries.get(server);
-        if known.is_some_and(|known| Rc::ptr_eq(&known.digests, &digests)) {
-            return;
-        }
-        let list = KnownList::gathered(tools, size, digests);
-        let max_bytes = self.config.limits.max_response_bytes;
-        self.known_lists.remember(server, list, max_bytes);
     }
 }
 

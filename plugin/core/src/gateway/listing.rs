@@ -9,10 +9,12 @@
 //! ([`crate::policy::containment`]) and those policy refuses this caller whatever the arguments.
 
 pub(crate) mod answer;
-pub(crate) mod live;
+mod known;
 mod pages;
 
-use crate::gateway::engine::{Engine, Exchange, PendingList};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, PendingList};
+use crate::gateway::live::{self, Decided, LiveCheck, LiveDigests};
 use crate::policy::containment::{self, DriftScope, Serving};
 use crate::policy::fingerprint::digest_tools;
 use crate::policy::status::{Event, SchemaStatus, ServerRecord};
@@ -21,7 +23,6 @@ use crate::state::audit::Counter;
 use crate::state::store::StateStore;
 use crate::state::{self, StateError};
 use answer::{Hints, ListNote, Shown};
-use live::{Decided, LiveCheck, LiveDigests};
 use serde_json::{Map, Value, json};
 use std::rc::Rc;
 
@@ -74,7 +75,7 @@ impl ListAnswer {
                 result
             }
         };
-        Some(crate::gateway::response::answer(id, result))
+        Some(crate::wire::jsonrpc::answer(id, result))
     }
 }
 

@@ -9,8 +9,9 @@
 
 use crate::gateway::call::{Call, CallOutcome, CheckedCall};
 use crate::gateway::denial::Denial;
-use crate::gateway::engine::{
-    Engine, Exchange, LocalReply, Pending, PendingList, RequestInfo, RequestVerdict,
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{
+    Exchange, LocalReply, Pending, PendingList, RequestInfo, RequestVerdict,
 };
 use crate::state::audit::{Counter, Outputs};
 use crate::state::snapshot_key::{ClientKey, KeyRead};

@@ -12,7 +12,8 @@
 //! `_meta` note, and an audit event says which and why. Length, URLs in prose and naming
 //! rules are not findings here: they describe tools, and data is what it is.
 
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::Exchange;
 use crate::gateway::listing::answer;
 use crate::policy::screening::{self, Kind, Role};
 use crate::policy::section::Section;

@@ -9,50 +9,18 @@
 
 mod fail_closed;
 
-use crate::gateway::body::HeldJson;
-use crate::gateway::engine::{Engine, Exchange, Pending};
-use crate::gateway::listing::live::LiveDigests;
-use crate::gateway::unread::{Unread, may_hold_tools};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{BodyPlan, Exchange, Pending, ResponseState, Unread};
+use crate::gateway::held_json::HeldJson;
+use crate::gateway::live::LiveDigests;
+use crate::gateway::unread::may_hold_tools;
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
-use crate::wire::jsonrpc::{self, Message, Payload};
+use crate::wire::jsonrpc::{self, Message, Payload, answer};
 use crate::wire::sse::SseParser;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::rc::Rc;
-
-/// How the host must feed the response body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyPlan {
-    /// Forward as it comes; nothing to inspect.
-    Pass,
-    /// Buffer to the end, then call [`Engine::response_json`].
-    Buffer,
-    /// Call [`Engine::response_sse`] with each chunk and forward what it returns.
-    Stream,
-}
-
-/// Response framing state of one exchange.
-#[derive(Debug, Default, Clone)]
-pub enum ResponseState {
-    /// Not decided yet.
-    #[default]
-    Unknown,
-    /// Passing through.
-    Pass,
-    /// Buffered JSON: an HTTP body, replaced whole if it changes; the scan of what arrived
-    /// so far tells a body holding more than one value before it ends.
-    Json(HeldJson),
-    /// One whole message of a transport that delivers messages one by one (stdio): it
-    /// answers one of the requests in flight, not all of them.
-    Message,
-    /// A body that must be inspected but cannot be read (why).
-    Unreadable(String),
-    /// SSE in progress.
-    Sse(Box<SseParser>),
-    /// An SSE stream that failed closed: the rest is dropped.
-    Dropped,
-}
 
 impl Engine {
     /// Chooses how to read a response from its headers.
@@ -527,11 +495,6 @@ impl From<Option<Value>> for Fate {
     }
 }
 
-/// A JSON-RPC response carrying `result` for request `id`.
-pub(crate) fn answer(id: &Value, result: Value) -> Value {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
 /// What replaces a body (or an event's data).
 pub(crate) enum Forward {
     /// These bytes.
@@ -569,32 +532,6 @@ pub(crate) fn splice(bytes: &[u8], at: std::ops::Range<usize>, number: u64) -> V
     out
 }
 
-/// Whether a response id answers a request id the way a JSON-RPC client matches them: equal
-/// values, numbers of equal value (`7` and `7.0`), or a number and the decimal integer
-/// string a server echoed for it (the TypeScript SDK looks an answer up under `Number(id)`,
-/// so `"7"` answers request `7` for it). An id that matches nothing is dropped as an answer
-/// to no request, so a looser spelling a client might also accept (`"0x7"`) is never passed
-/// on unchecked: at worst its client waits.
-pub(crate) fn same_id(request: &Value, response: &Value) -> bool {
-    if request == response {
-        return true;
-    }
-    match (id_number(request), id_number(response)) {
-        (Some(a), Some(b)) => a == b,
-        _ => false,
-    }
-}
-
-/// The value of a number id, or of a string id that spells a decimal integer (surrounding
-/// whitespace allowed).
-fn id_number(id: &Value) -> Option<f64> {
-    match id {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse::<i64>().ok().map(|n| n as f64),
-        _ => None,
-    }
-}
-
 /// What is forwarded for a payload whose messages met `fates`.
 fn payload_fate(payload: &Payload, fates: Vec<Fate>) -> Fate {
     if fates.iter().all(|f| matches!(f, Fate::Unchanged)) {
@@ -617,36 +554,5 @@ fn payload_fate(payload: &Payload, fates: Vec<Fate>) -> Fate {
             .next()
             .map_or(Fate::Dropped, Fate::Replaced),
         (Payload::Batch(_), false) => Fate::Replaced(Value::Array(values)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_id;
-    use serde_json::json;
-
-    #[test]
-    fn ids_match_as_a_client_files_them() {
-        for (request, response) in [
-            (json!(7), json!(7.0)),
-            (json!(7), json!("7")),
-            (json!(7), json!(" 7\n")),
-            (json!(-7), json!("-7")),
-            (json!(7), json!("+7")),
-            (json!("abc"), json!("abc")),
-        ] {
-            assert!(same_id(&request, &response), "{request} {response}");
-        }
-        for (request, response) in [
-            (json!(7), json!("7x")),
-            (json!(7), json!("7.5")),
-            (json!(7), json!("0x7")),
-            (json!("abc"), json!("abd")),
-            (json!(7), json!(null)),
-            (json!(1), json!("")),
-            (json!(1), json!(true)),
-        ] {
-            assert!(!same_id(&request, &response), "{request} {response}");
-        }
     }
 }

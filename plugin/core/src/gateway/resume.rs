@@ -15,10 +15,11 @@
 //! compare-and-swap from the very value read, so two exchanges of one session ending at
 //! once both keep what they left.
 
-use crate::gateway::engine::{Engine, Exchange, Pending, PendingCall, PendingList};
-use crate::gateway::response::same_id;
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, Pending, PendingCall, PendingList};
 use crate::state::slot;
 use crate::state::store::{Expect, StateStore, StoreError};
+use crate::wire::jsonrpc::same_id;
 use serde_json::{Value, json};
 
 /// Requests kept per session slot (the oldest go first).

@@ -10,8 +10,10 @@
 //! could not hand over are all decided here (the response body is [`super::body`]'s).
 
 use crate::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
-use crate::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo, RequestVerdict};
-use crate::gateway::response::{BodyPlan, ResponseState};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{
+    BodyPlan, Exchange, LocalReply, RequestInfo, RequestVerdict, ResponseState,
+};
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
 
@@ -56,7 +58,7 @@ pub enum BodyAnswer {
     Wait,
     /// Hold the request and send this call to the fleet store; hand its reply (and those of
     /// the calls that follow) to [`Engine::fleet_reply`], then make this callback again.
-    Fleet(crate::gateway::fleet::FleetCall),
+    Fleet(crate::gateway::fleet_worker::FleetCall),
     /// Send the request on to the server unchanged.
     Forward,
     /// Answer locally; the server never sees the request.

@@ -8,51 +8,8 @@
 //! whose client would otherwise read them unchecked; the caller then replaces them with a
 //! JSON-RPC error for every request they were to answer (fail closed).
 
-use crate::gateway::engine::{Engine, Exchange};
-use crate::gateway::response::ResponseState;
-
-/// Something the gateway could not read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unread {
-    /// The host could not hand over the response headers: the content type is unknown.
-    Headers,
-    /// The host could not hand over a body chunk.
-    Chunk,
-    /// A JSON or event-stream body sent compressed.
-    Compressed,
-    /// A body that is neither JSON nor an event stream.
-    Foreign,
-    /// A body already found unreadable at its headers, now at hand.
-    Withheld,
-    /// A JSON body over `limits.max_response_bytes`.
-    Oversized,
-    /// A JSON body the strict parser refused.
-    MalformedBody,
-    /// A JSON body that goes on after its first value (newline-separated messages): found
-    /// before the body ends.
-    SeveralValues,
-    /// The data of one event of a stream, refused by the strict parser.
-    MalformedEvent,
-}
-
-impl Unread {
-    /// The reason given to the client and the audit trail.
-    pub fn why(self) -> &'static str {
-        match self {
-            Unread::Headers => "the host could not hand over the response headers",
-            Unread::Chunk => "the host could not hand over the response body",
-            Unread::Compressed => "the response is compressed",
-            Unread::Foreign => "the response is neither JSON nor an event stream",
-            Unread::Withheld => "the response cannot be read",
-            Unread::Oversized => "the response is over limits.max_response_bytes",
-            Unread::MalformedBody => "unreadable response",
-            Unread::SeveralValues => {
-                "the response holds more than one JSON value (an application/json body is one JSON-RPC message)"
-            }
-            Unread::MalformedEvent => "unreadable event data",
-        }
-    }
-}
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, ResponseState, Unread};
 
 impl Engine {
     /// Whether `what` may reach the client as it is. `bytes`: what it holds, when the gateway

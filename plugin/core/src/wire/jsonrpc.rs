@@ -289,6 +289,37 @@ pub fn error_response(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
+/// A JSON-RPC response carrying `result` for request `id`.
+pub fn answer(id: &Value, result: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// Whether a response id answers a request id the way a JSON-RPC client matches them: equal
+/// values, numbers of equal value (`7` and `7.0`), or a number and the decimal integer
+/// string a server echoed for it (the TypeScript SDK looks an answer up under `Number(id)`,
+/// so `"7"` answers request `7` for it). An id that matches nothing is dropped as an answer
+/// to no request, so a looser spelling a client might also accept (`"0x7"`) is never passed
+/// on unchecked: at worst its client waits.
+pub fn same_id(request: &Value, response: &Value) -> bool {
+    if request == response {
+        return true;
+    }
+    match (id_number(request), id_number(response)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The value of a number id, or of a string id that spells a decimal integer (surrounding
+/// whitespace allowed).
+fn id_number(id: &Value) -> Option<f64> {
+    match id {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<i64>().ok().map(|n| n as f64),
+        _ => None,
+    }
+}
+
 /// The target of a `tools/call`: the tool name and its arguments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ToolCall<'a> {

@@ -9,7 +9,8 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
-use toolseal_core::gateway::engine::{Engine, LocalReply};
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::LocalReply;
 use toolseal_core::policy::fingerprint::sha256_hex;
 use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::{AuditEvent, CollectedOutputs, Counter};

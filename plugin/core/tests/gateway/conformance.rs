@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::body::BodyVerdict;
-use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::{BodyPlan, Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::wire::revision::RoutingHeaders;

@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
-use toolseal_core::gateway::engine::{Engine, Exchange, LocalReply, RequestInfo};
-use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::{BodyPlan, Exchange, LocalReply, RequestInfo};
 use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;

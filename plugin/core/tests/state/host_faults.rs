@@ -6,11 +6,11 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::body::BodyVerdict;
-use toolseal_core::gateway::engine::{
-    Engine, Exchange, Pending, PendingList, RequestInfo, RequestVerdict,
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::{BodyPlan, Unread};
+use toolseal_core::gateway::exchange::{
+    Exchange, Pending, PendingList, RequestInfo, RequestVerdict,
 };
-use toolseal_core::gateway::response::BodyPlan;
-use toolseal_core::gateway::unread::Unread;
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
 use toolseal_core::state::audit::{CollectedOutputs, Outputs};
 use toolseal_core::state::store::StateStore;

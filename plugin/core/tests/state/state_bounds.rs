@@ -8,7 +8,8 @@
 
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
-use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::{Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::state::SET_SLOTS;
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::{MemoryStore, StateStore};

@@ -5,8 +5,7 @@
 //! exactly as the MCP Python SDK 2.3.0 writes them on the wire.
 
 use serde_json::{Value, json};
-use toolseal_core::gateway::engine::{Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::gateway::response::BodyPlan;
+use toolseal_core::gateway::exchange::{BodyPlan, Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::state::audit::AuditEvent;
 use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 use toolseal_core::wire::revision::RoutingHeaders;

@@ -6,7 +6,8 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::admin::AdminRequest;
-use toolseal_core::gateway::engine::{Engine, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::engine::Engine;
+use toolseal_core::gateway::exchange::{Exchange, RequestInfo, RequestVerdict};
 use toolseal_core::policy::fingerprint::sha256_hex;
 use toolseal_core::policy::rules::CallerIdentity;
 use toolseal_core::state::audit::{AuditEvent, CollectedOutputs};

@@ -6,7 +6,8 @@
 //! return without review. An interim answer of a multi round-trip call is not a result yet.
 
 use crate::gateway::denial::ErrorCode;
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::Exchange;
 use crate::state::audit::Counter;
 use crate::state::store::StateStore;
 use crate::wire::json::put;
@@ -21,7 +22,7 @@ impl Engine {
         out: &mut dyn crate::state::audit::Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        call: &crate::gateway::engine::PendingCall,
+        call: &crate::gateway::exchange::PendingCall,
         result: &Value,
     ) -> Option<Value> {
         // Without a contract to check, the result is recorded under the status the call was
@@ -106,7 +107,7 @@ impl Engine {
         store: &dyn StateStore,
         server: &str,
         record: Option<&crate::policy::status::ServerRecord>,
-        call: &crate::gateway::engine::PendingCall,
+        call: &crate::gateway::exchange::PendingCall,
         result: &Value,
     ) -> Option<String> {
         if result.get("isError").and_then(Value::as_bool) == Some(true) {

@@ -3,7 +3,8 @@
 //! other instances wrote. Each answer is read strictly; what cannot be read fails closed.
 
 use super::{FleetCall, FleetReply, Purpose};
-use crate::gateway::engine::{Engine, Exchange};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::Exchange;
 use crate::policy::status::ServerRecord;
 use crate::state::audit::{AuditEvent, Counter, Outputs};
 use crate::state::fleet::{

@@ -9,7 +9,8 @@
 //! whole like an unpaginated list.
 
 use super::{Verdict, serve_if_open, unchecked};
-use crate::gateway::engine::{Engine, Exchange, PendingList};
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, PendingList};
 use crate::policy::approved::Approved;
 use crate::policy::containment::{self, Differing, DriftScope};
 use crate::policy::fingerprint::{FingerprintFields, digest_tools};

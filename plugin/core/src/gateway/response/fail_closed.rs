@@ -5,8 +5,8 @@
 //! waiting on it is answered with an error, so no client waits forever and nothing unchecked
 //! leaves; the tool lists it owed hold the server on this worker until a list verifies.
 
-use crate::gateway::engine::{Engine, Exchange, Pending};
-use crate::gateway::response::ResponseState;
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, Pending, ResponseState};
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
 use crate::wire::jsonrpc;

@@ -5,7 +5,7 @@ use crate::wire::json::JsonError;
 use crate::wire::jsonrpc::{
     FrameError, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MAX_BATCH, METHOD_NOT_FOUND,
     Message, PARSE_ERROR, Payload, ToolCall, error_response, message_from_value, parse_payload,
-    tool_call,
+    same_id, tool_call,
 };
 use serde_json::{Value, json};
 
@@ -358,5 +358,30 @@ fn tool_call_params() {
             Err(FrameError::InvalidParams(why.into())),
             "{params:?}"
         );
+    }
+}
+
+#[test]
+fn ids_match_as_a_client_files_them() {
+    for (request, response) in [
+        (json!(7), json!(7.0)),
+        (json!(7), json!("7")),
+        (json!(7), json!(" 7\n")),
+        (json!(-7), json!("-7")),
+        (json!(7), json!("+7")),
+        (json!("abc"), json!("abc")),
+    ] {
+        assert!(same_id(&request, &response), "{request} {response}");
+    }
+    for (request, response) in [
+        (json!(7), json!("7x")),
+        (json!(7), json!("7.5")),
+        (json!(7), json!("0x7")),
+        (json!("abc"), json!("abd")),
+        (json!(7), json!(null)),
+        (json!(1), json!("")),
+        (json!(1), json!(true)),
+    ] {
+        assert!(!same_id(&request, &response), "{request} {response}");
     }
 }

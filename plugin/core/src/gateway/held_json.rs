@@ -1,0 +1,152 @@
+//! A JSON body held before its end: the scan for a second value as bytes arrive, and the
+//! remembered tool list the body repeats so far.
+
+use crate::gateway::known_list::KnownList;
+use crate::wire::envelope::equal_by_words;
+use crate::wire::first_value::{Extent, FirstValue};
+use std::rc::Rc;
+
+/// A JSON body held before its end: the scan of what arrived, and the remembered tool list
+/// it repeats so far.
+///
+/// Design decision: a tool list served again arrives with the very `result` bytes the worker
+/// remembers, and those bytes are one complete JSON value, so the scan passes over them
+/// ([`FirstValue::skip_value`]) once they are compared, at about a byte per instruction,
+/// instead of reading them token by token. The bytes before and after the `result` are
+/// scanned as always, and a body that stops repeating the list is scanned from where the list
+/// began: every body gets the same answer as a scan of every byte.
+#[derive(Debug, Default, Clone)]
+pub struct HeldJson {
+    scan: FirstValue,
+    repeats: Option<Repeats>,
+    /// Whether the head of the body was looked at for the remembered list's `result`.
+    looked: bool,
+    /// The head of the body held while it is looked at (at most [`HEAD_BYTES`]).
+    head: Vec<u8>,
+}
+
+/// A remembered list whose `result` bytes the body repeats so far.
+#[derive(Debug, Clone)]
+struct Repeats {
+    list: Rc<KnownList>,
+    /// How many of its `result` bytes the body repeated; they start where the scan stands.
+    matched: usize,
+}
+
+/// The member whose value is a list's `result`, as compact JSON writes it.
+const RESULT_KEY: &[u8] = b"\"result\":";
+/// How far into a body its `result` member is looked for (a JSON-RPC envelope's head).
+const HEAD_BYTES: usize = 256;
+
+impl HeldJson {
+    /// Where in `arrived` (the bytes after those already seen) the value of the body's
+    /// `result` member starts, found in the head of the body across chunks; the head is
+    /// given up once [`HEAD_BYTES`] of it show no such member.
+    fn find_result(&mut self, arrived: &[u8]) -> Option<usize> {
+        let before = self.head.len();
+        let from = before.saturating_sub(RESULT_KEY.len().saturating_sub(1));
+        let room = HEAD_BYTES.saturating_sub(before).min(arrived.len());
+        self.head
+            .extend_from_slice(arrived.get(..room).unwrap_or_default());
+        let found = self
+            .head
+            .get(from..)
+            .unwrap_or_default()
+            .windows(RESULT_KEY.len())
+            .position(|w| w == RESULT_KEY);
+        match found {
+            Some(at) => Some(
+                from.saturating_add(at)
+                    .saturating_add(RESULT_KEY.len())
+                    .saturating_sub(before),
+            ),
+            None => {
+                if self.head.len() >= HEAD_BYTES || room < arrived.len() {
+                    self.stop_looking();
+                }
+                None
+            }
+        }
+    }
+
+    /// The head is looked at no more (found, given up, or no list to look for).
+    fn stop_looking(&mut self) {
+        self.looked = true;
+        self.head = Vec::new();
+    }
+
+    /// Whether the head of the body was looked at for the remembered list's `result`.
+    pub(crate) fn looked(&self) -> bool {
+        self.looked
+    }
+
+    /// Stops scanning: the body is decided at its end, on the whole of it.
+    pub(crate) fn abandon(&mut self) {
+        self.scan.abandon();
+    }
+
+    /// Whether more bytes can still change the scan's answer.
+    pub(crate) fn watching(&self) -> bool {
+        self.scan.watching()
+    }
+
+    /// The offset of the next byte the held body has not shown this scan yet.
+    pub(crate) fn seen(&self) -> usize {
+        let matched = self.repeats.as_ref().map_or(0, |r| r.matched);
+        self.scan.fed().saturating_add(matched)
+    }
+
+    /// Feeds the bytes from [`HeldJson::seen`] on. `known`: the list remembered for this
+    /// body's server, while the body's head is looked at for its `result` member.
+    pub(crate) fn feed(&mut self, arrived: &[u8], known: Option<Rc<KnownList>>) -> Extent {
+        let mut rest = arrived;
+        if !self.looked {
+            match known.map(|list| (list, self.find_result(arrived))) {
+                Some((list, Some(value_at))) => {
+                    self.stop_looking();
+                    let (before, after) = rest.split_at(value_at.min(rest.len()));
+                    if self.scan.feed(before) == Extent::Trailing {
+                        return Extent::Trailing;
+                    }
+                    // Only where a value stands: a `"result":` inside a string is text.
+                    if self.scan.between_values() {
+                        self.repeats = Some(Repeats { list, matched: 0 });
+                    }
+                    rest = after;
+                }
+                Some((_, None)) => {}
+                None => self.stop_looking(),
+            }
+        }
+        if let Some(mut repeats) = self.repeats.take() {
+            let bytes = repeats.list.result_bytes().unwrap_or_default();
+            let wanted = bytes.get(repeats.matched..).unwrap_or_default();
+            let n = wanted.len().min(rest.len());
+            let (compared, after) = rest.split_at(n);
+            match equal_by_words(compared, wanted.get(..n).unwrap_or_default()) {
+                true if n < wanted.len() => {
+                    repeats.matched = repeats.matched.saturating_add(n);
+                    self.repeats = Some(repeats);
+                    return Extent::Undecided;
+                }
+                true => {
+                    // The scan was not fed since it stood between values: it still does.
+                    if !self.scan.skip_value(bytes.len())
+                        && self.scan.feed(bytes) == Extent::Trailing
+                    {
+                        return Extent::Trailing;
+                    }
+                    rest = after;
+                }
+                false => {
+                    // Not the list after all: the bytes it repeated are scanned, then these.
+                    let repeated = bytes.get(..repeats.matched).unwrap_or_default();
+                    if self.scan.feed(repeated) == Extent::Trailing {
+                        return Extent::Trailing;
+                    }
+                }
+            }
+        }
+        self.scan.feed(rest)
+    }
+}
