@@ -72,12 +72,25 @@ fn env(name: &str) -> Result<String, String> {
 }
 
 /// The target directory of this build: the nearest ancestor of `OUT_DIR` holding the
-/// `CACHEDIR.TAG` cargo writes at a target directory's root.
+/// `CACHEDIR.TAG` cargo writes at a target directory's root, or, when there is none (cargo
+/// writes the tag only into a directory it creates), the one `OUT_DIR`'s layout names:
+/// `<target>[/<triple>]/<profile>/build/<package>/out`.
 fn target_dir(out_dir: &Path) -> Option<PathBuf> {
-    out_dir
+    if let Some(tagged) = out_dir
         .ancestors()
         .find(|dir| dir.join("CACHEDIR.TAG").is_file())
-        .map(Path::to_path_buf)
+    {
+        return Some(tagged.to_path_buf());
+    }
+    let build = out_dir
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|name| name == "build"))?;
+    let mut target = build.parent()?.parent()?;
+    let triple = std::env::var("TARGET").ok();
+    if triple.is_some_and(|triple| target.file_name().is_some_and(|name| *name == *triple)) {
+        target = target.parent()?;
+    }
+    Some(target.to_path_buf())
 }
 
 fn build_core_module(workspace: &Path, target_dir: &Path) -> Result<(), String> {
