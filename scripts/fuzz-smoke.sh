@@ -3,6 +3,7 @@
 # corpus; exits non-zero on the first crash, leak, timeout or oversized allocation (the
 # reproducer lands in fuzz/artifacts/<target>/). Called from CI; see fuzz/README.md.
 #   scripts/fuzz-smoke.sh [SECONDS_PER_TARGET] [TARGET...]
+#   scripts/fuzz-smoke.sh --build-only      (install cargo-fuzz and build the targets; run none)
 # Installs cargo-fuzz (pinned) when it is missing. cargo-fuzz passes nightly-only compiler
 # flags (AddressSanitizer, sancov): the nightly toolchain is used when the machine has one,
 # otherwise the repository's pinned toolchain (rust-toolchain.toml) with RUSTC_BOOTSTRAP=1,
@@ -10,6 +11,11 @@
 # a machine that can do neither fails here.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
+fi
 seconds="${1:-20}"
 shift || true
 cd "$repo"
@@ -32,6 +38,10 @@ if [ "${#targets[@]}" -eq 0 ]; then
 fi
 
 "${fuzz[@]}" build
+if [ "$build_only" = 1 ]; then
+  echo "fuzz-smoke: ${#targets[@]} targets built"
+  exit 0
+fi
 for target in "${targets[@]}"; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"

@@ -80,11 +80,26 @@ step "end-to-end: real Envoy + real MCP servers + the MCP Python SDK client (+ e
 # processes it starts (each on ports and in a directory of its own), so two workers on two
 # processors took the tier from 919 s to 569 s here, every test passing.
 e2e_workers=$(( $(nproc) < 4 ? $(nproc) : 4 ))
+# The fuzz targets build meanwhile at the lowest priority, on what the end-to-end tests leave
+# idle (on a fresh machine the build is about five minutes of both processors: the
+# sanitizer-instrumented core and the JSON Schema oracle's dependencies).
+fuzz_build_log=$(mktemp -t toolseal-fuzz-build.XXXXXX)
+set -m
+nice -n 19 scripts/fuzz-smoke.sh --build-only >"$fuzz_build_log" 2>&1 &
+fuzz_build_pid=$!
+set +m
+trap 'kill -- "-$installs_pid" "-$fuzz_build_pid" 2>/dev/null || true; rm -f "$installs_log" "$fuzz_build_log"' EXIT
 # The toolseal command the e2e tests call (pin, check-config, report) was built by cargo test.
 TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 TOOLSEAL_REQUIRE_BENCH=1 \
   .venv/bin/python -m pytest -q -rs --durations=15 -n "$e2e_workers" envoy/tests examples/stdio-guard/tests
 
 step "fuzz smoke (every target, bounded)"
+if ! wait "$fuzz_build_pid"; then
+  cat "$fuzz_build_log"
+  echo "test.sh: building the fuzz targets failed (above)" >&2
+  exit 1
+fi
+tail -n 1 "$fuzz_build_log"
 scripts/fuzz-smoke.sh 15
 
 step "done"
