@@ -277,8 +277,8 @@ impl Exchange {
 
     /// How many requests other than lists and calls wait.
     pub(crate) fn others_waiting(&self) -> usize {
-        let others = self.pending.iter();
-        others.filter(|p| matches!(p, Pending::Other(..))).count()
+        let others = |p: &&Pending| matches!(p, Pending::Other(..));
+        self.pending.iter().filter(others).count()
     }
 
     /// Takes out the request `id` answers (an error answers it as a result would).

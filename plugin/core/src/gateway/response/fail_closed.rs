@@ -58,21 +58,13 @@ impl Engine {
             Pending::Call(call) => whole_body || (enforced && call.check_result),
             Pending::Other(..) => whole_body,
         };
-        let (mut taken, kept): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut exchange.pending)
-            .into_iter()
-            .partition(answers);
+        let (mut answered, kept): (Vec<Pending>, Vec<Pending>) =
+            std::mem::take(&mut exchange.pending)
+                .into_iter()
+                .partition(answers);
         exchange.pending = kept;
         // Lists first, then calls, then the rest, each in the order they were asked.
-        crate::wire::order::sort_by(&mut taken, |a, b| a.kind_index().cmp(&b.kind_index()));
-        // (id, method, tool) of every request the error answers.
-        let answered: Vec<(Value, String, Option<String>)> = taken
-            .into_iter()
-            .map(|pending| match pending {
-                Pending::List(list) => (list.id, "tools/list".to_string(), None),
-                Pending::Call(call) => (call.id, "tools/call".to_string(), Some(call.tool)),
-                Pending::Other(id, method) => (id, method, None),
-            })
-            .collect();
+        crate::wire::order::sort_by(&mut answered, |a, b| a.kind_index().cmp(&b.kind_index()));
         if lists {
             out.count(
                 crate::state::audit::Counter::ListsFiltered,
@@ -95,18 +87,19 @@ impl Engine {
             serde_json::Map::new(),
         );
         self.emit(store, out, &event);
-        for (id, method, tool) in &answered {
+        for pending in &answered {
             let mut decision = self.decision(
                 exchange,
                 "response",
-                method,
-                Some(id),
+                pending.method(),
+                Some(pending.id()),
                 crate::policy::status::SchemaStatus::Unbaselined,
             );
             decision.decision = "rewrite";
-            decision.tool = tool.clone();
-            if method == "tools/list" {
-                decision.tools_out = Some(0);
+            match pending {
+                Pending::List(_) => decision.tools_out = Some(0),
+                Pending::Call(call) => decision.tool = Some(call.tool.clone()),
+                Pending::Other(..) => {}
             }
             decision.error_code = Some("UNINSPECTABLE_RESPONSE");
             out.decision(&decision);
@@ -114,7 +107,7 @@ impl Engine {
         // No request known to answer: one error with a null id.
         let ids: Vec<&Value> = match answered.is_empty() {
             true => vec![&Value::Null],
-            false => answered.iter().map(|(id, _, _)| id).collect(),
+            false => answered.iter().map(Pending::id).collect(),
         };
         let errors: Vec<Value> = ids
             .into_iter()
