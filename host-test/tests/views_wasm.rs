@@ -528,3 +528,33 @@ fn one_deploy_that_adds_a_tool_to_both_views_is_approved_once() {
         "{server}"
     );
 }
+
+#[test]
+fn the_whole_surface_sealed_for_three_clients_matches_the_core_golden_through_the_module() {
+    let seal = json!({"servers": {SERVER: {"seal":
+        ["tool-fields", "instructions", "prompts", "resource-templates"]}}});
+    for release in ["2026.8.31", "2025.11.25"] {
+        for chunk in [0, 61] {
+            let mut module = start(config(seal.clone()), chunk);
+            let mut reports = Vec::new();
+            for client in ["no-capabilities", "capabilities", "sdk2-auto"] {
+                let name = format!("everything-{release}-surface-{client}");
+                reports.extend(replay(&mut module, &name, recording(&name)));
+            }
+            assert_golden(
+                &format!("everything-{release}-surface-sealed"),
+                chunk,
+                &reports,
+            );
+            assert_eq!(
+                audits(&reports, "section.sealed").len(),
+                4,
+                "{release} {chunk}"
+            );
+            assert!(
+                audits(&reports, "schema.changed").is_empty(),
+                "{release} {chunk}"
+            );
+        }
+    }
+}

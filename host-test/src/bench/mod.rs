@@ -33,7 +33,8 @@ usage:
                  [--callgrind] [--fuel] [--json FILE]
       Per-message cost of tools/call (small and 64 KiB arguments) and tools/list (10, 100,
       1000 tools), verified and filtered path, JSON and SSE responses, resources/list and
-      prompts/list of 100 items (a verified and a closed server), and the same call and
+      prompts/list of 100 items (a verified and a closed server; prompts and tools on a
+      server that seals its prompts and tool fields: `sealed` rows), and the same call and
       lists of 10 and 100 tools under MCP 2026-07-28 (rows ending in `2026`, compared with
       their 2025 rows at the end): native toolseal-core and the .wasm on wasmtime, with the
       wasm/native ratio. --callgrind adds instructions

@@ -39,6 +39,10 @@ pub enum Path {
     /// contact and held `pending` (served with no tools). The cost of first-contact
     /// screening, paid on every list until someone approves.
     Screened,
+    /// Verified, on a server that seals every section beyond its tools (`seal`): a tool list
+    /// also has its tools' other fields compared, a prompt list is compared with the sealed
+    /// prompts.
+    Sealed,
 }
 
 /// The plugin configuration of a [`Path::Contained`] row.
@@ -48,6 +52,10 @@ const CONTAINED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from
 /// The plugin configuration of a [`Path::Scoped`] row.
 const SCOPED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": "route"},
     "policy": {"rules": [{"action": "deny", "tool": "delete_*"}]}}"#;
+
+/// The plugin configuration of a [`Path::Sealed`] row.
+const SEALED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": "route"},
+    "servers": {"bench": {"seal": ["tool-fields", "instructions", "prompts", "resource-templates"]}}}"#;
 
 /// The plugin configuration of a [`Path::Screened`] row.
 const SCREENED_CONFIG: &[u8] = br#"{"posture": "strict", "server_id": {"from": "route"}}"#;
@@ -115,6 +123,7 @@ impl Scenario {
             Path::Contained => "contained",
             Path::Scoped => "scoped",
             Path::Screened => "screened",
+            Path::Sealed => "sealed",
         };
         Scenario {
             name: format!("{what} {path_name} {}{}", framing.name(), revision.suffix()),
@@ -165,6 +174,13 @@ impl Scenario {
             all.push(Scenario::new(Kind::Resources(100), path, Framing::Json));
             all.push(Scenario::new(Kind::Prompts(100), path, Framing::Json));
         }
+        // The same lists on a server that seals its prompts and its tools' other fields.
+        all.push(Scenario::new(
+            Kind::Prompts(100),
+            Path::Sealed,
+            Framing::Json,
+        ));
+        all.push(Scenario::new(Kind::List(100), Path::Sealed, Framing::Json));
         // A list whose body arrives in chunks, verified and filtered.
         for path in [Path::Verified, Path::Filtered] {
             all.push(Scenario::new(Kind::List(100), path, Framing::Json).chunked());
@@ -215,13 +231,16 @@ impl Scenario {
             Path::Contained => CONTAINED_CONFIG,
             Path::Scoped => SCOPED_CONFIG,
             Path::Screened => SCREENED_CONFIG,
+            Path::Sealed => SEALED_CONFIG,
         }
     }
 
     /// The tools the server lists once the scenario is set up (`count` of them).
     fn listed(&self, count: usize) -> Vec<serde_json::Value> {
         match self.path {
-            Path::Verified | Path::Scoped | Path::Screened => workload::tools(count, false),
+            Path::Verified | Path::Scoped | Path::Screened | Path::Sealed => {
+                workload::tools(count, false)
+            }
             Path::Filtered => workload::tools(count, true),
             Path::Contained => workload::tools_with_last_drifted(count),
         }
@@ -242,6 +261,10 @@ impl Scenario {
         setup.push(list(1, &workload::tools(self.tool_count, false)));
         if matches!(self.path, Path::Filtered | Path::Contained) {
             setup.push(list(2, &self.listed(self.tool_count)));
+        }
+        // A sealed section is sealed by its first list (the measured ones verify).
+        if let (Path::Sealed, Kind::Prompts(n)) = (self.path, self.kind) {
+            setup.push(workload::section_exchange(2, true, n, self.framing));
         }
         setup
     }
@@ -265,9 +288,10 @@ impl Scenario {
                 Expect::TtlLowered
             }
             (Kind::Call(_), _) if self.path != Path::Filtered => Expect::PassedUnchanged,
-            (Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_), Path::Verified) => {
-                Expect::PassedUnchanged
-            }
+            (
+                Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_),
+                Path::Verified | Path::Sealed,
+            ) => Expect::PassedUnchanged,
             (Kind::Call(_), _) => Expect::LocalReply,
             (Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_), _) => Expect::Rewritten,
         }

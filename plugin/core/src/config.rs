@@ -8,6 +8,7 @@
 use crate::policy::containment::DriftScope;
 use crate::policy::fingerprint::{FingerprintFields, digest_tools};
 use crate::policy::rules::Policy;
+use crate::policy::section::Section;
 use crate::policy::status::Posture;
 use crate::policy::views::{MAX_VIEW_SOURCES, ViewSource};
 use crate::state::snapshot_key::SnapshotSource;
@@ -90,6 +91,10 @@ pub struct ServerConfig {
     pub views: Option<Vec<ViewSource>>,
     /// What is done with the server's resources.
     pub resources: ResourcesMode,
+    /// The sections beyond tools whose lists the lifecycle seals (`seal`): the tool fields
+    /// beside the tool fingerprint's, instructions, prompts, resource templates. Empty (the
+    /// default): tools alone.
+    pub seal: Vec<Section>,
 }
 
 /// What is done with a server's resources (`resources`).
@@ -113,6 +118,7 @@ const UNLISTED_SERVER: &ServerConfig = &ServerConfig {
     results: ResultsMode::Observe,
     drift_scope: DriftScope::Server,
     views: None,
+    seal: Vec::new(),
     resources: ResourcesMode::Screen,
 };
 
@@ -444,6 +450,11 @@ impl Config {
         self.servers.get(id).unwrap_or(UNLISTED_SERVER)
     }
 
+    /// Whether server `id` seals `section` (its `seal` names it).
+    pub fn seals(&self, id: &str, section: Section) -> bool {
+        self.server(id).seal.contains(&section)
+    }
+
     /// Whether the resources of server `id` are screened (screening on, and not `"pass"`).
     pub fn screens_resources(&self, id: &str) -> bool {
         self.screening.enabled && self.server(id).resources == ResourcesMode::Screen
@@ -596,6 +607,7 @@ fn server_config(
             "drift_scope",
             "views",
             "resources",
+            "seal",
         ],
     )?;
     let mut server = ServerConfig::default();
@@ -668,6 +680,15 @@ fn server_config(
             }
         };
     }
+    if let Some(v) = obj.get("seal") {
+        server.seal = seal(v, &at("seal"))?;
+        if !server.seal.is_empty() && server.pin.is_some() {
+            return Err(err(
+                &at("seal"),
+                "a server with `pin` or `lock` seals its tools alone: a pin names a tool set, and the other sections are sealed in the server's own catalogue; remove `seal` or the pin",
+            ));
+        }
+    }
     if let Some(d) = obj.get("drift_scope") {
         server.drift_scope = match string(d, &at("drift_scope"))? {
             "server" => DriftScope::Server,
@@ -683,6 +704,53 @@ fn server_config(
         };
     }
     Ok(server)
+}
+
+/// The sections a server's `seal` names: `"tool-fields"`, `"instructions"`, `"prompts"`,
+/// `"resource-templates"`, each at most once.
+fn seal(v: &Value, field: &str) -> Result<Vec<Section>, ConfigError> {
+    const SEALABLE: [Section; 4] = [
+        Section::ToolFields,
+        Section::Instructions,
+        Section::Prompts,
+        Section::ResourceTemplates,
+    ];
+    let Some(names) = v.as_array() else {
+        return Err(err(field, "expected an array of section names"));
+    };
+    let mut sections = Vec::new();
+    for name in names {
+        let name = string(name, field)?;
+        let section = match Section::from_name(name) {
+            Some(section) if SEALABLE.contains(&section) => section,
+            Some(Section::Tools) => {
+                return Err(err(
+                    field,
+                    "tools are always sealed; name the other sections",
+                ));
+            }
+            Some(Section::Resources) => {
+                return Err(err(
+                    field,
+                    "resources are screened, not sealed (see `resources`)",
+                ));
+            }
+            _ => {
+                return Err(err(
+                    field,
+                    format!(
+                        "unknown section {name:?}; expected \"tool-fields\", \"instructions\", \"prompts\" or \"resource-templates\""
+                    ),
+                ));
+            }
+        };
+        if sections.contains(&section) {
+            return Err(err(field, format!("{name:?} is named twice")));
+        }
+        sections.push(section);
+    }
+    crate::wire::order::sort(&mut sections);
+    Ok(sections)
 }
 
 /// A server fingerprint is `sha256:` and 64 lowercase hex digits.

@@ -32,6 +32,8 @@ pub mod request;
 pub mod resources;
 pub mod response;
 pub mod resume;
+pub mod sealed;
+pub(crate) mod sealed_memo;
 pub mod stream;
 pub mod surface;
 pub mod unread;

@@ -434,6 +434,50 @@ pub fn tool_set_document(
     Ok(None)
 }
 
+/// The stored set document of `fingerprint` among `server`'s slots, parsed (`None`: not
+/// stored, or replaced since): `tools`, and for a set that seals more than tools, the
+/// surface's other members and `sealed`. The caller checks that it hashes to `fingerprint`
+/// ([`crate::policy::approved::Approved::from_document`]).
+pub fn get_set(
+    store: &dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+) -> Result<Option<Value>, StateError> {
+    let Some(bytes) = tool_set_document(store, server, fingerprint)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StateError::Corrupt(format!("server {server}: tool set: {e}")))
+}
+
+/// Stores a set that seals more than tools: `surface` holds `tools`, the other sections'
+/// members and `sealed` (see [`get_set`]); written as [`put_tool_set`] writes a tool set, with
+/// `fingerprint` first.
+pub fn put_surface_set(
+    store: &mut dyn StateStore,
+    server: &str,
+    fingerprint: &str,
+    surface: &serde_json::Map<String, Value>,
+) -> Result<(), StateError> {
+    let mut document = serde_json::Map::new();
+    document.insert("fingerprint".into(), Value::String(fingerprint.into()));
+    for (member, value) in surface
+        .iter()
+        .filter(|(member, _)| *member != "fingerprint")
+    {
+        document.insert(member.clone(), value.clone());
+    }
+    let bytes = serde_json::to_vec(&Value::Object(document))
+        .map_err(|e| StateError::Corrupt(e.to_string()))?;
+    if !holds(&bytes, fingerprint) {
+        return Err(StateError::Corrupt(format!(
+            "server {server}: a set document must open with its fingerprint"
+        )));
+    }
+    put_set_document(store, server, fingerprint, &bytes, &[], 2)
+}
+
 /// The stored tool definitions of `fingerprint` among `server`'s slots (`None`: not stored,
 /// or replaced since). The caller checks that they hash to `fingerprint`.
 pub fn get_tool_set(

@@ -371,6 +371,10 @@ impl Engine {
                     diff.as_ref().map_or(Value::Null, |d| d.to_json()),
                 );
             }
+            // The sections beyond tools the candidate changes (prompts, instructions, ...).
+            if let Some(sections) = self.section_diff(store, id, &record) {
+                obj.insert("sections_diff".into(), sections.by_section(full));
+            }
         }
         Some(view)
     }

@@ -80,11 +80,13 @@ impl Engine {
         if let Some(finding) = flagged {
             let code = ErrorCode::ResourceNotListed;
             let record = self.record(store, &exchange.server).ok().flatten();
-            let mut denial = self.denial(code, exchange, &what, record.as_deref(), &finding);
-            denial.tool = item.to_string();
+            let denial = self.use_denial(code, exchange, &what, record.as_deref(), &finding, item);
             return Some(Box::new(denial));
         }
         let (code, record, detail) = match self.closed_record(store, &exchange.server) {
+            Ok(None) if section == Section::Prompts => {
+                return self.prompt_refusal(store, exchange, item, params);
+            }
             Ok(None) => return None,
             Ok(Some(record)) => {
                 let code = ErrorCode::for_closed(record.status)?;
@@ -92,9 +94,100 @@ impl Engine {
             }
             Err(why) => (ErrorCode::SchemaUnverified, None, why),
         };
-        let mut denial = self.denial(code, exchange, &what, record.as_deref(), &detail);
-        denial.tool = item.to_string();
+        let denial = self.use_denial(code, exchange, &what, record.as_deref(), &detail, item);
         Some(Box::new(denial))
+    }
+
+    /// The refusal of a `prompts/get` of a server that seals its prompts (`None`: it does
+    /// not, or not yet, or the request names an approved prompt with exactly its declared
+    /// arguments: every `required` one, nothing undeclared). The catalogue is the one
+    /// baseline every caller's prompts are checked against.
+    fn prompt_refusal(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        name: &str,
+        params: Option<&Value>,
+    ) -> Option<Box<Denial>> {
+        let section = Section::Prompts;
+        if !self.config.seals(&exchange.server, section) {
+            return None;
+        }
+        let what = format!("prompt {name:?}");
+        let record = match self.record(store, &exchange.server) {
+            Ok(record) => record,
+            Err(e) => {
+                let why = e.to_string();
+                let code = ErrorCode::SchemaUnverified;
+                return Some(Box::new(
+                    self.use_denial(code, exchange, &what, None, &why, name),
+                ));
+            }
+        };
+        let baseline = record.as_ref()?.baseline.clone()?;
+        let catalogue = match self.approved(store, &exchange.server, &baseline) {
+            Ok(Some(catalogue)) => catalogue,
+            Ok(None) | Err(_) => {
+                let why = format!("the approved catalogue {baseline} cannot be read");
+                let code = ErrorCode::SchemaUnverified;
+                let record = record.as_deref();
+                return Some(Box::new(
+                    self.use_denial(code, exchange, &what, record, &why, name),
+                ));
+            }
+        };
+        if !catalogue.sealed.contains(&section) {
+            return None;
+        }
+        let record = record.as_deref();
+        let Some(prompt) = catalogue.item(section, name) else {
+            let code = ErrorCode::PromptNotApproved;
+            return Some(Box::new(
+                self.use_denial(code, exchange, &what, record, "", name),
+            ));
+        };
+        let declared = prompt.definition.get("arguments").and_then(Value::as_array);
+        let declared = declared.map_or(&[][..], Vec::as_slice);
+        let arg_name = |a: &Value| a.get("name").and_then(Value::as_str).map(str::to_string);
+        let given = params.and_then(|p| p.get("arguments"));
+        let wrong = match given {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(given)) => given
+                .keys()
+                .find(|k| {
+                    !declared
+                        .iter()
+                        .any(|a| arg_name(a).as_deref() == Some(k.as_str()))
+                })
+                .map(|k| format!("undeclared argument {k:?}")),
+            Some(_) => Some("`arguments` is not an object".to_string()),
+        };
+        let missing = declared
+            .iter()
+            .filter(|a| a.get("required").and_then(Value::as_bool) == Some(true))
+            .filter_map(arg_name)
+            .find(|n| given.and_then(|g| g.get(n.as_str())).is_none())
+            .map(|n| format!("missing required argument {n:?}"));
+        let why = wrong.or(missing)?;
+        let code = ErrorCode::InvalidArguments;
+        Some(Box::new(
+            self.use_denial(code, exchange, &what, record, &why, name),
+        ))
+    }
+
+    /// A denial of a use of `item` (a prompt's name, a resource's URI).
+    fn use_denial(
+        &self,
+        code: ErrorCode,
+        exchange: &Exchange,
+        what: &str,
+        record: Option<&ServerRecord>,
+        detail: &str,
+        item: &str,
+    ) -> Denial {
+        let mut denial = self.denial(code, exchange, what, record, detail);
+        denial.tool = item.to_string();
+        denial
     }
 
     /// Answers a refused use: audited (`use.denied`), recorded and counted; the JSON-RPC

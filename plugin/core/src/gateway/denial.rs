@@ -22,6 +22,8 @@ pub enum ErrorCode {
     SchemaUnverified,
     /// The tool is not in the approved baseline.
     ToolNotApproved,
+    /// The prompt is not in the approved catalogue (the server seals its prompts).
+    PromptNotApproved,
     /// The tool is new, changed or gone since the approved baseline, and withheld until an
     /// admin reviews the drift (`drift_scope: "tool"`: the server's other tools serve on).
     ToolChanged,
@@ -47,6 +49,7 @@ impl ErrorCode {
             ErrorCode::ServerQuarantined => "SERVER_QUARANTINED",
             ErrorCode::SchemaUnverified => "SCHEMA_UNVERIFIED",
             ErrorCode::ToolNotApproved => "TOOL_NOT_APPROVED",
+            ErrorCode::PromptNotApproved => "PROMPT_NOT_APPROVED",
             ErrorCode::ToolChanged => "TOOL_CHANGED",
             ErrorCode::StaleToolSchema => "STALE_TOOL_SCHEMA",
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
@@ -67,6 +70,7 @@ impl ErrorCode {
             ErrorCode::SchemaUnverified
             | ErrorCode::StaleToolSchema
             | ErrorCode::ToolNotApproved => "refresh_tools",
+            ErrorCode::PromptNotApproved => "refresh_prompts",
             ErrorCode::InvalidArguments => "fix_arguments",
             ErrorCode::PolicyDenied | ErrorCode::ResourceNotListed => "none",
         }
@@ -203,6 +207,7 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
         ErrorCode::ServerQuarantined => "the server is quarantined by an administrator",
         ErrorCode::SchemaUnverified => "the server's tool list has not been verified yet",
         ErrorCode::ToolNotApproved => "it is not an approved tool of this server",
+        ErrorCode::PromptNotApproved => "it is not an approved prompt of this server",
         ErrorCode::ToolChanged => {
             "its definition differs from the approved baseline and awaits admin review"
         }
@@ -216,6 +221,7 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
     };
     let next = match code.required_action() {
         "refresh_tools" => " Refresh tools before retrying.",
+        "refresh_prompts" => " List prompts again before retrying.",
         "fix_arguments" => " Fix the arguments and retry.",
         "admin_review" if code == ErrorCode::ToolChanged => {
             " An administrator must review the change before it can be used."

@@ -11,6 +11,7 @@ use crate::gateway::denial::{Denial, ErrorCode, denial_message};
 use crate::gateway::exchange::Exchange;
 use crate::policy::approved::{Approved, ApprovedCache};
 use crate::policy::rules::{Action, CallFacts};
+use crate::policy::section::Section;
 use crate::policy::status::{self as lifecycle, SchemaStatus, ServerRecord};
 use crate::state::audit::{AuditEvent, Decision, Outputs};
 use crate::state::parse_cache::ParseCache;
@@ -79,6 +80,9 @@ pub struct Engine {
     /// The views this worker told lately and what it read to tell them (see
     /// `view_memo::ViewMemo`).
     pub(crate) view_memo: crate::gateway::view_memo::ViewMemo,
+    /// The sealed sections' lists this worker saw verify lately (see
+    /// `sealed_memo::SealedMemo`).
+    pub(crate) sealed_memo: crate::gateway::sealed_memo::SealedMemo,
 }
 
 impl Engine {
@@ -95,6 +99,7 @@ impl Engine {
             fleet: Default::default(),
             screened: Default::default(),
             view_memo: Default::default(),
+            sealed_memo: Default::default(),
         }
     }
 
@@ -394,13 +399,51 @@ impl Engine {
         Some(crate::policy::drift::diff_tools(&old, &new))
     }
 
+    /// The classified changes of the sections beyond tools between `server`'s baseline and
+    /// its live candidate, section by section (`None`: neither seals one, they are equal, or a
+    /// set cannot be read).
+    pub(crate) fn section_diff(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        record: &ServerRecord,
+    ) -> Option<crate::policy::drift::SurfaceDiff> {
+        let live = record.live.as_deref()?;
+        let baseline = record.baseline.as_deref()?;
+        if baseline == live {
+            return None;
+        }
+        let old = self.approved(store, server, baseline).ok()??;
+        let new = self.approved(store, server, live).ok()??;
+        if old.sealed.is_empty() && new.sealed.is_empty() {
+            return None;
+        }
+        let mut diff = crate::policy::drift::diff_surface(
+            &Value::Object(old.document()),
+            &Value::Object(new.document()),
+            false,
+        );
+        diff.sections
+            .retain(|(section, _)| *section != Section::Tools);
+        (!diff.is_empty()).then_some(diff)
+    }
+
     fn diff_summary(
         &mut self,
         store: &dyn StateStore,
         server: &str,
         record: &ServerRecord,
     ) -> Option<Value> {
-        self.diff(store, server, record).map(|d| d.summary_json())
+        let tools = self.diff(store, server, record).map(|d| d.summary_json());
+        let Some(sections) = self.section_diff(store, server, record) else {
+            return tools;
+        };
+        let mut summary = match tools {
+            Some(Value::Object(summary)) => summary,
+            _ => Map::new(),
+        };
+        summary.insert("sections".into(), sections.by_section(false));
+        Some(Value::Object(summary))
     }
 
     /// Sends an audit event to the host and the ring.

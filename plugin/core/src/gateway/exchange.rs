@@ -67,6 +67,9 @@ pub enum Pending {
     List(PendingList),
     /// A `tools/call`: its result may be held to the tool's output contract.
     Call(PendingCall),
+    /// A list of a section the server seals beyond tools (a handshake for its
+    /// instructions): its answer is checked against the catalogue.
+    Section(PendingSection),
     /// Any other request (id, method), so its answer's record names its method.
     Other(Value, String),
 }
@@ -77,6 +80,7 @@ impl Pending {
         match self {
             Pending::List(list) => &list.id,
             Pending::Call(call) => &call.id,
+            Pending::Section(section) => &section.id,
             Pending::Other(id, _) => id,
         }
     }
@@ -86,6 +90,7 @@ impl Pending {
         match self {
             Pending::List(_) => "tools/list",
             Pending::Call(_) => "tools/call",
+            Pending::Section(section) => &section.method,
             Pending::Other(_, method) => method,
         }
     }
@@ -96,7 +101,7 @@ impl Pending {
         match self {
             Pending::List(_) => 0,
             Pending::Call(_) => 1,
-            Pending::Other(..) => 2,
+            Pending::Section(_) | Pending::Other(..) => 2,
         }
     }
 }
@@ -117,6 +122,61 @@ pub struct PendingCall {
     /// result checked against no contract is recorded with it, so its response does not read
     /// the server record again.
     pub allowed_at: Option<crate::policy::status::SchemaStatus>,
+}
+
+/// What a checked section answer leaves to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionVerdict {
+    /// Served as any other answer: it verified, moved the lifecycle (a drift closes the
+    /// server, and the closed answer follows), or the server has no baseline to check it
+    /// against yet.
+    Checked,
+    /// Served without these items (the instructions: without them), and why: they are not
+    /// the catalogue's, and this answer could not move the lifecycle.
+    Withhold {
+        /// The keys of the items withheld (`None`: every item).
+        keys: Option<Vec<String>>,
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// A forwarded list of a sealed section beyond tools awaiting its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingSection {
+    /// JSON-RPC id.
+    pub id: Value,
+    /// The request's method (`prompts/list`; `initialize` or `server/discover` for the
+    /// instructions).
+    pub method: String,
+    /// The section its answer shows.
+    pub section: crate::policy::section::Section,
+    /// The request asked for a later page (it sent a cursor): its answer is not the whole
+    /// section.
+    pub paged: bool,
+}
+
+impl PendingSection {
+    /// The pending list of a request of `method`, if its answer shows a section beyond tools
+    /// (`prompts/list`, `resources/templates/list`; `initialize` and `server/discover` show
+    /// the instructions).
+    pub fn of(id: &Value, method: &str, paged: bool) -> Option<PendingSection> {
+        Some(PendingSection {
+            id: id.clone(),
+            method: method.to_string(),
+            section: Self::section_of(method)?,
+            paged,
+        })
+    }
+
+    /// The section the answer to a request of `method` shows beyond tools, if any.
+    pub fn section_of(method: &str) -> Option<crate::policy::section::Section> {
+        use crate::policy::section::Section;
+        match method {
+            "initialize" | "server/discover" => Some(Section::Instructions),
+            other => Section::other_listed_by(other),
+        }
+    }
 }
 
 /// A forwarded `tools/list` awaiting its result.
@@ -267,6 +327,13 @@ impl Exchange {
         self.lists().next().is_some()
     }
 
+    /// Whether a list of a sealed section beyond tools awaits its result.
+    pub fn awaits_section(&self) -> bool {
+        self.pending
+            .iter()
+            .any(|p| matches!(p, Pending::Section(_)))
+    }
+
     /// The `tools/call` requests awaiting their result.
     pub fn calls(&self) -> impl Iterator<Item = &PendingCall> {
         self.pending.iter().filter_map(|p| match p {
@@ -277,7 +344,7 @@ impl Exchange {
 
     /// How many requests other than lists and calls wait.
     pub(crate) fn others_waiting(&self) -> usize {
-        let others = |p: &&Pending| matches!(p, Pending::Other(..));
+        let others = |p: &&Pending| matches!(p, Pending::Other(..) | Pending::Section(_));
         self.pending.iter().filter(others).count()
     }
 

@@ -17,6 +17,7 @@ use crate::gateway::exchange::{Exchange, PendingList};
 use crate::gateway::live::{self, Decided, LiveCheck, LiveDigests};
 use crate::policy::containment::{self, DriftScope, Serving};
 use crate::policy::fingerprint::digest_tools;
+use crate::policy::section::Section;
 use crate::policy::status::{Event, SchemaStatus, ServerRecord};
 use crate::policy::views::ViewRead;
 use crate::state::audit::Counter;
@@ -504,7 +505,17 @@ impl Engine {
             },
         );
         self.candidates = memo;
-        let record = record?;
+        let mut record = record?;
+        // A server that seals its tools' other fields has them checked once the tools are
+        // (a list served again byte for byte known by its remembered digests, which stay the
+        // same allocation while it is remembered).
+        if let Some(digests) = known.or(checked.as_ref())
+            && self.config.seals(&server, Section::ToolFields)
+            && let Some(after) =
+                self.check_tool_fields(store, out, now_ms, exchange, tools, digests)?
+        {
+            record = after;
+        }
         if drifted {
             out.count(Counter::ListsChanged, None);
         }

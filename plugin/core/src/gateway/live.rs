@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::policy::approved::{Approved, ApprovedCache};
 use crate::policy::containment::{self, Differing, DriftReach};
 use crate::policy::fingerprint::ToolDigests;
+use crate::policy::section::{Section, Surface};
 use crate::policy::status::{LiveSet, Posture, SchemaStatus, ServerRecord};
 use crate::policy::views::{self, Candidate, ViewId, ViewRead, ViewRecord};
 use crate::state::store::StateStore;
@@ -39,11 +40,11 @@ impl LiveDigests {
         LiveDigests::Computed(digests, fingerprint)
     }
 
-    /// The set's server fingerprint.
+    /// The set's server fingerprint (its tool fingerprint).
     pub(crate) fn fingerprint(&self) -> &str {
         match self {
             LiveDigests::Computed(_, fingerprint) => fingerprint,
-            LiveDigests::Cached(set, _) => &set.fingerprint,
+            LiveDigests::Cached(set, _) => &set.tool_fingerprint,
         }
     }
 
@@ -53,7 +54,7 @@ impl LiveDigests {
     }
 
     /// The `(name, digest)` pairs.
-    fn pairs(&self) -> &ToolDigests {
+    pub(crate) fn pairs(&self) -> &ToolDigests {
         match self {
             LiveDigests::Computed(digests, _) => digests,
             LiveDigests::Cached(set, pairs) => {
@@ -168,7 +169,7 @@ impl LiveCheck<'_> {
                 store,
                 cache,
                 (config, at.server, record),
-                fingerprint,
+                (fingerprint, None),
                 &|| listed_defs.to_vec(),
             )?;
             let findings = crate::policy::screening::screen(tools, Some(record), &config.screening);
@@ -190,7 +191,7 @@ impl LiveCheck<'_> {
                 store,
                 cache,
                 (config, at.server, record),
-                fingerprint,
+                (fingerprint, None),
                 &|| listed_defs.to_vec(),
             )?;
             let reach = match matches {
@@ -214,8 +215,8 @@ impl LiveCheck<'_> {
         let past_bound =
             view.is_some() && known.is_none() && record.views.len() >= config.limits.max_views;
         let told = view.filter(|_| !past_bound);
-        if *fingerprint == catalogue.fingerprint {
-            // The list is the catalogue itself (equal fingerprints, equal digests name for
+        if *fingerprint == catalogue.tool_fingerprint {
+            // The list is the catalogue's tools (equal fingerprints, equal digests name for
             // name): nothing is added, redefined or dropped, so it verifies when its view is
             // new or was recorded with the catalogue's names, decided without building a
             // candidate (every list of an honest server takes this path, and its candidate
@@ -229,12 +230,12 @@ impl LiveCheck<'_> {
                 }
                 (Some(view), Some(known)) if memo.names_are(&known.names, &catalogue) => {
                     let seen = view_record(view, known.names.clone(), Some(known), at.now_ms);
-                    return Ok(verified(fingerprint.clone(), seen));
+                    return Ok(verified(catalogue.fingerprint.clone(), seen));
                 }
                 (Some(view), None) => {
                     let names = catalogue.tools.keys().cloned().collect();
                     let seen = view_record(view, names, None, at.now_ms);
-                    return Ok(verified(fingerprint.clone(), seen));
+                    return Ok(verified(catalogue.fingerprint.clone(), seen));
                 }
                 (Some(_), Some(_)) => {}
             }
@@ -319,15 +320,15 @@ impl LiveCheck<'_> {
         let fresh = ServerRecord::new(at.now_ms);
         let findings =
             crate::policy::screening::screen(&Value::Array(added), Some(&fresh), &config.screening);
-        store_set(
+        let fingerprint = store_set(
             store,
             cache,
             (config, at.server, record),
-            &candidate.fingerprint,
+            (&candidate.fingerprint, Some(&catalogue)),
             &|| views::candidate_definitions(&catalogue, candidate, listed_defs),
         )?;
         let live = LiveSet::Valid {
-            fingerprint: candidate.fingerprint.clone(),
+            fingerprint,
             matches: false,
             findings,
             reach: DriftReach::Unknown,
@@ -350,11 +351,11 @@ fn drift(
     view: Option<ViewRecord>,
 ) -> Result<Decided, StateError> {
     let candidate = &made.candidate;
-    store_set(
+    let fingerprint = store_set(
         store,
         cache,
         (at.config, at.server, record),
-        &candidate.fingerprint,
+        (&candidate.fingerprint, Some(catalogue)),
         &|| views::candidate_definitions(catalogue, candidate, listed),
     )?;
     let reach = made
@@ -362,7 +363,7 @@ fn drift(
         .get_or_init(|| containment::classify(catalogue, &candidate.digests, true));
     let reach = DriftReach::Tools(reach.clone());
     let live = LiveSet::Valid {
-        fingerprint: candidate.fingerprint.clone(),
+        fingerprint,
         matches: false,
         findings: Vec::new(),
         reach,
@@ -415,25 +416,60 @@ fn view_record(
 /// whose definitions were known by fingerprint only) unless it is stored already. The
 /// definitions are gathered only to be stored: a drifted server lists the same set again and
 /// again, and every definition copied for a set already stored would be thrown away.
+/// `sections`: the catalogue whose sealed sections beyond tools the set keeps (a tool list's
+/// candidate changes the tools alone). Returns the fingerprint the set is stored under:
+/// `fingerprint`, but for a catalogue that seals the tools' other fields, which the new
+/// definitions carry and name anew.
 fn store_set(
     store: &mut dyn StateStore,
     cache: &mut ApprovedCache,
     at: (&Config, &str, &ServerRecord),
-    fingerprint: &str,
+    (fingerprint, sections): (&str, Option<&Approved>),
     definitions: &dyn Fn() -> Vec<Value>,
-) -> Result<(), StateError> {
+) -> Result<String, StateError> {
     let (config, server, record) = at;
     // A set the record names is stored (nothing replaces a named set).
     let named = record.set_refs().contains(&Some(fingerprint));
     if (named && cache.contains(fingerprint))
         || state::holds_tool_set(&*store, server, fingerprint)?
     {
-        return Ok(());
+        return Ok(fingerprint.to_string());
     }
     let definitions = definitions();
+    if let Some(catalogue) = sections.filter(|c| !c.sealed.is_empty()) {
+        let mut document = catalogue.document();
+        document.insert("tools".into(), Value::Array(definitions));
+        let fingerprint = match catalogue.sealed.contains(&Section::ToolFields) {
+            true => {
+                Surface::of_document(&Value::Object(document.clone()), &config.fingerprint, false)
+                    .map(|surface| surface.sealed_fingerprint(&catalogue.sealed))
+                    .unwrap_or_else(|_| fingerprint.to_string())
+            }
+            false => fingerprint.to_string(),
+        };
+        store_surface(store, cache, (config, server), &fingerprint, document)?;
+        return Ok(fingerprint);
+    }
     state::put_tool_set(store, server, fingerprint, &definitions)?;
     if let Some(approved) =
         Approved::from_definitions(fingerprint, definitions, &config.fingerprint)
+    {
+        cache.insert(approved);
+    }
+    Ok(fingerprint.to_string())
+}
+
+/// Stores a set that seals more than tools (its surface `document`) and caches it.
+pub(super) fn store_surface(
+    store: &mut dyn StateStore,
+    cache: &mut ApprovedCache,
+    (config, server): (&Config, &str),
+    fingerprint: &str,
+    document: serde_json::Map<String, Value>,
+) -> Result<(), StateError> {
+    state::put_surface_set(store, server, fingerprint, &document)?;
+    if let Some(approved) =
+        Approved::from_document(fingerprint, Value::Object(document), &config.fingerprint)
     {
         cache.insert(approved);
     }
@@ -567,6 +603,11 @@ mod tests {
         Approved {
             fingerprint: fingerprint.into(),
             tools: Default::default(),
+            sealed: Vec::new(),
+            items: Default::default(),
+            tool_fingerprint: fingerprint.into(),
+            parts: Vec::new(),
+            tool_fields: Default::default(),
         }
     }
 

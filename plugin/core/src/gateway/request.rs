@@ -11,7 +11,7 @@ use crate::gateway::call::{Call, CallOutcome, CheckedCall};
 use crate::gateway::denial::Denial;
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{
-    Exchange, LocalReply, Pending, PendingList, RequestInfo, RequestVerdict,
+    Exchange, LocalReply, Pending, PendingList, PendingSection, RequestInfo, RequestVerdict,
 };
 use crate::state::audit::{Counter, Outputs};
 use crate::state::snapshot_key::{ClientKey, KeyRead};
@@ -394,10 +394,22 @@ impl Engine {
             if method == "initialize" {
                 self.initialize_seen(exchange, params.as_ref(), now_ms);
             }
+            // A list of a section the server seals (a handshake for its instructions) is
+            // checked when answered; past the bound, an answer answers nothing and is
+            // dropped, as any other's.
+            let sealed = PendingSection::section_of(method)
+                .filter(|section| self.config.seals(&exchange.server, *section));
+            let pending = match sealed {
+                Some(section) => Pending::Section(PendingSection {
+                    id: id.clone(),
+                    method: method.clone(),
+                    section,
+                    paged: params.as_ref().and_then(|p| p.get("cursor")).is_some(),
+                }),
+                None => Pending::Other(id.clone(), method.clone()),
+            };
             if exchange.others_waiting() < jsonrpc::MAX_BATCH {
-                exchange
-                    .pending
-                    .push(Pending::Other(id.clone(), method.clone()));
+                exchange.pending.push(pending);
             }
         }
         self.pass_record(store, out, exchange, "request", message, None);

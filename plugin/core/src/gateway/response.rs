@@ -10,7 +10,9 @@
 mod fail_closed;
 
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::{BodyPlan, Exchange, Pending, ResponseState, Unread};
+use crate::gateway::exchange::{
+    BodyPlan, Exchange, Pending, PendingSection, ResponseState, SectionVerdict, Unread,
+};
 use crate::gateway::held_json::HeldJson;
 use crate::gateway::live::LiveDigests;
 use crate::gateway::unread::may_hold_tools;
@@ -336,6 +338,10 @@ impl Engine {
                     let new = self.call_result(store, out, now_ms, exchange, &call, result);
                     (Fate::from(new.map(|new| answer(id, new))), None)
                 }
+                Some(Pending::Section(section)) => {
+                    let fate = self.section_answer(store, out, now_ms, exchange, &section, message);
+                    (fate, None)
+                }
                 Some(Pending::Other(_, method)) => {
                     let fate = self.other_answer(store, out, now_ms, exchange, message, &method);
                     (fate, None)
@@ -413,6 +419,44 @@ impl Engine {
                 Fate::Unchanged
             }
         }
+    }
+
+    /// The answer to a list of a section the server seals beyond tools (a handshake for its
+    /// instructions): checked against the catalogue ([`crate::gateway::sealed`]), then closed
+    /// or screened as any other answer; what the catalogue does not hold and the lifecycle
+    /// could not decide is withheld.
+    fn section_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        pending: &PendingSection,
+        message: &Message,
+    ) -> Fate {
+        let Message::Response { id, result } = message else {
+            return Fate::Unchanged;
+        };
+        let method = pending.method.as_str();
+        let SectionVerdict::Withhold { keys, reason } =
+            self.check_section(store, out, now_ms, exchange, pending, result)
+        else {
+            return self.other_answer(store, out, now_ms, exchange, message, method);
+        };
+        let answered = (id, method);
+        if let Some(closed) = self.closed_answer(store, out, now_ms, exchange, answered, result) {
+            return Fate::Replaced(answer(id, closed));
+        }
+        let kept = self.withhold_items(
+            store,
+            out,
+            now_ms,
+            exchange,
+            answered,
+            (pending.section, result),
+            (keys.as_deref(), &reason),
+        );
+        Fate::Replaced(answer(id, kept))
     }
 
     /// A response whose id answers no request of this client still waiting (a second answer

@@ -16,7 +16,7 @@
 //! once both keep what they left.
 
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::{Exchange, Pending, PendingCall, PendingList};
+use crate::gateway::exchange::{Exchange, Pending, PendingCall, PendingList, PendingSection};
 use crate::state::slot;
 use crate::state::store::{Expect, StateStore, StoreError};
 use crate::wire::jsonrpc::same_id;
@@ -40,6 +40,8 @@ struct Waiting {
     /// A list's cursor, and whether it was asked under a stateless revision.
     cursor: Option<String>,
     stateless: bool,
+    /// A list of a sealed section beyond tools (its answer is checked as such).
+    sealed: bool,
 }
 
 impl Waiting {
@@ -52,6 +54,7 @@ impl Waiting {
                 check: false,
                 cursor: None,
                 stateless: false,
+                sealed: false,
             };
             match pending {
                 Pending::Call(call) => Waiting {
@@ -65,6 +68,11 @@ impl Waiting {
                     stateless: list.stateless,
                     ..waiting
                 },
+                Pending::Section(section) => Waiting {
+                    cursor: section.paged.then(String::new),
+                    sealed: true,
+                    ..waiting
+                },
                 Pending::Other(..) => waiting,
             }
         })
@@ -72,7 +80,7 @@ impl Waiting {
 
     fn to_json(&self) -> Value {
         json!({"id": self.id, "method": self.method, "tool": self.tool, "check": self.check,
-            "cursor": self.cursor, "stateless": self.stateless})
+            "cursor": self.cursor, "stateless": self.stateless, "sealed": self.sealed})
     }
 
     /// An entry of a slot; one written before the slot kept every kind (`calls`, no
@@ -90,6 +98,7 @@ impl Waiting {
             check: flag("check").unwrap_or(true),
             cursor: text("cursor"),
             stateless: flag("stateless") == Some(true),
+            sealed: flag("sealed") == Some(true),
         };
         (waiting.method != "tools/call" || waiting.tool.is_some()).then_some(waiting)
     }
@@ -112,6 +121,12 @@ impl Waiting {
                 list.cursor = self.cursor;
                 list.stateless = self.stateless;
                 Pending::List(list)
+            }
+            (method, _) if self.sealed => {
+                match PendingSection::of(&self.id, method, self.cursor.is_some()) {
+                    Some(section) => Pending::Section(section),
+                    None => Pending::Other(self.id, self.method),
+                }
             }
             _ => Pending::Other(self.id, self.method),
         };
@@ -242,6 +257,11 @@ mod tests {
             .push(Pending::List(PendingList::new(json!("l1"), Some("s"))));
         ex.pending
             .push(Pending::Other(json!(9), "prompts/get".into()));
+        // A sealed section's list, whole or a later page: still checked as one when resumed.
+        for (id, paged) in [(10, false), (11, true)] {
+            let list = PendingSection::of(&json!(id), "prompts/list", paged).unwrap();
+            ex.pending.push(Pending::Section(list));
+        }
         let waiting: Vec<Waiting> = Waiting::of(&ex).collect();
         let bytes = serde_json::to_vec(&slot_json(&waiting, "srv", "s")).unwrap();
         let read = parse_slot(&bytes, "srv", "s");

@@ -47,6 +47,7 @@ impl Engine {
     /// whose contract is enforced.
     pub(crate) fn must_read(&self, exchange: &Exchange) -> bool {
         exchange.awaits_list()
+            || exchange.awaits_section()
             || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
                 && exchange.calls().any(|c| c.check_result))
     }

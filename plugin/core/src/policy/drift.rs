@@ -282,6 +282,23 @@ impl SurfaceDiff {
     pub fn exit_code(&self) -> i32 {
         exit_code_of(self.worst())
     }
+
+    /// `{section: DriftDiff::summary_json}` (`full`: `{section: DriftDiff::to_json}`) for
+    /// each section that changed: what the admin view and the audit event show a reviewer
+    /// (the `toolseal diff --surface` report is [`SurfaceDiff::to_json`]).
+    pub fn by_section(&self, full: bool) -> Value {
+        // Inserted one by one: a map collected from an iterator sorts its entries first, one
+        // more sort instantiated in the `.wasm`.
+        let mut sections = serde_json::Map::new();
+        for (section, diff) in &self.sections {
+            let shown = match full {
+                true => diff.to_json(),
+                false => diff.summary_json(),
+            };
+            sections.insert(section.name().to_string(), shown);
+        }
+        Value::Object(sections)
+    }
 }
 
 /// Compares two surfaces, each one JSON object with any of `tools`, `instructions`,

@@ -18,7 +18,7 @@ use crate::wire::canonical::{self, Layout};
 use serde_json::Value;
 use std::fmt;
 
-/// One kind of item a server shows an agent.
+/// One kind of item a server shows an agent (stored by its [`Section::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Section {
     /// Tools, by `name`: the fields of the tool fingerprint (`fingerprint.fields`).
@@ -47,6 +47,11 @@ impl Section {
         Section::ResourceTemplates,
         Section::Resources,
     ];
+
+    /// The section of this name ([`Section::name`]).
+    pub fn from_name(name: &str) -> Option<Section> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
 
     /// The section's name in the surface fingerprint, reviews and audit events.
     pub fn name(self) -> &'static str {
@@ -147,6 +152,22 @@ impl Section {
     /// Whether an item's member `key` is left out of its digest.
     fn unsealed(self, key: &str) -> bool {
         key == "_meta" || (self == Section::Resources && key == "size")
+    }
+}
+
+// By hand, not derived: a section is its name, and the derived visitor is more code in the
+// `.wasm` than reading a string.
+impl serde::Serialize for Section {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Section {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Section::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown section {name:?}")))
     }
 }
 
@@ -376,15 +397,24 @@ impl Surface {
     /// [`Section::ALL`] order, a section fingerprint being the server fingerprint of its
     /// `[key, digest]` pairs.
     pub fn fingerprint(&self) -> String {
+        self.sealed_fingerprint(&[])
+    }
+
+    /// The fingerprint of a catalogue that seals `sealed` beyond tools: as
+    /// [`Surface::fingerprint`], with each section of `sealed` counted even when it has no
+    /// items. A section sealed empty and one not sealed are different catalogues (an item
+    /// showing up is drift in the one, a first sealing in the other), so they are named apart.
+    pub fn sealed_fingerprint(&self, sealed: &[Section]) -> String {
+        let counted = |s: Section| !self.section(s).is_empty() || sealed.contains(&s);
         let beyond_tools = Section::ALL
             .into_iter()
-            .any(|s| s != Section::Tools && !self.section(s).is_empty());
+            .any(|s| s != Section::Tools && counted(s));
         if !beyond_tools {
             return self.section(Section::Tools).fingerprint();
         }
         let parts: Vec<(&'static str, String)> = Section::ALL
             .into_iter()
-            .filter(|s| !self.section(*s).is_empty())
+            .filter(|s| counted(*s))
             .map(|s| (s.name(), self.section(s).fingerprint()))
             .collect();
         // Not a name-sorted pair list: sections keep their table order. The writer is the

@@ -6,6 +6,7 @@
 //! lifecycle can be tested exhaustively (every state × every event) without a host.
 
 use crate::policy::containment::{Differing, DriftReach};
+use crate::policy::section::Section;
 use crate::policy::views::{LAST_SEEN_STEP_MS, ViewRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -142,6 +143,10 @@ pub struct ServerRecord {
     /// through several views): approving the candidate records their names too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live_views_also: Vec<ViewRecord>,
+    /// The section beyond tools whose list made the live candidate (`None`: tools): a list
+    /// of another section that verifies leaves that candidate for review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_section: Option<Section>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
     /// With a fleet store: the store's `mod_revision` of the fleet record this local copy was
@@ -177,6 +182,7 @@ impl ServerRecord {
             views: Vec::new(),
             live_view: None,
             live_views_also: Vec::new(),
+            live_section: None,
             updated_ms: now_ms,
             fleet_rev: None,
             fleet_dirty: false,
@@ -256,11 +262,34 @@ pub enum LiveSet {
     },
 }
 
+/// What a complete list of a section beyond tools (prompts, resource templates, the
+/// instructions of a handshake) makes of a catalogue that has a baseline, when it does not
+/// verify (see [`crate::gateway::sealed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionLive {
+    /// The section.
+    pub section: Section,
+    /// The candidate catalogue: the baseline with the section as listed.
+    pub fingerprint: String,
+    /// The baseline did not seal the section yet: this list seals it first (trusted on first
+    /// use under discovery unless `findings`; awaiting approval under strict).
+    pub first: bool,
+    /// First-contact screening findings on the listed items (a first sealing only).
+    pub findings: Vec<String>,
+    /// A first sealing of what the baseline approved already (its tools' other fields, as
+    /// its definitions hold them): sealed under every posture.
+    pub approved: bool,
+    /// What differs, in words (a drift).
+    pub reason: String,
+}
+
 /// One thing that happens to a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// A complete live `tools/list` was seen.
     Live(LiveSet),
+    /// A list of a sealed section beyond tools differs from the baseline (or seals it first).
+    Section(SectionLive),
     /// `notifications/tools/list_changed` was seen (hold mode).
     ListChanged,
     /// An admin approves the fingerprint they reviewed.
@@ -361,6 +390,7 @@ pub fn apply(
     let mut next = record.clone();
     let notes = match event {
         Event::Live(live) => observe_live(&mut next, live, posture, now_ms),
+        Event::Section(live) => observe_section(&mut next, live, posture, now_ms),
         Event::ListChanged => {
             next.reverify = true;
             vec![note(
@@ -416,10 +446,15 @@ fn observe_live(
                 && next.live_view.as_ref().is_some_and(|drifted| {
                     view.as_ref().map(|v| v.key.as_str()) != Some(drifted.key.as_str())
                 });
+            // Nor is a drift of another section's list (prompts, instructions): a tool list
+            // that verifies leaves it for review.
+            let under_review = under_review
+                || (next.status == SchemaStatus::Changed && next.live_section.is_some());
             if *matches && under_review {
                 next.reverify = false;
                 return Vec::new();
             }
+            next.live_section = None;
             let same_candidate = next.live.as_deref() == Some(fingerprint.as_str());
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
@@ -531,6 +566,73 @@ fn observe_live(
             vec![note("schema.changed", drift_reason(live))]
         }
     }
+}
+
+/// A list of a sealed section beyond tools that does not verify. A first sealing under
+/// discovery makes the catalogue with the section the baseline (`section.sealed`), unless
+/// screening flags it; under strict (or flagged) it awaits approval (`pending`). Any other
+/// difference is drift (`changed`, sticky), the server closed as a whole. A server already
+/// closed keeps the candidate under review, but for one made by this section, which moves.
+fn observe_section(
+    next: &mut ServerRecord,
+    live: &SectionLive,
+    posture: Posture,
+    now_ms: u64,
+) -> Vec<Note> {
+    if next.quarantine.is_some() || next.baseline.is_none() {
+        return Vec::new();
+    }
+    let word = live.section.name();
+    let moved = next.live.as_deref() != Some(live.fingerprint.as_str());
+    match next.status {
+        SchemaStatus::Verified => {}
+        SchemaStatus::Changed | SchemaStatus::Pending
+            if next.live_section == Some(live.section) && moved =>
+        {
+            next.live = Some(live.fingerprint.clone());
+            next.live_matches = false;
+            return vec![note("schema.changed", live.reason.clone())];
+        }
+        _ => return Vec::new(),
+    }
+    next.live = Some(live.fingerprint.clone());
+    next.live_invalid = None;
+    next.live_view = None;
+    next.live_views_also.clear();
+    let trusted = posture == Posture::Discovery || live.approved;
+    if live.first && trusted && live.findings.is_empty() {
+        next.previous = next.baseline.take();
+        next.baseline = Some(live.fingerprint.clone());
+        next.live_matches = true;
+        next.live_section = None;
+        return vec![note(
+            "section.sealed",
+            format!(
+                "the server's {word} were sealed on first use (discovery posture); the catalogue is now {}",
+                live.fingerprint
+            ),
+        )];
+    }
+    next.live_matches = false;
+    next.live_section = Some(live.section);
+    next.set_reach(&DriftReach::Server(live.reason.clone()));
+    if live.first {
+        next.status = SchemaStatus::Pending;
+        next.findings = live.findings.clone();
+        let why = match live.findings.is_empty() {
+            true => format!(
+                "the server's {word} are listed for the first time and await approval (strict posture)"
+            ),
+            false => format!(
+                "first-contact screening flagged the server's {word}: {}",
+                live.findings.join("; ")
+            ),
+        };
+        return vec![note("schema.pending", why)];
+    }
+    next.status = SchemaStatus::Changed;
+    next.drift_at_ms = Some(now_ms);
+    vec![note("schema.changed", live.reason.clone())]
 }
 
 fn drift_reason(live: &LiveSet) -> String {
@@ -666,6 +768,7 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     }
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
+    next.live_section = None;
     next.set_reach(&DriftReach::Unknown);
     // The drifted view's names are part of what was reviewed.
     for view in std::mem::take(&mut next.live_views_also) {

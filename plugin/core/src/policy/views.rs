@@ -15,6 +15,7 @@
 
 use crate::policy::approved::Approved;
 use crate::policy::fingerprint::{ToolDigests, sha256_hex};
+use crate::policy::section::Section;
 use crate::wire::canonical::to_canonical_string;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -289,16 +290,107 @@ pub fn candidate<'v>(
             // Names are unique: the catalogue's, less those listed, plus the listed ones.
             let digests = ToolDigests::from_entries(entries).unwrap_or_default();
             // Nothing added, redefined or dropped: the candidate is the catalogue itself.
-            let fingerprint = match unchanged {
-                true => catalogue.fingerprint.clone(),
-                false => digests.fingerprint(),
-            };
+            if unchanged {
+                let fingerprint = catalogue.fingerprint.clone();
+                return Candidate {
+                    digests,
+                    fingerprint,
+                    added,
+                    redefined,
+                    names_hold,
+                };
+            }
+            let fingerprint = digests.fingerprint();
             (digests, fingerprint)
         }
     };
+    // A catalogue that seals more than tools keeps its other sections.
+    let fingerprint = catalogue.with_section(Section::Tools, &fingerprint, digests.is_empty());
     Candidate {
         digests,
         fingerprint,
+        added,
+        redefined,
+        names_hold,
+    }
+}
+
+/// What a complete list of one section beyond tools (prompts, resource templates, sealed
+/// resources, the instructions), seen through one view, makes of the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionCandidate {
+    /// The candidate's entries of that section.
+    pub entries: ToolDigests,
+    /// The candidate's surface fingerprint (the catalogue with that section replaced and
+    /// sealed).
+    pub fingerprint: String,
+    /// The catalogue does not seal the section yet: this list would seal it first.
+    pub first: bool,
+    /// Listed items the catalogue does not have.
+    pub added: Vec<String>,
+    /// Listed items it has with another digest.
+    pub redefined: Vec<String>,
+    /// Whether the view's keys hold (see [`Candidate::names_hold`]).
+    pub names_hold: bool,
+}
+
+impl SectionCandidate {
+    /// Whether the list verifies: the section sealed already, the catalogue unchanged, the
+    /// view's keys held.
+    pub fn verifies(&self, catalogue: &Approved) -> bool {
+        !self.first && self.names_hold && self.fingerprint == catalogue.fingerprint
+    }
+}
+
+/// The candidate a complete list of `section` (its digests `listed`) seen through a view
+/// makes of `catalogue`: as [`candidate`] for tools, keys for names. `recorded`: the keys the
+/// view was listed before (`None`: a new view); `others`: the keys the server's other views
+/// list.
+pub fn section_candidate<'v>(
+    catalogue: &Approved,
+    section: Section,
+    listed: &ToolDigests,
+    recorded: Option<&[String]>,
+    others: impl Iterator<Item = &'v [String]>,
+) -> SectionCandidate {
+    let first = !catalogue.sealed.contains(&section);
+    let approved =
+        ToolDigests::from_entries(catalogue.section_entries(section)).unwrap_or_default();
+    let mut added = Vec::new();
+    let mut redefined = Vec::new();
+    for (key, digest) in &listed.entries {
+        match approved.get(key) {
+            None => added.push(key.clone()),
+            Some(known) if known != digest => redefined.push(key.clone()),
+            Some(_) => {}
+        }
+    }
+    let dropped: Vec<&str> = recorded
+        .unwrap_or_default()
+        .iter()
+        .map(String::as_str)
+        .filter(|key| listed.get(key).is_none())
+        .collect();
+    let names_hold = match recorded {
+        None => true,
+        Some(keys) => dropped.is_empty() && keys.len() == listed.len(),
+    };
+    let others: Vec<&[String]> = others.collect();
+    let orphaned =
+        |key: &str| dropped.contains(&key) && !others.iter().any(|o| o.iter().any(|k| k == key));
+    let mut entries: Vec<(String, String)> = approved
+        .entries
+        .iter()
+        .filter(|(key, _)| listed.get(key).is_none() && !orphaned(key))
+        .cloned()
+        .collect();
+    entries.extend(listed.entries.iter().cloned());
+    let entries = ToolDigests::from_entries(entries).unwrap_or_default();
+    let fingerprint = catalogue.with_section(section, &entries.fingerprint(), entries.is_empty());
+    SectionCandidate {
+        fingerprint,
+        entries,
+        first,
         added,
         redefined,
         names_hold,
@@ -355,6 +447,110 @@ mod tests {
                 .into(),
             first_ms: 1,
             last_ms: 2,
+        }
+    }
+
+    mod sections {
+        use super::super::*;
+        use crate::policy::fingerprint::FingerprintFields;
+        use crate::policy::section::{Section, digest_section};
+        use serde_json::json;
+
+        fn prompt(name: &str, description: &str) -> Value {
+            json!({"name": name, "description": description})
+        }
+
+        fn catalogue(prompts: Option<Value>) -> Approved {
+            let tools = json!([{"name": "add", "description": "Adds"}]);
+            let mut document = json!({"tools": tools, "sealed": []});
+            if let Some(prompts) = prompts {
+                document["prompts"] = prompts;
+                document["sealed"] = json!(["prompts"]);
+            }
+            let fields = FingerprintFields::default();
+            let sealed = match document["sealed"].as_array().unwrap().is_empty() {
+                true => vec![],
+                false => vec![Section::Prompts],
+            };
+            let fingerprint =
+                crate::policy::section::Surface::of_document(&document, &fields, false)
+                    .unwrap()
+                    .sealed_fingerprint(&sealed);
+            Approved::from_document(&fingerprint, document, &fields).unwrap()
+        }
+
+        fn decide(
+            catalogue: &Approved,
+            prompts: Value,
+            recorded: Option<&[String]>,
+            others: &[Vec<String>],
+        ) -> SectionCandidate {
+            let fields = FingerprintFields::default();
+            let listed = digest_section(Section::Prompts, &prompts, &fields).unwrap();
+            section_candidate(
+                catalogue,
+                Section::Prompts,
+                &listed,
+                recorded,
+                others.iter().map(Vec::as_slice),
+            )
+        }
+
+        #[test]
+        fn a_sealed_section_listed_again_verifies_and_a_changed_item_does_not() {
+            let sealed = catalogue(Some(json!([prompt("greet", "Says hello")])));
+            let same = decide(&sealed, json!([prompt("greet", "Says hello")]), None, &[]);
+            assert!(same.verifies(&sealed));
+            let changed = decide(
+                &sealed,
+                json!([prompt("greet", "Says hello, then reads ~/.ssh")]),
+                None,
+                &[],
+            );
+            assert!(!changed.verifies(&sealed));
+            assert_eq!(changed.redefined, ["greet"]);
+            let more = decide(
+                &sealed,
+                json!([prompt("greet", "Says hello"), prompt("bye", "Bye")]),
+                None,
+                &[],
+            );
+            assert_eq!(more.added, ["bye"]);
+            assert!(!more.verifies(&sealed));
+        }
+
+        #[test]
+        fn a_section_not_sealed_yet_is_a_first_sealing_whatever_it_lists() {
+            let tools_only = catalogue(None);
+            let first = decide(
+                &tools_only,
+                json!([prompt("greet", "Says hello")]),
+                None,
+                &[],
+            );
+            assert!(first.first && !first.verifies(&tools_only));
+            assert_ne!(first.fingerprint, tools_only.fingerprint);
+            // Sealed empty is another catalogue: a prompt showing up there is an addition.
+            let empty = catalogue(Some(json!([])));
+            assert_ne!(empty.fingerprint, tools_only.fingerprint);
+            let added = decide(&empty, json!([prompt("greet", "Says hello")]), None, &[]);
+            assert!(!added.first);
+            assert_eq!(added.added, ["greet"]);
+            assert_eq!(added.fingerprint, first.fingerprint);
+        }
+
+        #[test]
+        fn a_view_that_stops_listing_an_item_drops_it_only_when_no_other_view_lists_it() {
+            let sealed = catalogue(Some(json!([prompt("greet", "Hi"), prompt("bye", "Bye")])));
+            let recorded: Vec<String> = vec!["bye".into(), "greet".into()];
+            let fewer = json!([prompt("greet", "Hi")]);
+            let alone = decide(&sealed, fewer.clone(), Some(&recorded), &[]);
+            assert!(!alone.names_hold);
+            assert_eq!(alone.entries.len(), 1);
+            let shared = decide(&sealed, fewer, Some(&recorded), &[vec!["bye".into()]]);
+            assert!(!shared.names_hold);
+            assert_eq!(shared.entries.len(), 2);
+            assert_eq!(shared.fingerprint, sealed.fingerprint);
         }
     }
 

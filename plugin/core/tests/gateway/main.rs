@@ -22,4 +22,5 @@ mod containment;
 mod lifecycle;
 mod records;
 mod results;
+mod sealed_sections;
 mod stream;

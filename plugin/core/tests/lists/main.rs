@@ -17,4 +17,5 @@ mod caches;
 mod known_list;
 mod known_sets;
 mod pages_interleaved;
+mod sealed_surface;
 mod views;

@@ -490,3 +490,102 @@ fn size_of(turn: &[HttpExchange]) -> usize {
         .is_some_and(|e| e.request_body.windows(8).any(|w| w == b"sampling"));
     if capable { 17 } else { 13 }
 }
+
+/// A POST in session `s1` asking `method`, answered with `result` as JSON.
+fn asked(method: &str, result: Value) -> HttpExchange {
+    HttpExchange {
+        seq: "0".into(),
+        http_method: "POST".into(),
+        path: "/mcp".into(),
+        request_headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("mcp-session-id".into(), "s1".into()),
+        ],
+        request_body: json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": {}})
+            .to_string()
+            .into_bytes(),
+        status: 200,
+        response_headers: vec![("content-type".into(), "application/json".into())],
+        response_body: json!({"jsonrpc": "2.0", "id": 3, "result": result})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+#[test]
+fn two_workers_sealing_sections_at_once_seal_both_and_never_close_the_server() {
+    // Views by revision: these sessions skip the handshake, so capabilities are never known.
+    let config = config(json!({"views": ["revision"],
+        "servers": {"demo": {"seal": ["instructions", "prompts"]}}}));
+    let tools = asked(
+        "tools/list",
+        json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]}),
+    );
+    let prompts = json!({"prompts": [{"name": "greet", "description": "Greets."}]});
+    let handshake = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "serverInfo": {"name": "d", "version": "1"}, "instructions": "Be brief."});
+    // The same section sealed by both workers at once, and two sections, one each.
+    let turns = [
+        (
+            asked("prompts/list", prompts.clone()),
+            asked("prompts/list", prompts.clone()),
+        ),
+        (
+            asked("initialize", handshake.clone()),
+            asked("prompts/list", prompts.clone()),
+        ),
+    ];
+    for (a_turn, b_turn) in turns {
+        every_point(
+            |at| {
+                race(
+                    &config,
+                    std::slice::from_ref(&tools),
+                    vec![a_turn.clone()],
+                    std::slice::from_ref(&b_turn),
+                    at,
+                )
+            },
+            |at, mut raced| {
+                let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
+                assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
+                assert_eq!(status(&raced.shared), SchemaStatus::Verified, "at {at}");
+                // Each answer is served whole, and the catalogue now seals what both listed:
+                // listed again by either worker, it verifies and nothing is sealed again.
+                let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
+                assert!(
+                    served(raced.b_answers.last().unwrap()).contains("greet"),
+                    "at {at}"
+                );
+                let sealed_before = [&raced.a, &raced.b]
+                    .iter()
+                    .map(|w| {
+                        w.out
+                            .audits
+                            .iter()
+                            .filter(|e| e.event == "section.sealed")
+                            .count()
+                    })
+                    .sum::<usize>();
+                let mut store = raced.shared.borrow_mut();
+                for exchange in [&a_turn, &b_turn] {
+                    raced.a.exchange_on(&mut *store, SERVER, exchange, 4096);
+                    raced.b.exchange_on(&mut *store, SERVER, exchange, 4096);
+                }
+                drop(store);
+                let sealed_after = [&raced.a, &raced.b]
+                    .iter()
+                    .map(|w| {
+                        w.out
+                            .audits
+                            .iter()
+                            .filter(|e| e.event == "section.sealed")
+                            .count()
+                    })
+                    .sum::<usize>();
+                assert_eq!(sealed_after, sealed_before, "at {at}: sealed again");
+                assert_eq!(status(&raced.shared), SchemaStatus::Verified, "at {at}");
+            },
+        );
+    }
+}

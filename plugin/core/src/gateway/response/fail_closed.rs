@@ -54,7 +54,7 @@ impl Engine {
         // Every list; a call when the whole body is lost or its result is checked; any other
         // request when the whole body is lost. The rest stay pending.
         let answers = |pending: &Pending| match pending {
-            Pending::List(_) => true,
+            Pending::List(_) | Pending::Section(_) => true,
             Pending::Call(call) => whole_body || (enforced && call.check_result),
             Pending::Other(..) => whole_body,
         };
@@ -99,7 +99,7 @@ impl Engine {
             match pending {
                 Pending::List(_) => decision.tools_out = Some(0),
                 Pending::Call(call) => decision.tool = Some(call.tool.clone()),
-                Pending::Other(..) => {}
+                Pending::Section(_) | Pending::Other(..) => {}
             }
             decision.error_code = Some("UNINSPECTABLE_RESPONSE");
             out.decision(&decision);

@@ -1,0 +1,532 @@
+//! The sections a server seals beyond tools: its prompts, its resource templates and the
+//! instructions of its handshake answer, held to the catalogue as its tools are.
+//!
+//! Main design decision: a section's list is one more way of seeing the catalogue, decided
+//! inside the compare-and-swap from the very record being swapped, like a tool list. The
+//! catalogue is one set named by its surface fingerprint; a whole list of a section that
+//! matches it verifies, and the catalogue with that section as listed (every item the list
+//! does not show kept as approved) is the candidate otherwise: the first list of a section
+//! the catalogue does not seal yet seals it (trusted on first use under discovery, awaiting
+//! approval under strict or when screening flags it), and any other difference is drift,
+//! which closes the server as a whole. What cannot be decided whole never moves the
+//! lifecycle: a later page, or a list whose items cannot be read (duplicate keys, an item
+//! that is not an object), is checked against the catalogue alone, and what it does not
+//! hold is withheld from that answer. Items a list leaves out stay in the catalogue (a
+//! caller shown fewer prompts than another is not a drift), so no view is recorded per
+//! section: what a server lists to one caller and not to another is sealed by the first list
+//! that shows it, and a list that adds an item to a sealed section is drift for an admin to
+//! approve.
+
+use crate::gateway::engine::Engine;
+use crate::gateway::exchange::{Exchange, PendingSection, SectionVerdict};
+use crate::gateway::listing::answer::{self, ListNote};
+use crate::gateway::live;
+use crate::policy::approved::Approved;
+use crate::policy::screening::{self, Role};
+use crate::policy::section::{Section, Surface, digest_section};
+use crate::policy::status::{Event, SectionLive};
+use crate::policy::views;
+use crate::state::audit::Outputs;
+use crate::state::store::StateStore;
+use crate::wire::json::put;
+use serde_json::{Map, Value};
+
+/// What the decision made of one record.
+enum Outcome {
+    /// Verified, moved the lifecycle, or nothing to check against.
+    Checked,
+    /// Checked against the catalogue alone: these listed items are not its own.
+    Unreviewed(Vec<String>),
+    /// The catalogue cannot be read: nothing of the answer is served.
+    Unreadable(String),
+}
+
+impl Engine {
+    /// Checks the answer to a list of a sealed section (`pending`), `result`. A whole list
+    /// is decided into the lifecycle ([`crate::policy::status::Event::Section`]); a page,
+    /// or a list that cannot be read, against the catalogue alone.
+    pub(crate) fn check_section(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        pending: &PendingSection,
+        result: &Value,
+    ) -> SectionVerdict {
+        let section = pending.section;
+        let items = result.get(section.items_member()).unwrap_or(&Value::Null);
+        // A handshake without instructions shows the model nothing to seal.
+        if section == Section::Instructions && items.is_null() {
+            return SectionVerdict::Checked;
+        }
+        let whole = !pending.paged && !has_next_page(result);
+        if self.seen_verified(store, &exchange.server, section, items) {
+            return SectionVerdict::Checked;
+        }
+        let listed = match digest_section(section, items, &self.config.fingerprint) {
+            Ok(listed) => listed,
+            Err(e) => {
+                return SectionVerdict::Withhold {
+                    keys: None,
+                    reason: format!("the {} cannot be checked: {e}", section.name()),
+                };
+            }
+        };
+        let server = exchange.server.clone();
+        let mut outcome = Outcome::Checked;
+        let mut verified = None;
+        let decided = self.transition_deciding(
+            store,
+            out,
+            &server,
+            exchange.session.as_deref(),
+            now_ms,
+            &Map::new(),
+            &mut |store, cache, config, record| {
+                (outcome, verified) = (Outcome::Checked, None);
+                let Some(baseline) = record.baseline.as_deref() else {
+                    return Ok(None);
+                };
+                // A closed server's answer is closed whatever it lists (and its candidate
+                // under review is another section's, which this list does not move).
+                if whole && !movable(record, section) {
+                    return Ok(None);
+                }
+                let Some(catalogue) =
+                    cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
+                else {
+                    outcome = Outcome::Unreadable(format!(
+                        "the approved catalogue {baseline} is not stored"
+                    ));
+                    return Ok(None);
+                };
+                let made = views::section_candidate(
+                    &catalogue,
+                    section,
+                    &listed,
+                    None,
+                    std::iter::empty(),
+                );
+                if made.verifies(&catalogue) {
+                    verified = Some(baseline.to_string());
+                    return Ok(None);
+                }
+                if !whole {
+                    let mut unreviewed = made.added.clone();
+                    unreviewed.extend(made.redefined.iter().cloned());
+                    // A page of a section not sealed yet is served as before: only a whole
+                    // list seals a section.
+                    if !made.first {
+                        outcome = Outcome::Unreviewed(unreviewed);
+                    }
+                    return Ok(None);
+                }
+                let document = candidate_document(&catalogue, section, items, &made.entries);
+                live::store_surface(store, cache, (config, &server), &made.fingerprint, document)?;
+                let findings = match made.first {
+                    true => screen_items(section, items, config),
+                    false => Vec::new(),
+                };
+                let reason = drift_reason(section, &made);
+                Ok(Some(Event::Section(SectionLive {
+                    section,
+                    fingerprint: made.fingerprint.clone(),
+                    first: made.first,
+                    findings,
+                    approved: false,
+                    reason,
+                })))
+            },
+        );
+        if let (Ok(_), Some(baseline)) = (&decided, &verified) {
+            self.sealed_memo.remember(&server, section, baseline, items);
+        }
+        match (decided, outcome) {
+            (Err(e), _) => SectionVerdict::Withhold {
+                keys: None,
+                reason: format!("the server's state cannot be read ({e})"),
+            },
+            (Ok(_), Outcome::Checked) => SectionVerdict::Checked,
+            (Ok(_), Outcome::Unreadable(reason)) => SectionVerdict::Withhold { keys: None, reason },
+            (Ok(_), Outcome::Unreviewed(keys)) => SectionVerdict::Withhold {
+                reason: format!(
+                    "{} {}(s) of this page are not the approved ones (a later page is checked against the catalogue alone)",
+                    keys.len(),
+                    section.item_word()
+                ),
+                keys: Some(keys),
+            },
+        }
+    }
+
+    /// The answer `result` to `(id, method)` without the items `keys` names (every item when
+    /// `None`; the instructions of a handshake answer), with a `_meta` note; audited
+    /// (`surface.withheld`) and recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn withhold_items(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        (id, method): (&Value, &str),
+        (section, result): (Section, &Value),
+        (keys, reason): (Option<&[String]>, &str),
+    ) -> Value {
+        let record = self.record(store, &exchange.server).ok().flatten();
+        let mut detail = Map::new();
+        put(&mut detail, "method", Value::from(method));
+        if let Some(keys) = keys {
+            let named = keys.iter().take(16).map(|k| Value::from(k.as_str()));
+            put(&mut detail, "withheld", Value::Array(named.collect()));
+        }
+        let event = self.event(
+            "surface.withheld",
+            exchange,
+            now_ms,
+            record.as_deref(),
+            &format!("{} withheld: {reason}", section.items_member()),
+            detail,
+        );
+        self.emit(store, out, &event);
+        let status = record
+            .as_ref()
+            .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
+                r.status
+            });
+        let mut decision = self.decision(exchange, "response", method, Some(id), status);
+        decision.decision = "rewrite";
+        out.decision(&decision);
+        let note = ListNote {
+            server: &exchange.server,
+            record: record.as_deref(),
+            reason,
+            withheld: keys.map(<[String]>::len),
+            hidden: 0,
+        };
+        without(result, section, keys, &note, exchange.stateless())
+    }
+}
+
+impl Engine {
+    /// After a whole tool list's own decision, for a server that seals its tools' other
+    /// fields (`annotations`, `outputSchema`, `title`, `execution`, `icons`): the listed tools
+    /// the catalogue has with the same tool digest are compared field for field with the
+    /// approved definitions. The first such list seals them as approved (under every posture:
+    /// they are the approved definitions' own fields); a difference is drift, its candidate
+    /// the catalogue with those tools as listed. A tool the catalogue lacks or has otherwise
+    /// is the tool check's. Returns the record after the decision (`None`: nothing to
+    /// decide).
+    pub(crate) fn check_tool_fields(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        tools: &Value,
+        digests: &std::rc::Rc<live::LiveDigests>,
+    ) -> Result<Option<crate::policy::status::ServerRecord>, crate::state::StateError> {
+        let section = Section::ToolFields;
+        let baseline = match self.record(store, &exchange.server) {
+            Ok(Some(record)) => record.baseline.clone(),
+            _ => None,
+        };
+        if let Some(baseline) = baseline
+            && self
+                .sealed_memo
+                .tools_verified(&exchange.server, digests, &baseline)
+        {
+            return Ok(None);
+        }
+        let listed = digests.pairs();
+        let Ok(fields) = digest_section(section, tools, &self.config.fingerprint) else {
+            return Ok(None);
+        };
+        let server = exchange.server.clone();
+        let mut decided = false;
+        let mut verified = None;
+        let record = self.transition_deciding(
+            store,
+            out,
+            &server,
+            exchange.session.as_deref(),
+            now_ms,
+            &Map::new(),
+            &mut |store, cache, config, record| {
+                (decided, verified) = (false, None);
+                let Some(baseline) = record.baseline.as_deref() else {
+                    return Ok(None);
+                };
+                if !movable(record, section) {
+                    return Ok(None);
+                }
+                let Some(catalogue) =
+                    cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
+                else {
+                    return Ok(None);
+                };
+                let sealed = catalogue.sealed.contains(&section);
+                let computed;
+                let approved = match sealed {
+                    true => &catalogue.tool_fields,
+                    false => {
+                        let definitions = Value::Array(catalogue.definitions());
+                        computed = digest_section(section, &definitions, &config.fingerprint)
+                            .unwrap_or_default();
+                        &computed
+                    }
+                };
+                let changed: Vec<&str> = listed
+                    .entries
+                    .iter()
+                    .filter(|(name, digest)| catalogue.digest(name) == Some(digest.as_str()))
+                    .map(|(name, _)| name.as_str())
+                    .filter(|name| fields.get(name) != approved.get(name))
+                    .collect();
+                if changed.is_empty() && sealed {
+                    verified = Some(baseline.to_string());
+                    return Ok(None);
+                }
+                let mut document = catalogue.document();
+                let mut definitions = catalogue.definitions();
+                let listed_defs = tools.as_array().map_or(&[][..], Vec::as_slice);
+                for definition in &mut definitions {
+                    let name = definition.get("name").and_then(Value::as_str).unwrap_or("");
+                    if !changed.contains(&name) {
+                        continue;
+                    }
+                    let as_listed = listed_defs
+                        .iter()
+                        .find(|t| t.get("name").and_then(Value::as_str) == Some(name));
+                    if let Some(as_listed) = as_listed {
+                        *definition = as_listed.clone();
+                    }
+                }
+                document.insert("tools".into(), Value::Array(definitions));
+                let mut sections = catalogue.sealed.clone();
+                if !sealed {
+                    sections.push(section);
+                    crate::wire::order::sort(&mut sections);
+                }
+                let names = sections.iter().map(|s| Value::from(s.name()));
+                document.insert("sealed".into(), Value::Array(names.collect()));
+                let named = Value::Object(document.clone());
+                let fingerprint = match Surface::of_document(&named, &config.fingerprint, false) {
+                    Ok(surface) => surface.sealed_fingerprint(&sections),
+                    Err(_) => return Ok(None),
+                };
+                live::store_surface(store, cache, (config, &server), &fingerprint, document)?;
+                decided = true;
+                let reason = match changed.is_empty() {
+                    true => "the tools' other fields are sealed as the catalogue approved them".into(),
+                    false => format!(
+                        "the other fields (annotations, outputSchema, title, execution, icons) of tool(s) {changed:?} differ from the approved ones"
+                    ),
+                };
+                Ok(Some(Event::Section(SectionLive {
+                    section,
+                    fingerprint,
+                    first: changed.is_empty(),
+                    findings: Vec::new(),
+                    approved: changed.is_empty(),
+                    reason,
+                })))
+            },
+        )?;
+        if let Some(baseline) = &verified {
+            self.sealed_memo.remember_tools(&server, digests, baseline);
+        }
+        Ok(decided.then_some(record))
+    }
+
+    /// Whether `items` of `section` verified on this worker against the server's baseline of
+    /// now (see [`crate::gateway::sealed_memo`]); a record that cannot be read: no.
+    fn seen_verified(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        section: Section,
+        items: &Value,
+    ) -> bool {
+        let Ok(Some(record)) = self.record(store, server) else {
+            return false;
+        };
+        match record.baseline.as_deref() {
+            Some(baseline) => self.sealed_memo.verified(server, section, baseline, items),
+            None => false,
+        }
+    }
+}
+
+/// Whether a list of `section` may move `record`: a verified server, or one whose candidate
+/// under review this section made.
+fn movable(record: &crate::policy::status::ServerRecord, section: Section) -> bool {
+    record.status == crate::policy::status::SchemaStatus::Verified
+        || record.live_section == Some(section)
+}
+
+/// Whether a list result says more pages follow (`nextCursor` present and not null).
+fn has_next_page(result: &Value) -> bool {
+    result.get("nextCursor").is_some_and(|c| !c.is_null())
+}
+
+/// The stored form of the candidate: the catalogue's document with `section` holding the
+/// items of `entries` (each as listed in `items` when listed, else as approved) and sealed.
+fn candidate_document(
+    catalogue: &Approved,
+    section: Section,
+    items: &Value,
+    entries: &crate::policy::fingerprint::ToolDigests,
+) -> Map<String, Value> {
+    let mut document = catalogue.document();
+    let listed_item = |key: &str| -> Option<&Value> {
+        match (section.key_member(), items) {
+            (None, text) => Some(text),
+            (Some(member), Value::Array(list)) => list
+                .iter()
+                .find(|item| item.get(member).and_then(Value::as_str) == Some(key)),
+            _ => None,
+        }
+    };
+    let chosen: Vec<Value> = entries
+        .entries
+        .iter()
+        .filter_map(|(key, _)| {
+            listed_item(key)
+                .cloned()
+                .or_else(|| catalogue.item(section, key).map(|i| i.definition.clone()))
+        })
+        .collect();
+    let member = section.items_member().to_string();
+    match section.key_member() {
+        None => match chosen.into_iter().next() {
+            Some(text) => {
+                document.insert(member, text);
+            }
+            None => {
+                document.remove(&member);
+            }
+        },
+        Some(_) => {
+            document.insert(member, Value::Array(chosen));
+        }
+    }
+    let mut sealed: Vec<Section> = catalogue.sealed.clone();
+    if !sealed.contains(&section) {
+        sealed.push(section);
+        crate::wire::order::sort(&mut sealed);
+    }
+    let names = sealed.iter().map(|s| Value::from(s.name()));
+    document.insert("sealed".into(), Value::Array(names.collect()));
+    document
+}
+
+/// What differs, in words.
+fn drift_reason(section: Section, made: &views::SectionCandidate) -> String {
+    let word = section.item_word();
+    if made.first {
+        return format!(
+            "the server's {} are listed for the first time",
+            section.name()
+        );
+    }
+    if section == Section::Instructions {
+        return "the server's instructions differ from the approved ones".to_string();
+    }
+    let mut parts = Vec::new();
+    if !made.added.is_empty() {
+        parts.push(format!("new {word}(s) {:?}", made.added));
+    }
+    if !made.redefined.is_empty() {
+        parts.push(format!("changed {word}(s) {:?}", made.redefined));
+    }
+    format!(
+        "the server's {} differ from the approved ones: {}",
+        section.name(),
+        parts.join(", ")
+    )
+}
+
+/// First-contact screening of a section's model-visible strings: the instructions, and
+/// each item's `title` and `description` (a prompt's arguments' descriptions too), as
+/// `item: kind: detail` lines.
+fn screen_items(section: Section, items: &Value, config: &crate::config::Config) -> Vec<String> {
+    if !config.screening.enabled {
+        return Vec::new();
+    }
+    let mut strings = screening::Strings::new(&config.screening);
+    let mut found = Vec::new();
+    let mut screen = |item: &str, at: String, text: &str| {
+        for finding in strings.screen(item, &at, text, Role::Prose) {
+            found.push(finding.to_string());
+        }
+    };
+    let name = section.name();
+    if let Value::String(text) = items {
+        screen("instructions", "instructions".into(), text);
+    }
+    for item in items.as_array().map_or(&[][..], Vec::as_slice) {
+        let key = section
+            .key_member()
+            .and_then(|m| item.get(m))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        for field in ["title", "description"] {
+            if let Some(text) = item.get(field).and_then(Value::as_str) {
+                screen(key, format!("{name}/{key}/{field}"), text);
+            }
+        }
+        let arguments = item.get("arguments").and_then(Value::as_array);
+        for argument in arguments.map_or(&[][..], Vec::as_slice) {
+            let arg = argument.get("name").and_then(Value::as_str).unwrap_or("");
+            if let Some(text) = argument.get("description").and_then(Value::as_str) {
+                screen(key, format!("{name}/{key}/arguments/{arg}"), text);
+            }
+        }
+    }
+    crate::wire::order::sort(&mut found);
+    found.dedup();
+    found.truncate(screening::MAX_FINDINGS);
+    found
+}
+
+/// `result` without the items `keys` names (every item: `None`), or without its
+/// instructions, with the note in `_meta`; a closed list's cache hints when nothing is left.
+fn without(
+    result: &Value,
+    section: Section,
+    keys: Option<&[String]>,
+    note: &ListNote<'_>,
+    stateless: bool,
+) -> Value {
+    let Some(object) = result.as_object() else {
+        return result.clone();
+    };
+    let member = section.items_member();
+    if section.key_member().is_none() {
+        let mut out = object.clone();
+        out.remove(member);
+        answer::put_note(&mut out, answer::status_note(note));
+        return Value::Object(out);
+    }
+    let mut out = match answer::rewrite(result, member, note, answer::Hints::Closed, stateless) {
+        Value::Object(out) => out,
+        other => return other,
+    };
+    if let (Some(keys), Some(key_member)) = (keys, section.key_member()) {
+        let kept: Vec<Value> = object
+            .get(member)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|item| {
+                let key = item.get(key_member).and_then(Value::as_str).unwrap_or("");
+                !keys.iter().any(|k| k == key)
+            })
+            .cloned()
+            .collect();
+        put(&mut out, member, Value::Array(kept));
+    }
+    Value::Object(out)
+}

@@ -1,0 +1,129 @@
+//! What a worker remembers of the sealed sections' lists that verified: each server's last
+//! verified list of each section, with the catalogue it verified against.
+//!
+//! Main design decision: a list that equals, value for value, one that verified against the
+//! same catalogue verifies again, so it is compared instead of digested. A drifted section
+//! never gets here, and an honest server lists the same prompts, templates and tool fields
+//! again and again: digesting them anew on every answer was three to eight times the cost of a
+//! verified tool list (docs/performance.md, "Sealed sections"). Equal values have equal
+//! digests, so nothing is decided differently; the memory is bounded and forgets the oldest.
+//! A tool list's fields are remembered by the digests the worker's remembered list shares
+//! (the very same allocation, [`crate::gateway::known_list`]): a list served again byte for
+//! byte carries them, and comparing its tools value for value cost as much as digesting.
+
+use crate::gateway::live::LiveDigests;
+use crate::policy::section::Section;
+use serde_json::Value;
+use std::rc::Rc;
+
+/// Lists remembered per worker (one per server and section in the common case).
+const ENTRIES: usize = 16;
+
+/// One verified list.
+struct Entry {
+    server: String,
+    section: Section,
+    /// The catalogue it verified against.
+    baseline: String,
+    /// The section's member of the answer (the tools, for their other fields).
+    items: Value,
+}
+
+/// The lists of sealed sections this worker saw verify lately.
+#[derive(Default)]
+pub(crate) struct SealedMemo {
+    entries: Vec<Entry>,
+    /// Tool lists whose other fields verified: the server, the list's digests (kept alive
+    /// here, so never another list's at a reused address) and the catalogue.
+    tools: Vec<(String, Rc<LiveDigests>, String)>,
+}
+
+impl SealedMemo {
+    /// Whether `items` of `section` verified against `baseline` on this worker last time.
+    pub(crate) fn verified(
+        &self,
+        server: &str,
+        section: Section,
+        baseline: &str,
+        items: &Value,
+    ) -> bool {
+        self.entries.iter().any(|e| {
+            e.section == section
+                && e.server == server
+                && e.baseline == baseline
+                && e.items == *items
+        })
+    }
+
+    /// Whether the tool list of `digests` had its other fields verified against `baseline`.
+    pub(crate) fn tools_verified(
+        &self,
+        server: &str,
+        digests: &Rc<LiveDigests>,
+        baseline: &str,
+    ) -> bool {
+        self.tools
+            .iter()
+            .any(|(s, d, b)| Rc::ptr_eq(d, digests) && s == server && b == baseline)
+    }
+
+    /// Remembers that the tool list of `digests` had its other fields verified.
+    pub(crate) fn remember_tools(
+        &mut self,
+        server: &str,
+        digests: &Rc<LiveDigests>,
+        baseline: &str,
+    ) {
+        self.tools.retain(|(s, _, _)| s != server);
+        if self.tools.len() >= ENTRIES {
+            self.tools.remove(0);
+        }
+        self.tools
+            .push((server.to_string(), Rc::clone(digests), baseline.to_string()));
+    }
+
+    /// Remembers that `items` of `section` verified against `baseline`.
+    pub(crate) fn remember(
+        &mut self,
+        server: &str,
+        section: Section,
+        baseline: &str,
+        items: &Value,
+    ) {
+        self.entries
+            .retain(|e| !(e.section == section && e.server == server));
+        if self.entries.len() >= ENTRIES {
+            self.entries.remove(0);
+        }
+        self.entries.push(Entry {
+            server: server.to_string(),
+            section,
+            baseline: baseline.to_string(),
+            items: items.clone(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_list_is_remembered_per_server_section_and_catalogue_and_the_oldest_forgotten() {
+        let mut memo = SealedMemo::default();
+        let prompts = json!([{"name": "greet"}]);
+        memo.remember("a", Section::Prompts, "sha256:1", &prompts);
+        assert!(memo.verified("a", Section::Prompts, "sha256:1", &prompts));
+        assert!(!memo.verified("a", Section::Prompts, "sha256:2", &prompts));
+        assert!(!memo.verified("b", Section::Prompts, "sha256:1", &prompts));
+        assert!(!memo.verified("a", Section::ResourceTemplates, "sha256:1", &prompts));
+        assert!(!memo.verified("a", Section::Prompts, "sha256:1", &json!([{"name": "bye"}])));
+        for n in 0..ENTRIES {
+            memo.remember(&format!("s{n}"), Section::Prompts, "sha256:1", &prompts);
+        }
+        assert!(!memo.verified("a", Section::Prompts, "sha256:1", &prompts));
+        assert!(memo.verified("s15", Section::Prompts, "sha256:1", &prompts));
+    }
+}
