@@ -162,6 +162,14 @@ class SdkClient:
         """tools/call; the result the client returned (ClientRaised if it raised)."""
         return self._result("call", name=name, arguments=arguments, progress=progress)
 
+    def surface(self) -> dict[str, Any]:
+        """The instructions, prompts and resource templates the client is shown (python)."""
+        return self._result("surface")
+
+    def get_prompt(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """prompts/get; the result the client returned (ClientRaised if it raised)."""
+        return self._result("get_prompt", name=name, arguments=arguments)
+
     def listen_once(self, trigger: str) -> dict[str, Any]:
         """Open subscriptions/listen, POST ``trigger``, wait for tools/list_changed, close."""
         return self._result("listen_once", trigger=trigger)

@@ -118,6 +118,13 @@ class Upstream:
         self.rev = rev
         return response.json()
 
+    def poison_sections(self, parts: list[str]) -> None:
+        """Rug-pull the ``--sections`` server's instructions, prompts or resource templates
+        in place (``[]``: all honest again; rug-pull server only)."""
+        response = httpx.post(f"{self.base_url}/control/sections", json={"poison": parts},
+                              timeout=5)
+        response.raise_for_status()
+
     def set_result_shape(self, shape: str, resume: bool = False) -> None:
         """Change what get_weather returns (``v1`` or ``v2``) while tools/list stays the same
         (rug-pull server only); sessions survive. ``resume``: the result comes back on the

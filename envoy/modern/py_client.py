@@ -7,6 +7,8 @@ exactly what the official client made of each answer (a result, or the exception
     {"op": "connect", "url": URL, "mode": "auto" | "legacy" | "2026-07-28", "headers": {...}}
     {"op": "list", "cache_mode": "use" | "refresh"}     -> the ListToolsResult
     {"op": "call", "name": N, "arguments": {...}, "progress": bool}  -> the CallToolResult
+    {"op": "surface"}   -> {"instructions", "prompts", "resourceTemplates"} as the client has them
+    {"op": "get_prompt", "name": N, "arguments": {...}}  -> the GetPromptResult
     {"op": "listen_once", "trigger": URL}   -> opens subscriptions/listen, POSTs the trigger
          URL (a test server's control route), waits for tools/list_changed, closes the stream
     {"op": "close"}
@@ -91,6 +93,17 @@ class Driver:
             result["_progress"] = len(progress)
         return result
 
+    async def surface(self, step: dict[str, Any]) -> Any:
+        client = self._client()
+        prompts = dump(await client.list_prompts())
+        templates = dump(await client.list_resource_templates())
+        return {"instructions": client.instructions, "prompts": prompts["prompts"],
+                "resourceTemplates": templates["resourceTemplates"],
+                "_meta": {"prompts": prompts.get("_meta"), "templates": templates.get("_meta")}}
+
+    async def get_prompt(self, step: dict[str, Any]) -> Any:
+        return dump(await self._client().get_prompt(step["name"], step.get("arguments") or {}))
+
     async def listen_once(self, step: dict[str, Any]) -> Any:
         async with self._client().listen(tools_list_changed=True) as subscription:
             await anyio.to_thread.run_sync(_post, step["trigger"])
@@ -105,7 +118,7 @@ class Driver:
             return await self.connect(step)
         if op == "close":
             return await self.close()
-        if op in ("list", "call", "listen_once"):
+        if op in ("list", "call", "listen_once", "surface", "get_prompt"):
             return await getattr(self, op)(step)
         raise ValueError(f"unknown op {op!r}")
 

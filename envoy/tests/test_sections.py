@@ -1,0 +1,172 @@
+"""A server's whole surface sealed like its tools, through a real Envoy.
+
+- server-everything (both published releases the tests pin), every section sealed with
+  ``seal`` (the tools' other fields, instructions, prompts, resource templates): two kinds of
+  caller (the official Python SDK with no capabilities, and with roots, sampling and
+  elicitation), two sessions each, every section listed twice per session: each section is
+  sealed once, every answer is the server's own, nothing is closed.
+- The rug-pull server with ``--sections``: a tool's annotations, its instructions, its prompt
+  or its resource template is rug-pulled in place, the tool definitions the tool fingerprint
+  covers untouched. The server closes: the poisoned part never reaches the client, its tools
+  and prompt are refused before the server, and the reviewer sees the classified change;
+  approving the reviewed candidate serves it."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, AsyncIterator, Callable
+
+import httpx
+import pytest
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+
+import envoyctl
+from stack import EVERYTHING_RELEASES, Stack, baseline_of, candidate_of, status_of
+from toolseal_checks import assert_denied, list_status_meta, wait_for_audits
+
+pytestmark = pytest.mark.anyio
+SEALED = ["tool-fields", "instructions", "prompts", "resource-templates"]
+
+
+def _config(server_id: str) -> dict[str, Any]:
+    config = envoyctl.default_plugin_config()
+    config["servers"] = {server_id: {"seal": SEALED}}
+    return config
+
+
+@contextlib.asynccontextmanager
+async def _client(url: str, capable: bool = False
+                  ) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    """An SDK 1.x session, without callbacks or with roots, sampling and elicitation ones,
+    and the initialize answer it received."""
+
+    async def list_roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/toolseal", name="t")])
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", model="toolseal-test",
+                                         content=types.TextContent(type="text", text="ok"))
+
+    async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    callbacks: dict[str, Any] = {}
+    if capable:
+        callbacks = {"list_roots_callback": list_roots, "sampling_callback": sampling,
+                     "elicitation_callback": elicitation}
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(30, read=60)) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write, **callbacks) as session,
+    ):
+        yield session, await session.initialize()
+
+
+def _dump(items: list[Any]) -> list[dict[str, Any]]:
+    return [i.model_dump(mode="json", exclude_none=True) for i in items]
+
+
+async def _surface(session: ClientSession, init: types.InitializeResult) -> dict[str, Any]:
+    """Every section the session is shown (each list to its last page)."""
+    resources, cursor = [], None
+    while True:
+        page = await session.list_resources(cursor=cursor) if cursor else await session.list_resources()
+        resources += _dump(page.resources)
+        cursor = page.nextCursor
+        if not cursor:
+            break
+    return {
+        "instructions": init.instructions,
+        "tools": _dump((await session.list_tools()).tools),
+        "prompts": _dump((await session.list_prompts()).prompts),
+        "templates": _dump((await session.list_resource_templates()).resourceTemplates),
+        "resources": resources,
+    }
+
+
+@pytest.mark.parametrize("release", EVERYTHING_RELEASES)
+async def test_every_section_of_server_everything_is_sealed_and_nothing_closes(
+        wasm: Any, stacks: Callable[..., Stack], release: str) -> None:
+    stack = stacks(everything=release, server_id="everything", plugin_config=_config("everything"))
+    direct_url = f"{stack.upstream.base_url}/mcp"
+    direct = {}
+    for capable in (False, True):
+        async with _client(direct_url, capable) as (session, init):
+            direct[capable] = await _surface(session, init)
+    assert direct[False]["instructions"] and direct[False]["prompts"] and direct[False]["templates"]
+    assert len(direct[True]["tools"]) > len(direct[False]["tools"]), "two honest tool views"
+
+    for _ in range(2):
+        for capable in (False, True):
+            async with _client(stack.mcp_url, capable) as (session, init):
+                for _ in range(2):
+                    assert await _surface(session, init) == direct[capable]
+    view = stack.admin.server("everything")
+    assert status_of(view) == "verified", view
+    sealed = wait_for_audits(stack, "section.sealed", 4)
+    assert len(sealed) == 4, sealed
+    audits = [a["event"] for a in stack.envoy.audit_events()]
+    assert "schema.changed" not in audits and "schema.pending" not in audits, audits
+
+
+@pytest.mark.parametrize("part", SEALED)
+async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
+        wasm: Any, stacks: Callable[..., Stack], part: str) -> None:
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=_config("demo"))
+    # The first session baselines the tools and seals the prompts and templates; the
+    # second's handshake seals the instructions (the first came before any baseline).
+    honest = {}
+    for _ in range(2):
+        async with _client(stack.mcp_url) as (session, init):
+            honest = await _surface(session, init)
+    assert honest["instructions"] and honest["prompts"] and honest["templates"]
+    assert len(wait_for_audits(stack, "section.sealed", 4)) == 4
+    view = stack.admin.server("demo")
+    assert status_of(view) == "verified", view
+    sealed_baseline = baseline_of(view)
+
+    stack.upstream.poison_sections([part])
+    async with _client(stack.mcp_url) as (session, init):
+        if part == "instructions":
+            assert init.instructions is None, "poisoned instructions reach no model"
+        elif part == "tool-fields":
+            assert init.instructions == honest["instructions"]
+        else:
+            assert init.instructions == honest["instructions"]
+            listed = (await session.list_prompts() if part == "prompts"
+                      else await session.list_resource_templates())
+            items = listed.prompts if part == "prompts" else listed.resourceTemplates
+            assert items == []
+            assert list_status_meta(listed)["schema_status"] == "changed"
+        assert (await session.list_tools()).tools == []
+        upstream_before = stack.upstream_requests()
+        with pytest.raises(McpError) as refused:
+            await session.get_prompt("forecast_brief", {"city": "Paris"})
+        assert (refused.value.error.data["error_code"], refused.value.error.data["prompt"]) == (
+            "SCHEMA_CHANGED", "forecast_brief")
+        result = await session.call_tool("get_weather", {"city": "Paris"})
+        assert_denied(result, "SCHEMA_CHANGED", tool="get_weather", schema_status="changed",
+                      required_action="admin_review")
+        assert stack.upstream_requests() == upstream_before, "the server never sees them"
+
+    view = stack.admin.server("demo")
+    assert (status_of(view), baseline_of(view)) == ("changed", sealed_baseline)
+    changed = wait_for_audits(stack, "schema.changed", 1)[0]
+    if part == "tool-fields":
+        assert "add" in changed["reason"], changed
+        assert view["diff_summary"]["worst"] == "authority", view
+    else:
+        assert part in changed["reason"], changed
+        assert part in view["sections_diff"], view
+    candidate = candidate_of(view)
+    assert stack.admin.approve("demo", candidate).status_code == 200
+    async with _client(stack.mcp_url) as (session, init):
+        served = await _surface(session, init)
+    member = {"tool-fields": "tools", "instructions": "instructions", "prompts": "prompts",
+              "resource-templates": "templates"}[part]
+    assert served[member] != honest[member], "the approved candidate is what the server lists"
+    if part != "tool-fields":
+        assert served["tools"] == honest["tools"]
+    assert status_of(stack.admin.server("demo")) == "verified"
