@@ -11,7 +11,9 @@ one Envoy per era, and one Envoy with all three servers. The checks are compared
 every check that passes directly passes through toolseal, except those listed in
 ``EXCEPTIONS``, each with the rule of the MCP revision that makes toolseal's answer the right
 one; an exception that no longer happens fails the test too, so the list stays exact. None of
-these servers lists different tools to different callers, so no run meets a false drift.
+these servers lists different tools to different callers, so no run meets a false drift. A
+third run seals every server's whole surface (``seal``: tool fields, instructions, prompts,
+templates): no check is lost and no server is closed by its own answers.
 
 The suite's reference tools (``test_simple_text``, ...) are not on these servers, so many checks
 fail directly as well; what matters here is that the gateway changes no verdict.
@@ -98,9 +100,10 @@ def gateways(wasm: Path, tmp_path: Path) -> Iterator[Callable[..., ModernStack]]
     """Factory: fresh servers (by id) behind one fresh Envoy with toolseal; all stopped after."""
     started: list[ModernStack] = []
 
-    def make(*server_ids: str) -> ModernStack:
+    def make(*server_ids: str, plugin_config: dict[str, Any] | None = None) -> ModernStack:
         upstreams = {i: SERVERS[i][1](tmp_path / f"up{len(started)}-{i}") for i in server_ids}
-        stack = start_modern_stack(tmp_path / f"stack{len(started)}", upstreams)
+        stack = start_modern_stack(tmp_path / f"stack{len(started)}", upstreams,
+                                   plugin_config=plugin_config)
         started.append(stack)
         return stack
 
@@ -152,6 +155,28 @@ def test_both_eras_behind_one_envoy_lose_no_check(
     # Every server was baselined from its first list and none drifted.
     for server_id in SERVERS:
         assert stack.admin.server(server_id)["schema_status"] == "verified", server_id
+
+
+def test_every_section_sealed_loses_no_check_and_closes_no_server(
+        direct: dict[str, dict[Any, Check]], gateways: Callable[..., ModernStack],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same suite with each server sealing its whole surface (``seal``): the suite's
+    prompt, resource-template and instructions scenarios pass as they do directly, and no
+    server is closed by its own honest answers."""
+    sealed = ["tool-fields", "instructions", "prompts", "resource-templates"]
+    config = envoyctl.default_plugin_config()
+    config["servers"] = {server_id: {"seal": sealed} for server_id in SERVERS}
+    stack = gateways(*SERVERS, plugin_config=config)
+    problems = compare_through(stack, direct, "one Envoy, every section sealed", tmp_path, capsys)
+    assert not problems, "\n".join(problems)
+    for server_id in SERVERS:
+        assert stack.admin.server(server_id)["schema_status"] == "verified", server_id
+    events = stack.envoy.audit_events()
+    sealed_everything = {e["reason"].split("'s ")[1].split(" ")[0] for e in events
+                         if e.get("event") == "section.sealed" and e.get("server") == "everything"}
+    # The suite lists prompts and tools and initializes many sessions (it never lists templates).
+    assert {"instructions", "prompts", "tool-fields"} <= sealed_everything, sealed_everything
+    assert not [e for e in events if e.get("event") in ("schema.changed", "schema.pending")]
 
 
 def test_the_operator_command_runs_the_suite_directly_and_through_toolseal(
