@@ -754,3 +754,18 @@ fn with_tool_fields_sealed_a_tool_drift_is_approvable_and_strict_seals_the_appro
     assert_eq!(tool_names(&mut gw, flipped).len(), 0);
     assert_eq!(schema_status(&mut gw, "docs"), "changed");
 }
+
+#[test]
+fn under_tool_scope_a_section_drift_still_closes_the_whole_server() {
+    let mut gw = gateway_with(json!({"seal": ["prompts"], "drift_scope": "tool"}));
+    assert_eq!(tools(&mut gw), 1);
+    assert_eq!(
+        listed(&mut gw, json!([summarize("Summarize a page.")])).len(),
+        1
+    );
+    assert_eq!(listed(&mut gw, json!([summarize("Summarize.")])).len(), 0);
+    assert_eq!(schema_status(&mut gw, "docs"), "changed");
+    // No tool changed, yet none is served: which item a model would be misled by is not a
+    // tool of its own.
+    assert_eq!(tools(&mut gw), 0);
+}
