@@ -15,8 +15,8 @@
 
 use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::Exchange;
-use crate::gateway::listing::answer::{self, Hints, ListNote};
+use crate::gateway::exchange::{Exchange, PendingSection};
+use crate::gateway::listing::answer::{self, ListNote};
 use crate::policy::containment::{self, Serving};
 use crate::policy::section::Section;
 use crate::policy::status::{SchemaStatus, ServerRecord};
@@ -29,9 +29,6 @@ use serde_json::{Map, Value};
 pub(crate) fn is_use(method: &str) -> bool {
     Section::used_by(method).is_some()
 }
-
-/// The answers whose `instructions` a closed server's client does not receive.
-const HANDSHAKES: [&str; 2] = ["initialize", "server/discover"];
 
 impl Engine {
     /// The record of a closed server (`None`: not closed, or never seen). A record that
@@ -233,15 +230,11 @@ impl Engine {
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        (id, method): (&Value, &str),
+        answered: (&Value, &str),
         result: &Value,
     ) -> Option<Value> {
-        let items = Section::other_listed_by(method).map(Section::items_member);
-        let handshake = HANDSHAKES.contains(&method);
-        if items.is_none() && !handshake {
-            return None;
-        }
-        if handshake && result.get("instructions").is_none() {
+        let section = PendingSection::section_of(answered.1)?;
+        if section == Section::Instructions && result.get("instructions").is_none() {
             return None;
         }
         let (record, reason) = match self.closed_record(store, &exchange.server) {
@@ -253,46 +246,97 @@ impl Engine {
             }
             Err(why) => (None, format!("the server's record cannot be read ({why})")),
         };
-        let note = ListNote {
-            server: &exchange.server,
-            record: record.as_deref(),
-            reason: &reason,
-            withheld: None,
-            hidden: 0,
-        };
-        let what = items.unwrap_or("instructions");
+        let shown = (section, result);
+        let record = record.as_deref();
+        let withheld = (None, reason.as_str());
+        Some(self.withheld_answer(
+            store, out, now_ms, exchange, answered, shown, withheld, record,
+        ))
+    }
+
+    /// The answer `result` to `(id, method)` without the items of `section` that `keys` names
+    /// (every item when `None`; a handshake answer without its instructions), with a `_meta`
+    /// note saying why (`record`: the server's, when it could be read); audited
+    /// (`surface.withheld`) and recorded. A closed server's answers, and a sealed section's
+    /// items the catalogue does not hold ([`crate::gateway::sealed`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn withheld_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        (id, method): (&Value, &str),
+        (section, result): (Section, &Value),
+        (keys, reason): (Option<&[String]>, &str),
+        record: Option<&ServerRecord>,
+    ) -> Value {
         let mut detail = Map::new();
         put(&mut detail, "method", Value::from(method));
+        if let Some(keys) = keys {
+            let named = keys.iter().take(16).map(|k| Value::from(k.as_str()));
+            put(&mut detail, "withheld", Value::Array(named.collect()));
+        }
         let event = self.event(
             "surface.withheld",
             exchange,
             now_ms,
-            record.as_deref(),
-            &format!("{what} withheld: {reason}"),
+            record,
+            &format!("{} withheld: {reason}", section.items_member()),
             detail,
         );
         self.emit(store, out, &event);
-        let status = record
-            .as_ref()
-            .map_or(SchemaStatus::Unbaselined, |r| r.status);
+        let status = record.map_or(SchemaStatus::Unbaselined, |r| r.status);
         let mut decision = self.decision(exchange, "response", method, Some(id), status);
         decision.decision = "rewrite";
         out.decision(&decision);
-        let stateless = exchange.stateless();
-        Some(match items {
-            Some(items) => answer::rewrite(result, items, &note, Hints::Closed, stateless),
-            None => without_instructions(result, &note),
-        })
+        let note = ListNote {
+            server: &exchange.server,
+            record,
+            reason,
+            withheld: keys.map(<[String]>::len),
+            hidden: 0,
+        };
+        without(result, section, keys, &note, exchange.stateless())
     }
 }
 
-/// A handshake answer without its `instructions`, and the note saying why in `_meta`.
-fn without_instructions(result: &Value, note: &ListNote<'_>) -> Value {
-    let mut out = match result.as_object() {
-        Some(obj) => obj.clone(),
-        None => return result.clone(),
+/// `result` without the items `keys` names (every item: `None`), or without its
+/// instructions, with the note in `_meta`; a closed list's cache hints when nothing is left.
+fn without(
+    result: &Value,
+    section: Section,
+    keys: Option<&[String]>,
+    note: &ListNote<'_>,
+    stateless: bool,
+) -> Value {
+    let Some(object) = result.as_object() else {
+        return result.clone();
     };
-    out.remove("instructions");
-    answer::put_note(&mut out, answer::status_note(note));
+    let member = section.items_member();
+    if section.key_member().is_none() {
+        let mut out = object.clone();
+        out.remove(member);
+        answer::put_note(&mut out, answer::status_note(note));
+        return Value::Object(out);
+    }
+    let mut out = match answer::rewrite(result, member, note, answer::Hints::Closed, stateless) {
+        Value::Object(out) => out,
+        other => return other,
+    };
+    if let (Some(keys), Some(key_member)) = (keys, section.key_member()) {
+        let kept: Vec<Value> = object
+            .get(member)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|item| {
+                let key = item.get(key_member).and_then(Value::as_str).unwrap_or("");
+                !keys.iter().any(|k| k == key)
+            })
+            .cloned()
+            .collect();
+        put(&mut out, member, Value::Array(kept));
+    }
     Value::Object(out)
 }

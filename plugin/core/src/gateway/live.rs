@@ -9,10 +9,9 @@
 //! answer computed for the record before it.
 
 use crate::config::Config;
-use crate::policy::approved::{Approved, ApprovedCache};
+use crate::policy::approved::{Approved, ApprovedCache, document_fingerprint};
 use crate::policy::containment::{self, Differing, DriftReach};
 use crate::policy::fingerprint::ToolDigests;
-use crate::policy::section::{Section, Surface};
 use crate::policy::status::{LiveSet, Posture, SchemaStatus, ServerRecord};
 use crate::policy::views::{self, Candidate, ViewId, ViewRead, ViewRecord};
 use crate::state::store::StateStore;
@@ -417,9 +416,9 @@ fn view_record(
 /// definitions are gathered only to be stored: a drifted server lists the same set again and
 /// again, and every definition copied for a set already stored would be thrown away.
 /// `sections`: the catalogue whose sealed sections beyond tools the set keeps (a tool list's
-/// candidate changes the tools alone). Returns the fingerprint the set is stored under:
-/// `fingerprint`, but for a catalogue that seals the tools' other fields, which the new
-/// definitions carry and name anew.
+/// candidate changes the tools alone). Returns the fingerprint the set is stored under: a
+/// set that seals more than tools is named by its own document (the candidate's tools may
+/// carry other fields than the catalogue's, which it seals too).
 fn store_set(
     store: &mut dyn StateStore,
     cache: &mut ApprovedCache,
@@ -439,16 +438,7 @@ fn store_set(
     if let Some(catalogue) = sections.filter(|c| !c.sealed.is_empty()) {
         let mut document = catalogue.document();
         document.insert("tools".into(), Value::Array(definitions));
-        let fingerprint = match catalogue.sealed.contains(&Section::ToolFields) {
-            true => {
-                Surface::of_document(&Value::Object(document.clone()), &config.fingerprint, false)
-                    .map(|surface| surface.sealed_fingerprint(&catalogue.sealed))
-                    .unwrap_or_else(|_| fingerprint.to_string())
-            }
-            false => fingerprint.to_string(),
-        };
-        store_surface(store, cache, (config, server), &fingerprint, document)?;
-        return Ok(fingerprint);
+        return store_surface(store, cache, (config, server), document);
     }
     state::put_tool_set(store, server, fingerprint, &definitions)?;
     if let Some(approved) =
@@ -459,21 +449,26 @@ fn store_set(
     Ok(fingerprint.to_string())
 }
 
-/// Stores a set that seals more than tools (its surface `document`) and caches it.
+/// Stores a set that seals more than tools (its surface `document`) under the fingerprint
+/// the document names itself by, caches it, and returns that fingerprint.
 pub(super) fn store_surface(
     store: &mut dyn StateStore,
     cache: &mut ApprovedCache,
     (config, server): (&Config, &str),
-    fingerprint: &str,
     document: serde_json::Map<String, Value>,
-) -> Result<(), StateError> {
-    state::put_surface_set(store, server, fingerprint, &document)?;
-    if let Some(approved) =
-        Approved::from_document(fingerprint, Value::Object(document), &config.fingerprint)
-    {
+) -> Result<String, StateError> {
+    let document = Value::Object(document);
+    let invalid =
+        || StateError::Corrupt(format!("server {server}: a candidate set is not a surface"));
+    let fingerprint = document_fingerprint(&document, &config.fingerprint).ok_or_else(invalid)?;
+    let Value::Object(members) = &document else {
+        return Err(invalid());
+    };
+    state::put_surface_set(store, server, &fingerprint, members)?;
+    if let Some(approved) = Approved::from_document(&fingerprint, document, &config.fingerprint) {
         cache.insert(approved);
     }
-    Ok(())
+    Ok(fingerprint)
 }
 
 /// How many candidates a worker remembers: one per server and view a drift shows to, in the

@@ -447,7 +447,8 @@ impl Engine {
         if let Some(closed) = self.closed_answer(store, out, now_ms, exchange, answered, result) {
             return Fate::Replaced(answer(id, closed));
         }
-        let kept = self.withhold_items(
+        let record = self.record(store, &exchange.server).ok().flatten();
+        let kept = self.withheld_answer(
             store,
             out,
             now_ms,
@@ -455,6 +456,7 @@ impl Engine {
             answered,
             (pending.section, result),
             (keys.as_deref(), &reason),
+            record.as_deref(),
         );
         Fate::Replaced(answer(id, kept))
     }

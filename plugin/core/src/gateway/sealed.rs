@@ -19,16 +19,14 @@
 
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{Exchange, PendingSection, SectionVerdict};
-use crate::gateway::listing::answer::{self, ListNote};
 use crate::gateway::live;
 use crate::policy::approved::Approved;
 use crate::policy::screening::{self, Role};
-use crate::policy::section::{Section, Surface, digest_section};
+use crate::policy::section::{Section, digest_section};
 use crate::policy::status::{Event, SectionLive};
 use crate::policy::views;
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
-use crate::wire::json::put;
 use serde_json::{Map, Value};
 
 /// What the decision made of one record.
@@ -123,7 +121,7 @@ impl Engine {
                     return Ok(None);
                 }
                 let document = candidate_document(&catalogue, section, items, &made.entries);
-                live::store_surface(store, cache, (config, &server), &made.fingerprint, document)?;
+                let fingerprint = live::store_surface(store, cache, (config, &server), document)?;
                 let findings = match made.first {
                     true => screen_items(section, items, config),
                     false => Vec::new(),
@@ -131,7 +129,7 @@ impl Engine {
                 let reason = drift_reason(section, &made);
                 Ok(Some(Event::Section(SectionLive {
                     section,
-                    fingerprint: made.fingerprint.clone(),
+                    fingerprint,
                     first: made.first,
                     findings,
                     approved: false,
@@ -158,54 +156,6 @@ impl Engine {
                 keys: Some(keys),
             },
         }
-    }
-
-    /// The answer `result` to `(id, method)` without the items `keys` names (every item when
-    /// `None`; the instructions of a handshake answer), with a `_meta` note; audited
-    /// (`surface.withheld`) and recorded.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn withhold_items(
-        &mut self,
-        store: &mut dyn StateStore,
-        out: &mut dyn Outputs,
-        now_ms: u64,
-        exchange: &Exchange,
-        (id, method): (&Value, &str),
-        (section, result): (Section, &Value),
-        (keys, reason): (Option<&[String]>, &str),
-    ) -> Value {
-        let record = self.record(store, &exchange.server).ok().flatten();
-        let mut detail = Map::new();
-        put(&mut detail, "method", Value::from(method));
-        if let Some(keys) = keys {
-            let named = keys.iter().take(16).map(|k| Value::from(k.as_str()));
-            put(&mut detail, "withheld", Value::Array(named.collect()));
-        }
-        let event = self.event(
-            "surface.withheld",
-            exchange,
-            now_ms,
-            record.as_deref(),
-            &format!("{} withheld: {reason}", section.items_member()),
-            detail,
-        );
-        self.emit(store, out, &event);
-        let status = record
-            .as_ref()
-            .map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
-                r.status
-            });
-        let mut decision = self.decision(exchange, "response", method, Some(id), status);
-        decision.decision = "rewrite";
-        out.decision(&decision);
-        let note = ListNote {
-            server: &exchange.server,
-            record: record.as_deref(),
-            reason,
-            withheld: keys.map(<[String]>::len),
-            hidden: 0,
-        };
-        without(result, section, keys, &note, exchange.stateless())
     }
 }
 
@@ -304,19 +254,8 @@ impl Engine {
                     }
                 }
                 document.insert("tools".into(), Value::Array(definitions));
-                let mut sections = catalogue.sealed.clone();
-                if !sealed {
-                    sections.push(section);
-                    crate::wire::order::sort(&mut sections);
-                }
-                let names = sections.iter().map(|s| Value::from(s.name()));
-                document.insert("sealed".into(), Value::Array(names.collect()));
-                let named = Value::Object(document.clone());
-                let fingerprint = match Surface::of_document(&named, &config.fingerprint, false) {
-                    Ok(surface) => surface.sealed_fingerprint(&sections),
-                    Err(_) => return Ok(None),
-                };
-                live::store_surface(store, cache, (config, &server), &fingerprint, document)?;
+                seal_in(&mut document, &catalogue, section);
+                let fingerprint = live::store_surface(store, cache, (config, &server), document)?;
                 decided = true;
                 let reason = match changed.is_empty() {
                     true => "the tools' other fields are sealed as the catalogue approved them".into(),
@@ -412,6 +351,12 @@ fn candidate_document(
             document.insert(member, Value::Array(chosen));
         }
     }
+    seal_in(&mut document, catalogue, section);
+    document
+}
+
+/// Names in `document` the sections `catalogue` seals and `section`.
+fn seal_in(document: &mut Map<String, Value>, catalogue: &Approved, section: Section) {
     let mut sealed: Vec<Section> = catalogue.sealed.clone();
     if !sealed.contains(&section) {
         sealed.push(section);
@@ -419,7 +364,6 @@ fn candidate_document(
     }
     let names = sealed.iter().map(|s| Value::from(s.name()));
     document.insert("sealed".into(), Value::Array(names.collect()));
-    document
 }
 
 /// What differs, in words.
@@ -489,44 +433,4 @@ fn screen_items(section: Section, items: &Value, config: &crate::config::Config)
     found.dedup();
     found.truncate(screening::MAX_FINDINGS);
     found
-}
-
-/// `result` without the items `keys` names (every item: `None`), or without its
-/// instructions, with the note in `_meta`; a closed list's cache hints when nothing is left.
-fn without(
-    result: &Value,
-    section: Section,
-    keys: Option<&[String]>,
-    note: &ListNote<'_>,
-    stateless: bool,
-) -> Value {
-    let Some(object) = result.as_object() else {
-        return result.clone();
-    };
-    let member = section.items_member();
-    if section.key_member().is_none() {
-        let mut out = object.clone();
-        out.remove(member);
-        answer::put_note(&mut out, answer::status_note(note));
-        return Value::Object(out);
-    }
-    let mut out = match answer::rewrite(result, member, note, answer::Hints::Closed, stateless) {
-        Value::Object(out) => out,
-        other => return other,
-    };
-    if let (Some(keys), Some(key_member)) = (keys, section.key_member()) {
-        let kept: Vec<Value> = object
-            .get(member)
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .filter(|item| {
-                let key = item.get(key_member).and_then(Value::as_str).unwrap_or("");
-                !keys.iter().any(|k| k == key)
-            })
-            .cloned()
-            .collect();
-        put(&mut out, member, Value::Array(kept));
-    }
-    Value::Object(out)
 }

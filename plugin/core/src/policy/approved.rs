@@ -145,38 +145,20 @@ impl Approved {
         mut document: Value,
         fields: &FingerprintFields,
     ) -> Option<Approved> {
-        let Some(Value::Array(tools)) = document.get_mut("tools").map(Value::take) else {
-            return None;
-        };
-        let Some(names) = document.get("sealed") else {
-            return Approved::from_definitions(fingerprint, tools, fields);
-        };
-        let mut sealed = Vec::new();
-        for name in names.as_array()? {
-            match Section::from_name(name.as_str()?)? {
-                Section::Tools => return None,
-                section if sealed.contains(&section) => return None,
-                section => sealed.push(section),
-            }
-        }
-        crate::wire::order::sort(&mut sealed);
-        let mut surface = Surface::default();
-        let listed = Value::Array(tools);
-        surface.set(Section::Tools, digest_tools(&listed, fields).ok()?);
-        for &section in &sealed {
-            let shown = match section {
-                Section::ToolFields => &listed,
-                other => document.get(other.items_member()).unwrap_or(&Value::Null),
+        if document.get("sealed").is_none() {
+            let Some(Value::Array(tools)) = document.get_mut("tools").map(Value::take) else {
+                return None;
             };
-            surface.set(section, digest_section(section, shown, fields).ok()?);
+            return Approved::from_definitions(fingerprint, tools, fields);
         }
+        let (sealed, surface) = sealed_surface(&document, fields)?;
         if surface.sealed_fingerprint(&sealed) != fingerprint {
             return None;
         }
-        let tool_fingerprint = surface.section(Section::Tools).fingerprint();
-        let Value::Array(tools) = listed else {
+        let Some(Value::Array(tools)) = document.get_mut("tools").map(Value::take) else {
             return None;
         };
+        let tool_fingerprint = surface.section(Section::Tools).fingerprint();
         let mut approved = Approved::from_definitions(&tool_fingerprint, tools, fields)?;
         approved.fingerprint = fingerprint.to_string();
         for &section in &sealed {
@@ -339,6 +321,47 @@ impl Approved {
     pub fn definitions(&self) -> Vec<Value> {
         self.tools.values().map(|t| t.definition.clone()).collect()
     }
+}
+
+/// The fingerprint a stored set document names itself by: the surface fingerprint over its
+/// tools and the sections its `sealed` names (each counted even when empty), the tool
+/// fingerprint for a document without `sealed`. `None`: not a valid set.
+pub fn document_fingerprint(document: &Value, fields: &FingerprintFields) -> Option<String> {
+    if document.get("sealed").is_none() {
+        return digest_tools(document.get("tools")?, fields)
+            .ok()
+            .map(|digests| digests.fingerprint());
+    }
+    let (sealed, surface) = sealed_surface(document, fields)?;
+    Some(surface.sealed_fingerprint(&sealed))
+}
+
+/// The sections a set document's `sealed` names (in [`Section::ALL`] order; `tools` or a name
+/// twice is not a set) and the digests of its tools and of each of them.
+fn sealed_surface(document: &Value, fields: &FingerprintFields) -> Option<(Vec<Section>, Surface)> {
+    let mut sealed = Vec::new();
+    for name in document.get("sealed")?.as_array()? {
+        match Section::from_name(name.as_str()?)? {
+            Section::Tools => return None,
+            section if sealed.contains(&section) => return None,
+            section => sealed.push(section),
+        }
+    }
+    crate::wire::order::sort(&mut sealed);
+    let tools = document.get("tools")?;
+    if !tools.is_array() {
+        return None;
+    }
+    let mut surface = Surface::default();
+    surface.set(Section::Tools, digest_tools(tools, fields).ok()?);
+    for &section in &sealed {
+        let shown = match section {
+            Section::ToolFields => tools,
+            other => document.get(other.items_member()).unwrap_or(&Value::Null),
+        };
+        surface.set(section, digest_section(section, shown, fields).ok()?);
+    }
+    Some((sealed, surface))
 }
 
 /// The per-worker cache.

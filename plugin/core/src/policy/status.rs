@@ -605,10 +605,14 @@ fn observe_section(
         next.baseline = Some(live.fingerprint.clone());
         next.live_matches = true;
         next.live_section = None;
+        let how = match live.approved {
+            true => "as the approved definitions hold them",
+            false => "on first use (discovery posture)",
+        };
         return vec![note(
             "section.sealed",
             format!(
-                "the server's {word} were sealed on first use (discovery posture); the catalogue is now {}",
+                "the server's {word} were sealed {how}; the catalogue is now {}",
                 live.fingerprint
             ),
         )];

@@ -512,6 +512,12 @@ fn asked(method: &str, result: Value) -> HttpExchange {
     }
 }
 
+/// How many sections `worker` sealed.
+fn sealed(worker: &NativeReplay) -> usize {
+    let sealed = |e: &&toolseal_core::state::audit::AuditEvent| e.event == "section.sealed";
+    worker.out.audits.iter().filter(sealed).count()
+}
+
 #[test]
 fn two_workers_sealing_sections_at_once_seal_both_and_never_close_the_server() {
     // Views by revision: these sessions skip the handshake, so capabilities are never known.
@@ -557,32 +563,14 @@ fn two_workers_sealing_sections_at_once_seal_both_and_never_close_the_server() {
                     served(raced.b_answers.last().unwrap()).contains("greet"),
                     "at {at}"
                 );
-                let sealed_before = [&raced.a, &raced.b]
-                    .iter()
-                    .map(|w| {
-                        w.out
-                            .audits
-                            .iter()
-                            .filter(|e| e.event == "section.sealed")
-                            .count()
-                    })
-                    .sum::<usize>();
+                let sealed_before = sealed(&raced.a) + sealed(&raced.b);
                 let mut store = raced.shared.borrow_mut();
                 for exchange in [&a_turn, &b_turn] {
                     raced.a.exchange_on(&mut *store, SERVER, exchange, 4096);
                     raced.b.exchange_on(&mut *store, SERVER, exchange, 4096);
                 }
                 drop(store);
-                let sealed_after = [&raced.a, &raced.b]
-                    .iter()
-                    .map(|w| {
-                        w.out
-                            .audits
-                            .iter()
-                            .filter(|e| e.event == "section.sealed")
-                            .count()
-                    })
-                    .sum::<usize>();
+                let sealed_after = sealed(&raced.a) + sealed(&raced.b);
                 assert_eq!(sealed_after, sealed_before, "at {at}: sealed again");
                 assert_eq!(status(&raced.shared), SchemaStatus::Verified, "at {at}");
             },
