@@ -22,7 +22,7 @@ use crate::gateway::exchange::{Exchange, PendingSection, SectionVerdict};
 use crate::gateway::live;
 use crate::policy::approved::Approved;
 use crate::policy::screening::{self, Role};
-use crate::policy::section::{Section, digest_section};
+use crate::policy::section::{Section, digest_section, item_digest};
 use crate::policy::status::{Event, SectionLive};
 use crate::policy::views;
 use crate::state::audit::Outputs;
@@ -62,7 +62,13 @@ impl Engine {
         if self.seen_verified(store, &exchange.server, section, items) {
             return SectionVerdict::Checked;
         }
-        let listed = match digest_section(section, items, &self.config.fingerprint) {
+        // A server shows one text (a catalogue may hold several).
+        // (An array is read as what it is not: one text.)
+        let shown = match (section, items) {
+            (Section::Instructions, Value::Array(_)) => &Value::Bool(false),
+            _ => items,
+        };
+        let listed = match digest_section(section, shown, &self.config.fingerprint) {
             Ok(listed) => listed,
             Err(e) => {
                 return SectionVerdict::Withhold {
@@ -319,38 +325,41 @@ fn candidate_document(
     entries: &crate::policy::fingerprint::ToolDigests,
 ) -> Map<String, Value> {
     let mut document = catalogue.document();
-    let listed_item = |key: &str| -> Option<&Value> {
+    // An entry as listed, else as approved; the instructions are found by their digest (one
+    // text is keyed `instructions`, each of several by its digest).
+    let listed_item = |key: &str, digest: &str| -> Option<&Value> {
         match (section.key_member(), items) {
-            (None, text) => Some(text),
+            (None, text) => (item_digest(section, text) == digest).then_some(text),
             (Some(member), Value::Array(list)) => list
                 .iter()
                 .find(|item| item.get(member).and_then(Value::as_str) == Some(key)),
             _ => None,
         }
     };
-    let chosen: Vec<Value> = entries
+    // An item's digest covers its key: the approved item of an entry is the one of its digest.
+    let approved_item = |digest: &str| {
+        let mut items = catalogue.section_items(section);
+        items.find(|item| item.digest == digest)
+    };
+    let mut chosen: Vec<Value> = entries
         .entries
         .iter()
-        .filter_map(|(key, _)| {
-            listed_item(key)
+        .filter_map(|(key, digest)| {
+            listed_item(key, digest)
                 .cloned()
-                .or_else(|| catalogue.item(section, key).map(|i| i.definition.clone()))
+                .or_else(|| approved_item(digest).map(|i| i.definition.clone()))
         })
         .collect();
     let member = section.items_member().to_string();
-    match section.key_member() {
-        None => match chosen.into_iter().next() {
-            Some(text) => {
-                document.insert(member, text);
-            }
-            None => {
-                document.remove(&member);
-            }
-        },
-        Some(_) => {
-            document.insert(member, Value::Array(chosen));
-        }
-    }
+    let shown = match (section.key_member(), chosen.len()) {
+        (None, 1) => chosen.pop(),
+        (None, 0) => None,
+        _ => Some(Value::Array(chosen)),
+    };
+    match shown {
+        Some(shown) => document.insert(member, shown),
+        None => document.remove(&member),
+    };
     seal_in(&mut document, catalogue, section);
     document
 }

@@ -7,7 +7,7 @@
 
 use crate::policy::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
 use crate::policy::schema::{CompiledSchema, SchemaError, compile};
-use crate::policy::section::{Section, Surface, digest_section};
+use crate::policy::section::{INSTRUCTIONS_KEY, Section, Surface, digest_section, item_digest};
 use crate::state::store::StateStore;
 use crate::state::{self, StateError};
 use serde_json::Value;
@@ -165,15 +165,18 @@ impl Approved {
             let member = document.get(section.items_member());
             let shown: Vec<&Value> = match (section, member) {
                 (Section::ToolFields, _) | (_, None) => Vec::new(),
-                (Section::Instructions, Some(text)) => vec![text],
+                (Section::Instructions, Some(Value::String(_))) => member.into_iter().collect(),
                 (_, Some(items)) => items.as_array()?.iter().collect(),
             };
+            let digests = surface.section(section);
             for item in shown {
                 let key = match section.key_member() {
-                    None => "instructions",
+                    // One text is keyed `instructions`, each of several by its digest.
+                    None if digests.len() == 1 => INSTRUCTIONS_KEY,
+                    None => digests.get(&item_digest(section, item))?,
                     Some(member) => item.get(member)?.as_str()?,
                 };
-                let digest = surface.section(section).get(key)?.to_string();
+                let digest = digests.get(key)?.to_string();
                 let definition = item.clone();
                 approved.items.push(ApprovedItem {
                     section,
@@ -274,14 +277,21 @@ impl Approved {
             return document;
         }
         for &section in &self.sealed {
-            let mut items = self
+            let items = self
                 .section_items(section)
                 .map(|item| item.definition.clone());
             match section {
                 Section::Tools | Section::ToolFields => {}
+                // One text as the server shows it; several (one per kind of caller) as an
+                // array, in key order.
                 Section::Instructions => {
-                    if let Some(text) = items.next() {
-                        document.insert(section.items_member().into(), text);
+                    let texts: Vec<Value> = items.collect();
+                    let member = match <[Value; 1]>::try_from(texts) {
+                        Ok([text]) => Some(text),
+                        Err(texts) => (!texts.is_empty()).then_some(Value::Array(texts)),
+                    };
+                    if let Some(member) = member {
+                        document.insert(section.items_member().into(), member);
                     }
                 }
                 _ => {
@@ -523,6 +533,38 @@ mod tests {
             }).collect::<Vec<_>>(),
         }));
         assert!(Approved::from_document(&without, flipped, &fields).is_some());
+    }
+
+    #[test]
+    fn a_catalogue_of_several_instructions_keys_each_by_its_digest_and_reads_back() {
+        let fields = FingerprintFields::default();
+        let texts = ["Use add for sums.", "Use add for totals."];
+        let document = json!({"tools": tools(), "instructions": texts, "sealed": ["instructions"]});
+        let fingerprint = surface_fingerprint(&document);
+        let set = Approved::from_document(&fingerprint, document.clone(), &fields).unwrap();
+        let items: Vec<&ApprovedItem> = set.section_items(Section::Instructions).collect();
+        assert_eq!(items.len(), 2);
+        for item in &items {
+            assert_eq!(
+                item.key, item.digest,
+                "each of several texts is keyed by its digest"
+            );
+        }
+        // Written back: the same texts (in key order), the same name.
+        let written = Value::Object(set.document());
+        assert_eq!(written["instructions"].as_array().map(Vec::len), Some(2));
+        assert_eq!(surface_fingerprint(&written), fingerprint);
+        // One text reads and writes back as the text the server shows.
+        let one = json!({"tools": tools(), "instructions": [texts[0]], "sealed": ["instructions"]});
+        let single = surface_fingerprint(&json!({"tools": tools(), "instructions": texts[0],
+            "sealed": ["instructions"]}));
+        let set = Approved::from_document(&single, one, &fields).unwrap();
+        assert_eq!(set.items[0].key, "instructions");
+        assert_eq!(set.document()["instructions"], texts[0]);
+        // A text given twice is not a catalogue.
+        let twice = json!({"tools": tools(), "instructions": [texts[0], texts[0]],
+            "sealed": ["instructions"]});
+        assert!(document_fingerprint(&twice, &fields).is_none());
     }
 
     #[test]

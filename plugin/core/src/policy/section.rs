@@ -300,9 +300,18 @@ pub fn digest_section(
         Section::ToolFields => tool_fields(items, fields),
         Section::Instructions => match items {
             Value::Null => Ok(ToolDigests::default()),
-            Value::String(_) => Ok(ToolDigests {
-                entries: vec![("instructions".into(), item_digest(section, items))],
-            }),
+            Value::String(_) | Value::Array(_) => {
+                let texts = match items {
+                    Value::Array(texts) => texts.as_slice(),
+                    text => std::slice::from_ref(text),
+                };
+                if !texts.iter().all(Value::is_string) {
+                    return Err(SectionError::NotItems(section));
+                }
+                let digests = texts.iter().map(|t| item_digest(section, t)).collect();
+                instruction_texts(digests)
+                    .map_err(|_| SectionError::DuplicateKey(section, INSTRUCTIONS_KEY.into()))
+            }
             _ => Err(SectionError::NotItems(section)),
         },
         Section::Prompts | Section::ResourceTemplates | Section::Resources => {
@@ -323,6 +332,21 @@ pub fn digest_section(
         }
     }
 }
+
+/// The `instructions` section of these texts' digests: one text is keyed `instructions`;
+/// several (a catalogue that approved a text per kind of caller) are each keyed by their own
+/// digest, so the section is a set of texts. A text given twice is an error.
+pub fn instruction_texts(digests: Vec<String>) -> Result<ToolDigests, ToolSetError> {
+    let one = digests.len() == 1;
+    let key = |d: &String| match one {
+        true => INSTRUCTIONS_KEY.to_string(),
+        false => d.clone(),
+    };
+    ToolDigests::from_entries(digests.into_iter().map(|d| (key(&d), d)).collect())
+}
+
+/// The key of the instructions of a section that has one text.
+pub const INSTRUCTIONS_KEY: &str = "instructions";
 
 /// The `tool-fields` digests of a tool list: for each tool with a field outside `fields`
 /// (other than `_meta`), the digest of its name and those fields, normalized as section 1

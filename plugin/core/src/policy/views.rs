@@ -354,8 +354,18 @@ pub fn section_candidate<'v>(
     others: impl Iterator<Item = &'v [String]>,
 ) -> SectionCandidate {
     let first = !catalogue.sealed.contains(&section);
-    let approved =
+    let approved_entries =
         ToolDigests::from_entries(catalogue.section_entries(section)).unwrap_or_default();
+    // The instructions are a set of texts: compared by digest, whatever their keys.
+    let texts;
+    let (approved, listed) = match section {
+        Section::Instructions => {
+            texts = [texts_by_digest(&approved_entries), texts_by_digest(listed)];
+            let [approved, listed] = &texts;
+            (approved, listed)
+        }
+        _ => (&approved_entries, listed),
+    };
     let mut added = Vec::new();
     let mut redefined = Vec::new();
     for (key, digest) in &listed.entries {
@@ -385,7 +395,13 @@ pub fn section_candidate<'v>(
         .cloned()
         .collect();
     entries.extend(listed.entries.iter().cloned());
-    let entries = ToolDigests::from_entries(entries).unwrap_or_default();
+    let entries = match section {
+        Section::Instructions => {
+            let digests = entries.into_iter().map(|(_, d)| d).collect();
+            crate::policy::section::instruction_texts(digests).unwrap_or_default()
+        }
+        _ => ToolDigests::from_entries(entries).unwrap_or_default(),
+    };
     let fingerprint = catalogue.with_section(section, &entries.fingerprint(), entries.is_empty());
     SectionCandidate {
         fingerprint,
@@ -395,6 +411,12 @@ pub fn section_candidate<'v>(
         redefined,
         names_hold,
     }
+}
+
+/// Instructions keyed by their digests (one text is keyed `instructions` in a section).
+fn texts_by_digest(texts: &ToolDigests) -> ToolDigests {
+    let digests = texts.entries.iter().map(|(_, d)| (d.clone(), d.clone()));
+    ToolDigests::from_entries(digests.collect()).unwrap_or_default()
 }
 
 /// The definitions of a candidate: each listed tool as listed, every other as the

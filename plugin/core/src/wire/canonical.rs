@@ -200,6 +200,12 @@ pub fn cmp_utf16_bytes(a: &[u8], b: &[u8]) -> Ordering {
 
 /// Streams the ECMAScript `Number::toString` form of `n` into `sink`.
 pub fn write_number<S: CanonicalSink>(n: &Number, sink: &mut S) {
+    sink.put(number_text(n).as_bytes());
+}
+
+/// The ECMAScript `Number::toString` form of `n` (formatted once, whatever the sink: the
+/// module keeps one copy of the formatting).
+fn number_text(n: &Number) -> StackText {
     // Integers up to 2^53 are exactly representable: print their digits directly.
     const EXACT: u64 = 1 << 53;
     let mut buf = StackText::default();
@@ -210,27 +216,34 @@ pub fn write_number<S: CanonicalSink>(n: &Number, sink: &mut S) {
     } else {
         Err(std::fmt::Error)
     };
-    if exact.is_ok() {
-        sink.put(buf.as_bytes());
-    } else if let Some(f) = n.as_f64() {
-        write_f64(f, sink);
+    match (exact, n.as_f64()) {
+        (Ok(()), _) => buf,
+        (Err(_), Some(f)) => f64_text(f),
+        (Err(_), None) => StackText::default(),
     }
 }
 
 /// Streams the ECMAScript `Number::toString` form of a finite `f64` (ECMA-262 §6.1.6.1.20).
 pub fn write_f64<S: CanonicalSink>(v: f64, sink: &mut S) {
+    sink.put(f64_text(v).as_bytes());
+}
+
+/// The text [`write_f64`] streams (at most 25 bytes: a sign, 17 digits, a point and five
+/// zeros, or an exponent of three digits).
+fn f64_text(v: f64) -> StackText {
+    let mut out = StackText::default();
     if v == 0.0 || !v.is_finite() {
         // -0 prints as 0; serde_json values are never NaN or infinite.
-        sink.put(b"0");
-        return;
+        out.put(b"0");
+        return out;
     }
     if v < 0.0 {
-        sink.put(b"-");
+        out.put(b"-");
     }
     let mut buf = StackText::default();
     // Rust's `{:e}` prints the shortest digits that round-trip, as ECMAScript requires.
     if std::fmt::Write::write_fmt(&mut buf, format_args!("{:e}", v.abs())).is_err() {
-        return;
+        return out;
     }
     let text = buf.as_bytes();
     let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
@@ -249,11 +262,12 @@ pub fn write_f64<S: CanonicalSink>(v: f64, sink: &mut S) {
             k += 1;
         }
     }
-    place_digits(digits.get(..k).unwrap_or_default(), exp + 1, sink);
+    place_digits(digits.get(..k).unwrap_or_default(), exp + 1, &mut out);
+    out
 }
 
 /// Writes digits `s` (k of them) for the value `0.s × 10^n` in ECMAScript notation.
-fn place_digits<S: CanonicalSink>(s: &[u8], n: i32, sink: &mut S) {
+fn place_digits(s: &[u8], n: i32, sink: &mut StackText) {
     let k = i32::try_from(s.len()).unwrap_or(i32::MAX);
     let split = |at: i32| s.split_at(usize::try_from(at).unwrap_or(0).min(s.len()));
     if k <= n && n <= 21 {
@@ -294,6 +308,17 @@ struct StackText {
 impl StackText {
     fn as_bytes(&self) -> &[u8] {
         self.buf.get(..self.len).unwrap_or_default()
+    }
+}
+
+impl CanonicalSink for StackText {
+    /// Appends `bytes`; a number's text always fits (see [`f64_text`]).
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if let Some(slot) = self.buf.get_mut(self.len..end) {
+            slot.copy_from_slice(bytes);
+            self.len = end;
+        }
     }
 }
 

@@ -21,15 +21,7 @@ use std::collections::BTreeMap;
 pub(super) fn diff_section(section: Section, old: &Value, new: &Value) -> Vec<Change> {
     let mut changes = Vec::new();
     if section == Section::Instructions {
-        if item_digest(section, old) != item_digest(section, new) {
-            changes.push(change(
-                "instructions",
-                String::new(),
-                ChangeKind::InstructionsChanged,
-                ChangeClass::Semantic,
-                (some(old), some(new)),
-            ));
-        }
+        instructions(old, new, &mut changes);
         return changes;
     }
     let old_items = index(section, old, true, &mut changes);
@@ -67,9 +59,54 @@ pub(super) fn diff_section(section: Section, old: &Value, new: &Value) -> Vec<Ch
     changes
 }
 
-/// `value` unless it is absent (`null`).
-fn some(value: &Value) -> Option<Value> {
-    (!value.is_null()).then(|| value.clone())
+/// The instructions: one text against one, or (a catalogue holding a text per kind of
+/// caller) each text one has and the other lacks. Texts are strings: equal exactly when
+/// their digests are.
+fn instructions(old: &Value, new: &Value, changes: &mut Vec<Change>) {
+    let texts = |v: &'_ Value| -> Vec<String> {
+        match v {
+            Value::Array(texts) => texts
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            text => text.as_str().map(str::to_owned).into_iter().collect(),
+        }
+    };
+    let (before, after) = (texts(old), texts(new));
+    let mut pairs: Vec<(Option<&String>, Option<&String>)> = Vec::new();
+    if before.len() <= 1 && after.len() <= 1 {
+        pairs.push((before.first(), after.first()));
+    } else {
+        pairs.extend(
+            before
+                .iter()
+                .filter(|t| !after.contains(t))
+                .map(|t| (Some(t), None)),
+        );
+        pairs.extend(
+            after
+                .iter()
+                .filter(|t| !before.contains(t))
+                .map(|t| (None, Some(t))),
+        );
+    }
+    for (old, new) in pairs {
+        if old != new {
+            let kind = ChangeKind::InstructionsChanged;
+            let texts = (
+                old.cloned().map(Value::String),
+                new.cloned().map(Value::String),
+            );
+            changes.push(change(
+                "instructions",
+                String::new(),
+                kind,
+                ChangeClass::Semantic,
+                texts,
+            ));
+        }
+    }
 }
 
 fn change(
