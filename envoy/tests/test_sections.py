@@ -9,7 +9,10 @@
   or its resource template is rug-pulled in place, the tool definitions the tool fingerprint
   covers untouched. The server closes: the poisoned part never reaches the client, its tools
   and prompt are refused before the server, and the reviewer sees the classified change;
-  approving the reviewed candidate serves it."""
+  approving the reviewed candidate serves it.
+- Instructions written per toolset (the rug-pull server names the ``X-MCP-Toolsets`` a
+  session asked for): the second caller's text is approved once, then callers of both
+  toolsets alternate and nothing closes; a poisoned text still closes the server."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from mcp.shared.exceptions import McpError
 
 import envoyctl
 from stack import EVERYTHING_RELEASES, Stack, baseline_of, candidate_of, status_of
+from surface import INSTRUCTIONS_HONEST
 from toolseal_checks import assert_denied, list_status_meta, wait_for_audits
 
 pytestmark = pytest.mark.anyio
@@ -37,10 +41,10 @@ def _config(server_id: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _client(url: str, capable: bool = False
+async def _client(url: str, capable: bool = False, headers: dict[str, str] | None = None
                   ) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
     """An SDK 1.x session, without callbacks or with roots, sampling and elicitation ones,
-    and the initialize answer it received."""
+    sending ``headers`` with every request, and the initialize answer it received."""
 
     async def list_roots(context: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/toolseal", name="t")])
@@ -57,7 +61,7 @@ async def _client(url: str, capable: bool = False
         callbacks = {"list_roots_callback": list_roots, "sampling_callback": sampling,
                      "elicitation_callback": elicitation}
     async with (
-        httpx.AsyncClient(timeout=httpx.Timeout(30, read=60)) as http,
+        httpx.AsyncClient(timeout=httpx.Timeout(30, read=60), headers=headers) as http,
         streamable_http_client(url, http_client=http) as (read, write, _),
         ClientSession(read, write, **callbacks) as session,
     ):
@@ -170,3 +174,43 @@ async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
     if part != "tool-fields":
         assert served["tools"] == honest["tools"]
     assert status_of(stack.admin.server("demo")) == "verified"
+
+
+async def test_instructions_written_per_toolset_are_approved_once_and_never_close_the_server(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    stack = stacks(mode="json", upstream_args=("--sections",),
+                   plugin_config=_config("demo"))
+    repos, issues = {"x-mcp-toolsets": "repos"}, {"x-mcp-toolsets": "issues"}
+    # Tools baselined by the first session; the second's handshake seals its instructions.
+    for _ in range(2):
+        async with _client(stack.mcp_url, headers=repos) as (session, init):
+            assert (await session.list_tools()).tools
+    assert init.instructions and init.instructions.endswith("Toolsets: repos.")
+    # Another toolset's caller is shown another honest text: one drift, for review.
+    async with _client(stack.mcp_url, headers=issues) as (session, init):
+        assert init.instructions is None, "an unreviewed text reaches no model"
+    view = stack.admin.server("demo")
+    assert status_of(view) == "changed", view
+    change = view["sections_diff"]["instructions"]["changes"]
+    assert [c.get("after") for c in change] == [
+        f"{INSTRUCTIONS_HONEST} Toolsets: issues."], change
+    assert stack.admin.approve("demo", candidate_of(view)).status_code == 200
+    approved = baseline_of(stack.admin.server("demo"))
+
+    # Both texts are the catalogue's: callers of either toolset, in turn, are served whole.
+    for _ in range(2):
+        for headers, toolset in ((repos, "repos"), (issues, "issues")):
+            async with _client(stack.mcp_url, headers=headers) as (session, init):
+                assert init.instructions == f"{INSTRUCTIONS_HONEST} Toolsets: {toolset}."
+                result = await session.call_tool("add", {"a": 2, "b": 3})
+                assert not result.isError, result
+    view = stack.admin.server("demo")
+    assert (status_of(view), baseline_of(view)) == ("verified", approved), view
+    assert len(wait_for_audits(stack, "schema.changed", 1)) == 1
+
+    # A rug pull of the text is drift whichever toolset asks.
+    stack.upstream.poison_sections(["instructions"])
+    async with _client(stack.mcp_url, headers=repos) as (session, init):
+        assert init.instructions is None
+        assert (await session.list_tools()).tools == []
+    assert status_of(stack.admin.server("demo")) == "changed"

@@ -316,6 +316,22 @@ def add_control_routes(server: RugPullServer) -> None:
                              "sessions": len(server._sessions)})
 
 
+def toolset_instructions(app: Any, server: RugPullServer) -> Any:
+    """With ``--sections``, the instructions of a session name the toolsets its ``initialize``
+    asked for in ``X-MCP-Toolsets`` (a session's instructions are taken when the session
+    starts, during that request; the tests open sessions one at a time)."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and server.sections:
+            toolsets = dict(scope.get("headers", [])).get(b"x-mcp-toolsets")
+            text = toolsets.decode("latin-1") if toolsets else None
+            surface = section_surface(server.poisoned_parts, text)
+            server._mcp_server.instructions = surface["instructions"]
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Command line: port, revision, log file, response mode."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -355,7 +371,7 @@ def main(argv: list[str]) -> int:
     )
     add_control_routes(server)
     gate = ListGate(args.list_batch) if args.list_batch > 0 else None
-    app = logging_middleware(server.streamable_http_app(), log, gate)
+    app = logging_middleware(toolset_instructions(server.streamable_http_app(), server), log, gate)
     config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
     asyncio.run(uvicorn.Server(config).serve())
     return 0
