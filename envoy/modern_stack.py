@@ -163,7 +163,7 @@ class SdkClient:
         return self._result("call", name=name, arguments=arguments, progress=progress)
 
     def surface(self) -> dict[str, Any]:
-        """The instructions, prompts and resource templates the client is shown (python)."""
+        """The instructions, prompts and resource templates the client is shown."""
         return self._result("surface")
 
     def get_prompt(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

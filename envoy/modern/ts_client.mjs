@@ -7,6 +7,8 @@
 //   {"op": "call", "name": N, "arguments": {...}}   -> the CallToolResult the client returned
 //   {"op": "listen_once", "trigger": URL}           -> opens subscriptions/listen, POSTs the
 //        trigger URL (a test server's control route), waits for tools/list_changed, closes
+//   {"op": "surface"}   -> {"instructions", "prompts", "resourceTemplates", "_meta"} as the client has them
+//   {"op": "get_prompt", "name": N, "arguments": {...}}  -> the GetPromptResult
 //   {"op": "close"}
 // Output: {"step": i, "op": OP, "ok": true, "result": ...} or {"ok": false, "error": {...}}
 // (an exception the client raised: its class, code and message). Elicitations are accepted
@@ -54,6 +56,19 @@ async function listenOnce(step) {
     return { list_changed: true };
 }
 
+// What the client shows an agent beyond tools: its instructions, prompts and templates
+// (lists refreshed, so each is the gateway's answer of now).
+async function surface() {
+    const prompts = await client.listPrompts(undefined, { cacheMode: 'refresh' });
+    const templates = await client.listResourceTemplates(undefined, { cacheMode: 'refresh' });
+    return {
+        instructions: client.getInstructions() ?? null,
+        prompts: prompts.prompts,
+        resourceTemplates: templates.resourceTemplates,
+        _meta: { prompts: prompts._meta ?? null, templates: templates._meta ?? null }
+    };
+}
+
 async function run(step) {
     switch (step.op) {
         case 'connect':
@@ -62,6 +77,10 @@ async function run(step) {
             return client.listTools(undefined, { cacheMode: 'refresh' });
         case 'call':
             return client.callTool({ name: step.name, arguments: step.arguments ?? {} });
+        case 'surface':
+            return surface();
+        case 'get_prompt':
+            return client.getPrompt({ name: step.name, arguments: step.arguments ?? {} });
         case 'listen_once':
             return listenOnce(step);
         case 'close':

@@ -24,7 +24,7 @@ same run, on the same Envoy. This proves:
 - ``notifications/tools/list_changed`` on a ``subscriptions/listen`` stream holds calls until
   a list verifies;
 - a server that seals its whole surface (``seal``) has its tools' fields, prompts, templates
-  and ``server/discover`` instructions sealed for the SDK 2.x client, and a prompt rug-pulled
+  and ``server/discover`` instructions sealed for each client (Python SDK 2.x, TypeScript v2), and a prompt rug-pulled
   in place closes it for this era too;
 - a request whose ``MCP-Protocol-Version``, ``Mcp-Method`` or ``Mcp-Name`` header disagrees
   with its body, and a batch, are refused (HTTP 400) before the upstream.
@@ -459,24 +459,27 @@ async def test_mismatched_routing_headers_and_batches_never_reach_the_upstream(
 SEALED = ["tool-fields", "instructions", "prompts", "resource-templates"]
 
 
+@pytest.mark.parametrize("kind", SDK_KINDS)
 async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_prompt_closes_it(
-        modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient]) -> None:
-    """The SDK 2.x client (2026-07-28: ``server/discover``, stateless lists) on a server that
-    seals every section: sealed by the first lists, served whole after; then the prompt is
-    rug-pulled in place and the server closes for this era as for the other."""
+        modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
+        kind: str) -> None:
+    """Each 2026-07-28 SDK client (Python 2.x, TypeScript v2: ``server/discover``, stateless
+    lists) on a server that seals every section: sealed by the first lists, served whole
+    after; then the prompt is rug-pulled in place and the server closes for this era as for
+    the other."""
     stack = modern_stacks(py=("python", {"extra_args": ("--sections",)}),
                           plugin_config=config(py={"seal": SEALED}))
     url = stack.url("py")
     honest = {}
     for _ in range(2):  # the first discover comes before any baseline; the second seals it
-        client = sdk_clients("python", url)
+        client = sdk_clients(kind, url)
         assert client.tool_names() == NAMES
         honest = client.surface()
         client.close()
     assert honest["instructions"] and honest["prompts"] and honest["resourceTemplates"]
     assert len(wait_for_audits(stack, "section.sealed", 4)) == 4
     assert status_of(stack.admin.server("py")) == "verified"
-    client = sdk_clients("python", url)
+    client = sdk_clients(kind, url)
     assert client.surface() == honest
     assert client.get_prompt("forecast_brief", {"city": "Paris"})["messages"]
     with pytest.raises(ClientRaised, match="PROMPT_NOT_APPROVED|not an approved prompt"):
@@ -484,7 +487,7 @@ async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_pr
     client.close()
 
     stack.upstreams["py"].poison_sections(["prompts"])
-    client = sdk_clients("python", url)
+    client = sdk_clients(kind, url)
     shown = client.surface()
     assert shown["prompts"] == [], shown
     assert shown["_meta"]["prompts"][STATUS_META_KEY]["schema_status"] == "changed"
@@ -496,6 +499,6 @@ async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_pr
     assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
     assert stack.admin.approve("py", candidate_of(view)).status_code == 200
     client.close()
-    client = sdk_clients("python", url)
+    client = sdk_clients(kind, url)
     assert client.tool_names() == NAMES
     assert client.surface()["prompts"] != honest["prompts"]
