@@ -17,7 +17,10 @@ cd "$repo"
 # sealed like tools (+93.0 KB: the classified section diff a reviewer reads 24.6 KB, the data
 # path of a section's list and a prompt's use 22.2 KB, the catalogue as a surface set 17.4 KB):
 # docs/performance.md, "Sealed sections".
-limit=1200000
+# 1,200,000 until sealed sections were told per view and the instructions became a set of
+# approved texts (+11.6 KB, less 1.9 KB from one number formatter for every sink):
+# docs/performance.md, "Sections per view".
+limit=1212000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -11,8 +11,9 @@
   and prompt are refused before the server, and the reviewer sees the classified change;
   approving the reviewed candidate serves it.
 - Instructions written per toolset (the rug-pull server names the ``X-MCP-Toolsets`` a
-  session asked for): the second caller's text is approved once, then callers of both
-  toolsets alternate and nothing closes; a poisoned text still closes the server."""
+  session asked for): the second caller's text is approved once, or trusted on first use as a
+  new view when the header is a view source; then callers of both toolsets alternate and
+  nothing closes; a poisoned text still closes the server."""
 
 from __future__ import annotations
 
@@ -176,25 +177,39 @@ async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
     assert status_of(stack.admin.server("demo")) == "verified"
 
 
-async def test_instructions_written_per_toolset_are_approved_once_and_never_close_the_server(
-        wasm: Any, stacks: Callable[..., Stack]) -> None:
-    stack = stacks(mode="json", upstream_args=("--sections",),
-                   plugin_config=_config("demo"))
+@pytest.mark.parametrize("told", [False, True], ids=["one-view", "toolset-views"])
+async def test_instructions_written_per_toolset_never_flap_and_a_told_view_is_trusted(
+        wasm: Any, stacks: Callable[..., Stack], told: bool) -> None:
+    """Without a view source for the toolset header, the second toolset's text is a drift
+    approved once; with one (``views: ["revision", {"header": "x-mcp-toolsets"}]``), it is a
+    new kind of caller's first handshake, trusted on first use under discovery. Either way,
+    callers of both toolsets are then served in turn and nothing closes."""
+    config = _config("demo")
+    if told:
+        config["servers"]["demo"]["views"] = ["revision", {"header": "x-mcp-toolsets"}]
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
     repos, issues = {"x-mcp-toolsets": "repos"}, {"x-mcp-toolsets": "issues"}
     # Tools baselined by the first session; the second's handshake seals its instructions.
     for _ in range(2):
         async with _client(stack.mcp_url, headers=repos) as (session, init):
             assert (await session.list_tools()).tools
     assert init.instructions and init.instructions.endswith("Toolsets: repos.")
-    # Another toolset's caller is shown another honest text: one drift, for review.
     async with _client(stack.mcp_url, headers=issues) as (session, init):
-        assert init.instructions is None, "an unreviewed text reaches no model"
+        if told:
+            assert init.instructions == f"{INSTRUCTIONS_HONEST} Toolsets: issues."
+        else:
+            assert init.instructions is None, "an unreviewed text reaches no model"
     view = stack.admin.server("demo")
-    assert status_of(view) == "changed", view
-    change = view["sections_diff"]["instructions"]["changes"]
-    assert [c.get("after") for c in change] == [
-        f"{INSTRUCTIONS_HONEST} Toolsets: issues."], change
-    assert stack.admin.approve("demo", candidate_of(view)).status_code == 200
+    if told:
+        assert status_of(view) == "verified", view
+        trusted = wait_for_audits(stack, "view.baselined", 1)
+        assert "instructions" in trusted[-1]["reason"], trusted
+    else:
+        assert status_of(view) == "changed", view
+        change = view["sections_diff"]["instructions"]["changes"]
+        assert [c.get("after") for c in change] == [
+            f"{INSTRUCTIONS_HONEST} Toolsets: issues."], change
+        assert stack.admin.approve("demo", candidate_of(view)).status_code == 200
     approved = baseline_of(stack.admin.server("demo"))
 
     # Both texts are the catalogue's: callers of either toolset, in turn, are served whole.
@@ -206,7 +221,8 @@ async def test_instructions_written_per_toolset_are_approved_once_and_never_clos
                 assert not result.isError, result
     view = stack.admin.server("demo")
     assert (status_of(view), baseline_of(view)) == ("verified", approved), view
-    assert len(wait_for_audits(stack, "schema.changed", 1)) == 1
+    audits = [a["event"] for a in stack.envoy.audit_events()]
+    assert audits.count("schema.changed") == (0 if told else 1), audits
 
     # A rug pull of the text is drift whichever toolset asks.
     stack.upstream.poison_sections(["instructions"])

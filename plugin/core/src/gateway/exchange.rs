@@ -154,6 +154,8 @@ pub struct PendingSection {
     /// The request asked for a later page (it sent a cursor): its answer is not the whole
     /// section.
     pub paged: bool,
+    /// The request's view (`None`: one that cannot be told).
+    pub view: Option<crate::policy::views::ViewId>,
 }
 
 impl PendingSection {
@@ -166,6 +168,7 @@ impl PendingSection {
             method: method.to_string(),
             section: Self::section_of(method)?,
             paged,
+            view: None,
         })
     }
 

@@ -192,13 +192,22 @@ impl Engine {
             false => None,
         };
         // The view of a list (a stateless request is one message, and a batch of the
-        // handshake era tells its view from its session, so the first list or call decides).
-        // A call alone asks for its view only when the record makes it matter.
-        exchange.surface = match lists {
+        // handshake era tells its view from its session, so the first list or call decides);
+        // a list of a sealed section (a handshake for the instructions) has one too. A call
+        // alone asks for its view only when the record makes it matter.
+        let sealed = |method: &str| {
+            PendingSection::section_of(method)
+                .is_some_and(|section| self.config.seals(&exchange.server, section))
+        };
+        let sections = payload.messages().iter().any(|m| match m {
+            Message::Request { method, .. } => sealed(method),
+            _ => false,
+        });
+        exchange.surface = match lists || sections {
             true => {
                 let params = payload.messages().iter().find_map(|m| match m {
                     Message::Request { method, params, .. }
-                        if method == "tools/list" || method == "tools/call" =>
+                        if method == "tools/list" || method == "tools/call" || sealed(method) =>
                     {
                         Some(params.as_ref())
                     }
@@ -405,6 +414,7 @@ impl Engine {
                     method: method.clone(),
                     section,
                     paged: params.as_ref().and_then(|p| p.get("cursor")).is_some(),
+                    view: exchange.surface.clone().and_then(Result::ok),
                 }),
                 None => Pending::Other(id.clone(), method.clone()),
             };

@@ -23,8 +23,8 @@ use crate::gateway::live;
 use crate::policy::approved::Approved;
 use crate::policy::screening::{self, Role};
 use crate::policy::section::{Section, digest_section, item_digest};
-use crate::policy::status::{Event, SectionLive};
-use crate::policy::views;
+use crate::policy::status::{Event, Posture, SectionLive};
+use crate::policy::views::{self, SectionView};
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
 use serde_json::{Map, Value};
@@ -59,7 +59,12 @@ impl Engine {
             return SectionVerdict::Checked;
         }
         let whole = !pending.paged && !has_next_page(result);
-        if self.seen_verified(store, &exchange.server, section, items) {
+        if self.seen_verified(
+            store,
+            (&exchange.server, section),
+            pending.view.as_ref(),
+            items,
+        ) {
             return SectionVerdict::Checked;
         }
         // A server shows one text (a catalogue may hold several).
@@ -112,9 +117,23 @@ impl Engine {
                     None,
                     std::iter::empty(),
                 );
+                // Whether this kind of caller was shown the section before, and whether
+                // there is room to record it.
+                let view = pending.view.as_ref().filter(|v| {
+                    record.lists_section(section, &v.key)
+                        || record.section_view_count(section) < config.limits.max_views
+                });
+                let seen = view.map(|v| SectionView::new(section, v, now_ms));
+                let new_view = seen
+                    .as_ref()
+                    .filter(|v| !record.lists_section(section, &v.key));
                 if made.verifies(&catalogue) {
                     verified = Some(baseline.to_string());
-                    return Ok(None);
+                    // A view's first list of a sealed section is recorded once.
+                    return Ok(new_view
+                        .filter(|_| whole)
+                        .cloned()
+                        .map(Event::SectionViewed));
                 }
                 if !whole {
                     let mut unreviewed = made.added.clone();
@@ -128,11 +147,18 @@ impl Engine {
                 }
                 let document = candidate_document(&catalogue, section, items, &made.entries);
                 let fingerprint = live::store_surface(store, cache, (config, &server), document)?;
-                let findings = match made.first {
-                    true => screen_items(section, items, config),
-                    false => Vec::new(),
+                // Under discovery a kind of caller never shown the section before is trusted
+                // on first use when it only adds items, as a new view of the tools is.
+                let grows = !made.first
+                    && made.redefined.is_empty()
+                    && new_view.is_some()
+                    && config.posture_of(&server) == Posture::Discovery;
+                let findings = match (made.first, grows) {
+                    (true, _) => screen_items(section, items, config, None),
+                    (false, true) => screen_items(section, items, config, Some(&made.added)),
+                    (false, false) => Vec::new(),
                 };
-                let reason = drift_reason(section, &made);
+                let reason = drift_reason(section, &made, seen.as_ref());
                 Ok(Some(Event::Section(SectionLive {
                     section,
                     fingerprint,
@@ -140,6 +166,8 @@ impl Engine {
                     findings,
                     approved: false,
                     reason,
+                    view: seen,
+                    grows,
                 })))
             },
         );
@@ -276,6 +304,8 @@ impl Engine {
                     findings: Vec::new(),
                     approved: changed.is_empty(),
                     reason,
+                    view: None,
+                    grows: false,
                 })))
             },
         )?;
@@ -286,17 +316,23 @@ impl Engine {
     }
 
     /// Whether `items` of `section` verified on this worker against the server's baseline of
-    /// now (see [`crate::gateway::sealed_memo`]); a record that cannot be read: no.
+    /// now (see [`crate::gateway::sealed_memo`]), seen through a view the record knows for
+    /// the section (a view's first list is decided, to record it); a record that cannot be
+    /// read: no.
     fn seen_verified(
         &mut self,
         store: &dyn StateStore,
-        server: &str,
-        section: Section,
+        (server, section): (&str, Section),
+        view: Option<&crate::policy::views::ViewId>,
         items: &Value,
     ) -> bool {
         let Ok(Some(record)) = self.record(store, server) else {
             return false;
         };
+        let room = record.section_view_count(section) < self.config.limits.max_views;
+        if view.is_some_and(|v| room && !record.lists_section(section, &v.key)) {
+            return false;
+        }
         match record.baseline.as_deref() {
             Some(baseline) => self.sealed_memo.verified(server, section, baseline, items),
             None => false,
@@ -375,8 +411,21 @@ fn seal_in(document: &mut Map<String, Value>, catalogue: &Approved, section: Sec
     document.insert("sealed".into(), Value::Array(names.collect()));
 }
 
+/// What differs, in words (`view`: the view that was shown it).
+fn drift_reason(
+    section: Section,
+    made: &views::SectionCandidate,
+    view: Option<&SectionView>,
+) -> String {
+    let shown = view.map_or(String::new(), |v| {
+        format!(" (shown to the view {})", v.describe())
+    });
+    let reason = what_differs(section, made);
+    format!("{reason}{shown}")
+}
+
 /// What differs, in words.
-fn drift_reason(section: Section, made: &views::SectionCandidate) -> String {
+fn what_differs(section: Section, made: &views::SectionCandidate) -> String {
     let word = section.item_word();
     if made.first {
         return format!(
@@ -403,8 +452,14 @@ fn drift_reason(section: Section, made: &views::SectionCandidate) -> String {
 
 /// First-contact screening of a section's model-visible strings: the instructions, and
 /// each item's `title` and `description` (a prompt's arguments' descriptions too), as
-/// `item: kind: detail` lines.
-fn screen_items(section: Section, items: &Value, config: &crate::config::Config) -> Vec<String> {
+/// `item: kind: detail` lines. `only`: the keys of the items to screen (`None`: every item;
+/// the instructions are one text, always screened).
+fn screen_items(
+    section: Section,
+    items: &Value,
+    config: &crate::config::Config,
+    only: Option<&[String]>,
+) -> Vec<String> {
     if !config.screening.enabled {
         return Vec::new();
     }
@@ -425,6 +480,9 @@ fn screen_items(section: Section, items: &Value, config: &crate::config::Config)
             .and_then(|m| item.get(m))
             .and_then(Value::as_str)
             .unwrap_or("");
+        if only.is_some_and(|keys| !keys.iter().any(|k| k == key)) {
+            continue;
+        }
         for field in ["title", "description"] {
             if let Some(text) = item.get(field).and_then(Value::as_str) {
                 screen(key, format!("{name}/{key}/{field}"), text);

@@ -7,7 +7,7 @@
 
 use crate::policy::containment::{Differing, DriftReach};
 use crate::policy::section::Section;
-use crate::policy::views::{LAST_SEEN_STEP_MS, ViewRecord};
+use crate::policy::views::{LAST_SEEN_STEP_MS, SectionView, ViewRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -147,6 +147,14 @@ pub struct ServerRecord {
     /// of another section that verifies leaves that candidate for review.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_section: Option<Section>,
+    /// The views that listed each sealed section beyond tools, as `SECTION/VIEW-KEY` (see
+    /// [`crate::policy::views::SectionView`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub section_views: Vec<String>,
+    /// The view whose list of `live_section` made the live candidate (`SECTION/VIEW-KEY`):
+    /// approving it records the view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_section_view: Option<String>,
     /// Last change (ms since the epoch).
     pub updated_ms: u64,
     /// With a fleet store: the store's `mod_revision` of the fleet record this local copy was
@@ -183,6 +191,8 @@ impl ServerRecord {
             live_view: None,
             live_views_also: Vec::new(),
             live_section: None,
+            section_views: Vec::new(),
+            live_section_view: None,
             updated_ms: now_ms,
             fleet_rev: None,
             fleet_dirty: false,
@@ -217,6 +227,26 @@ impl ServerRecord {
                 self.views.push(seen.clone());
                 true
             }
+        }
+    }
+
+    /// Whether the view of `key` listed `section` before.
+    pub fn lists_section(&self, section: Section, key: &str) -> bool {
+        let seen = crate::policy::views::recorded_section_view(section, key);
+        self.section_views.contains(&seen)
+    }
+
+    /// How many views listed `section`.
+    pub fn section_view_count(&self, section: Section) -> usize {
+        let prefix = format!("{}/", section.name());
+        let of_section = |v: &&String| v.starts_with(&prefix);
+        self.section_views.iter().filter(of_section).count()
+    }
+
+    /// Records that a view listed a section (`SECTION/VIEW-KEY`, kept once).
+    fn record_section_view(&mut self, seen: String) {
+        if !self.section_views.contains(&seen) {
+            self.section_views.push(seen);
         }
     }
 
@@ -281,6 +311,13 @@ pub struct SectionLive {
     pub approved: bool,
     /// What differs, in words (a drift).
     pub reason: String,
+    /// The view the list was seen through (`None`: one that cannot be told, or past
+    /// `limits.max_views`).
+    pub view: Option<SectionView>,
+    /// Under discovery, a view that never listed the section before lists items the
+    /// catalogue lacks (and no item otherwise): `fingerprint` is the grown catalogue, trusted
+    /// on first use unless `findings`.
+    pub grows: bool,
 }
 
 /// One thing that happens to a server.
@@ -290,6 +327,8 @@ pub enum Event {
     Live(LiveSet),
     /// A list of a sealed section beyond tools differs from the baseline (or seals it first).
     Section(SectionLive),
+    /// A view that never listed a sealed section before listed it, and it verified.
+    SectionViewed(SectionView),
     /// `notifications/tools/list_changed` was seen (hold mode).
     ListChanged,
     /// An admin approves the fingerprint they reviewed.
@@ -391,6 +430,7 @@ pub fn apply(
     let notes = match event {
         Event::Live(live) => observe_live(&mut next, live, posture, now_ms),
         Event::Section(live) => observe_section(&mut next, live, posture, now_ms),
+        Event::SectionViewed(view) => section_viewed(&mut next, view),
         Event::ListChanged => {
             next.reverify = true;
             vec![note(
@@ -455,6 +495,7 @@ fn observe_live(
                 return Vec::new();
             }
             next.live_section = None;
+            next.live_section_view = None;
             let same_candidate = next.live.as_deref() == Some(fingerprint.as_str());
             next.live = Some(fingerprint.clone());
             next.live_invalid = None;
@@ -600,11 +641,26 @@ fn observe_section(
     next.live_view = None;
     next.live_views_also.clear();
     let trusted = posture == Posture::Discovery || live.approved;
-    if live.first && trusted && live.findings.is_empty() {
+    let grows = live.grows && posture == Posture::Discovery;
+    if (live.first || grows) && trusted && live.findings.is_empty() {
         next.previous = next.baseline.take();
         next.baseline = Some(live.fingerprint.clone());
         next.live_matches = true;
         next.live_section = None;
+        next.live_section_view = None;
+        if let Some(view) = &live.view {
+            next.record_section_view(view.recorded());
+        }
+        if let (true, Some(view)) = (grows, &live.view) {
+            return vec![note(
+                "view.baselined",
+                format!(
+                    "a new view ({}) was trusted on first use (discovery posture); the catalogue grew to {} with the {word} it lists",
+                    view.describe(),
+                    live.fingerprint
+                ),
+            )];
+        }
         let how = match live.approved {
             true => "as the approved definitions hold them",
             false => "on first use (discovery posture)",
@@ -619,7 +675,25 @@ fn observe_section(
     }
     next.live_matches = false;
     next.live_section = Some(live.section);
+    next.live_section_view = live.view.as_ref().map(SectionView::recorded);
     next.set_reach(&DriftReach::Server(live.reason.clone()));
+    if grows {
+        // A new view's items flagged by first-contact screening.
+        next.status = SchemaStatus::Pending;
+        next.findings = live.findings.clone();
+        let view = live
+            .view
+            .as_ref()
+            .map(SectionView::describe)
+            .unwrap_or_default();
+        return vec![note(
+            "schema.pending",
+            format!(
+                "first-contact screening flagged the {word} a new view ({view}) adds: {}",
+                live.findings.join("; ")
+            ),
+        )];
+    }
     if live.first {
         next.status = SchemaStatus::Pending;
         next.findings = live.findings.clone();
@@ -637,6 +711,15 @@ fn observe_section(
     next.status = SchemaStatus::Changed;
     next.drift_at_ms = Some(now_ms);
     vec![note("schema.changed", live.reason.clone())]
+}
+
+/// A view that had not listed a section listed it, and it verified: it is recorded, so its
+/// next list of the section that adds an item is drift, not a first use.
+fn section_viewed(next: &mut ServerRecord, view: &SectionView) -> Vec<Note> {
+    if next.baseline.is_some() {
+        next.record_section_view(view.recorded());
+    }
+    Vec::new()
 }
 
 fn drift_reason(live: &LiveSet) -> String {
@@ -773,6 +856,9 @@ fn approve(next: &mut ServerRecord, fingerprint: &str) -> Result<Vec<Note>, Refu
     next.baseline = Some(fingerprint.to_string());
     next.live_matches = true;
     next.live_section = None;
+    if let Some(view) = next.live_section_view.take() {
+        next.record_section_view(view);
+    }
     next.set_reach(&DriftReach::Unknown);
     // The drifted view's names are part of what was reviewed.
     for view in std::mem::take(&mut next.live_views_also) {
@@ -854,6 +940,8 @@ fn pin(
     next.views.clear();
     next.live_view = None;
     next.live_views_also.clear();
+    next.section_views.clear();
+    next.live_section_view = None;
     // The reach was measured against the old baseline: the next list measures it again.
     next.set_reach(&DriftReach::Unknown);
     next.awaiting_live = !lock && !next.live_matches;

@@ -194,6 +194,51 @@ impl ViewRecord {
     }
 }
 
+/// A view that listed a section beyond tools (its prompts, templates or instructions), kept
+/// in its server's record. A section's items are not recorded per view (an item a list leaves
+/// out stays in the catalogue): what a view tells is only whether its kind of caller has been
+/// shown the section before, so that under discovery a new kind of caller's first list is
+/// trusted on first use, as a new view's tool list is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionView {
+    /// The section.
+    pub section: Section,
+    /// [`ViewId::key`].
+    pub key: String,
+    /// [`ViewId::sources`].
+    pub sources: Vec<(String, Value)>,
+    /// When it first listed the section (ms since the epoch).
+    pub first_ms: u64,
+}
+
+impl SectionView {
+    /// `view` listing `section` at `now_ms`.
+    pub fn new(section: Section, view: &ViewId, now_ms: u64) -> SectionView {
+        SectionView {
+            section,
+            key: view.key.clone(),
+            sources: view.sources.clone(),
+            first_ms: now_ms,
+        }
+    }
+
+    /// The view in words.
+    pub fn describe(&self) -> String {
+        describe(&self.sources)
+    }
+
+    /// How a server's record keeps it: `SECTION/KEY` (a string, as the record's other lists
+    /// are: the module has no reader of its own for it).
+    pub fn recorded(&self) -> String {
+        recorded_section_view(self.section, &self.key)
+    }
+}
+
+/// The recorded form of the view of `key` listing `section` ([`SectionView::recorded`]).
+pub fn recorded_section_view(section: Section, key: &str) -> String {
+    format!("{}/{key}", section.name())
+}
+
 /// How finely `last_ms` follows a view's lists: a record is rewritten for it at most once
 /// per step, so a busy view does not rewrite its server's record on every list.
 pub const LAST_SEEN_STEP_MS: u64 = 60_000;

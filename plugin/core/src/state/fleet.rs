@@ -233,7 +233,8 @@ pub fn closed_before_the_store(record: &ServerRecord) -> bool {
 }
 
 /// A local closure applied over the store's record: the local copy, with the store's
-/// quarantine when the copy has none and the views the store knows that it lacks.
+/// quarantine when the copy has none and the views (of tools and of sections) the store
+/// knows that it lacks.
 pub fn closing_on(fleet: &ServerRecord, local: &ServerRecord) -> ServerRecord {
     let mut merged = local.clone();
     if merged.quarantine.is_none() && fleet.quarantine.is_some() {
@@ -243,6 +244,11 @@ pub fn closing_on(fleet: &ServerRecord, local: &ServerRecord) -> ServerRecord {
     for view in &fleet.views {
         if merged.view(&view.key).is_none() {
             merged.views.push(view.clone());
+        }
+    }
+    for view in &fleet.section_views {
+        if !merged.section_views.contains(view) {
+            merged.section_views.push(view.clone());
         }
     }
     merged
