@@ -577,3 +577,91 @@ fn two_workers_sealing_sections_at_once_seal_both_and_never_close_the_server() {
         );
     }
 }
+
+/// [`asked`] by a caller sending `x-mcp-toolsets: toolsets`.
+fn asked_as(toolsets: &str, method: &str, result: Value) -> HttpExchange {
+    let mut exchange = asked(method, result);
+    let header = ("x-mcp-toolsets".to_string(), toolsets.to_string());
+    exchange.request_headers.push(header);
+    exchange
+}
+
+/// Two kinds of caller never seen before list a sealed section on two workers at once, each
+/// adding its own prompt: both are trusted on first use (discovery) and both prompts end in
+/// the catalogue, wherever one worker is pre-empted by the other.
+#[test]
+fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue() {
+    let config = config(json!({"views": [{"header": "x-mcp-toolsets"}],
+        "servers": {"demo": {"seal": ["prompts"]}}}));
+    let prompt = |name: &str| json!({"name": name, "description": format!("{name} it.")});
+    let tools = json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]});
+    let prepare = [
+        asked_as("base", "tools/list", tools),
+        asked_as(
+            "base",
+            "prompts/list",
+            json!({"prompts": [prompt("greet")]}),
+        ),
+    ];
+    let repos = asked_as(
+        "repos",
+        "prompts/list",
+        json!({"prompts": [prompt("greet"), prompt("review")]}),
+    );
+    let issues = asked_as(
+        "issues",
+        "prompts/list",
+        json!({"prompts": [prompt("greet"), prompt("triage")]}),
+    );
+    every_point(
+        |at| {
+            race(
+                &config,
+                &prepare,
+                vec![repos.clone()],
+                std::slice::from_ref(&issues),
+                at,
+            )
+        },
+        |at, raced| {
+            let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
+            assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
+            let record = state::load_record(&*raced.shared.borrow(), SERVER)
+                .unwrap()
+                .unwrap()
+                .0;
+            assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
+            assert_eq!(
+                record.section_views.len(),
+                3,
+                "at {at}: {:?}",
+                record.section_views
+            );
+            let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
+            assert!(
+                served(raced.b_answers.last().unwrap()).contains("triage"),
+                "at {at}"
+            );
+            assert!(
+                served(raced.a_answers.borrow().last().unwrap()).contains("review"),
+                "at {at}"
+            );
+            // Listed again, each verifies against the grown catalogue: nothing moves.
+            let baseline = record.baseline.clone();
+            let (mut a, mut store) = (raced.a, raced.shared.borrow_mut());
+            for exchange in [&repos, &issues, &prepare[1]] {
+                a.exchange_on(&mut *store, SERVER, exchange, 4096);
+            }
+            drop(store);
+            let again = state::load_record(&*raced.shared.borrow(), SERVER)
+                .unwrap()
+                .unwrap()
+                .0;
+            assert_eq!(
+                (again.status, again.baseline),
+                (SchemaStatus::Verified, baseline),
+                "at {at}"
+            );
+        },
+    );
+}
