@@ -317,6 +317,7 @@ class McpClient:
     session: ClientSession
     session_id: Callable[[], str | None]
     notifications: list[Any]
+    initialized: types.InitializeResult | None = None
 
     async def list_tools(self) -> types.ListToolsResult:
         """tools/list through the gateway."""
@@ -345,8 +346,8 @@ async def mcp_client(url: str, headers: dict[str, str] | None = None) -> AsyncIt
         streamable_http_client(url, http_client=http) as (read, write, get_session_id),
     ):
         async with ClientSession(read, write, message_handler=on_message) as session:
-            await session.initialize()
-            yield McpClient(session, get_session_id, notifications)
+            initialized = await session.initialize()
+            yield McpClient(session, get_session_id, notifications, initialized)
 
 
 def denial(result: types.CallToolResult) -> dict[str, Any] | None:

@@ -24,8 +24,8 @@ same run, on the same Envoy. This proves:
 - ``notifications/tools/list_changed`` on a ``subscriptions/listen`` stream holds calls until
   a list verifies;
 - a server that seals its whole surface (``seal``) has its tools' fields, prompts, templates
-  and ``server/discover`` instructions sealed for each client (Python SDK 2.x, TypeScript v2), and a prompt rug-pulled
-  in place closes it for this era too;
+  and ``server/discover`` instructions sealed for each client (Python SDK 2.x, TypeScript
+  v2), and a prompt rug-pulled in place closes it for this era too;
 - a request whose ``MCP-Protocol-Version``, ``Mcp-Method`` or ``Mcp-Name`` header disagrees
   with its body, and a batch, are refused (HTTP 400) before the upstream.
 """

@@ -1,0 +1,101 @@
+"""A whole surface sealed across a fleet: two real Envoys (two workers each) share one etcd.
+
+The rug-pull server on the MCP Python SDK 1.x with ``--sections`` (instructions, a prompt, a
+resource template), its ``demo`` server sealing its instructions and prompts. One instance
+seals them, the other verifies against the same catalogue; a prompt rug-pulled in place and
+seen through one instance closes the other, survives a restart of both, and an approval made
+on one serves on the other. What is asserted: what the official client was served, each
+instance's admin view and audit events, the record etcd holds, and that a refused
+``prompts/get`` never reached the server.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from fleet_checks import assert_in_step, wait_for_view
+from fleet_stack import FleetEnvoy, NotForwarded, StoreFleet, fleet_plugin_config, running_fleet
+from mcp.shared.exceptions import McpError
+from stack import Upstream, baseline_of, candidate_of, mcp_client, status_of
+from surface import INSTRUCTIONS_HONEST
+
+pytestmark = pytest.mark.anyio
+
+SYNC_MS = 200
+SEALED = ["instructions", "prompts"]
+
+
+@pytest.fixture
+def fleet(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
+    """etcd and the ``--sections`` rug-pull server; Envoys are added by the test."""
+    prefix = f"/toolseal/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}/"
+    config = fleet_plugin_config(prefix, sync_ms=SYNC_MS, servers={"demo": {"seal": SEALED}})
+    upstreams = {"demo": Upstream(tmp_path / "up-demo", rev=1, extra_args=("--sections",))}
+    with running_fleet(tmp_path, upstreams, prefix=prefix, sync_ms=SYNC_MS,
+                       plugin_config=config) as started:
+        yield started
+
+
+async def _shown(member: FleetEnvoy) -> dict[str, Any]:
+    """What one fresh session through ``member`` is shown: instructions, prompts, tools."""
+    async with mcp_client(member.url("demo")) as agent:
+        prompts = await agent.session.list_prompts()
+        return {"instructions": agent.initialized.instructions,
+                "prompts": [p.name for p in prompts.prompts],
+                "tools": await agent.tool_names()}
+
+
+@pytest.mark.timeout(90, method="signal")
+async def test_a_sealed_surface_is_one_catalogue_for_the_fleet_and_a_prompt_rug_pull_closes_both(
+        fleet: StoreFleet) -> None:
+    a = fleet.add_envoy("A")
+    b = fleet.add_envoy("B")
+    fleet.start_envoys(a, b)
+    # A's first session baselines the tools and seals the prompts; its second handshake seals
+    # the instructions. B is then shown the same surface, verified against that catalogue.
+    first = await _shown(a)
+    assert first["tools"] and first["prompts"] == ["forecast_brief"]
+    honest = await _shown(a)
+    assert honest["instructions"] == INSTRUCTIONS_HONEST
+    assert len(a.wait_for_audits("section.sealed", 2)) == 2
+    sealed = baseline_of(a.admin.server("demo"))
+    _, doc = fleet.wait_for_record("demo", lambda r: r.get("baseline") == sealed, "the sealing")
+    assert doc["record"]["status"] == "verified"
+    wait_for_view(b, "demo", lambda v: baseline_of(v) == sealed, "A's catalogue")
+    assert await _shown(b) == honest
+    assert b.audit_events("section.sealed") == [] and b.audit_events("schema.changed") == []
+
+    # The prompt rug-pulled in place, seen through B: both instances close.
+    fleet.upstreams["demo"].poison_sections(["prompts"])
+    assert (await _shown(b))["prompts"] == []
+    wait_for_view(a, "demo", lambda v: status_of(v) == "changed", "B's drift")
+    async with mcp_client(a.url("demo")) as agent:
+        assert await agent.tool_names() == []
+        with NotForwarded(fleet, "demo"):
+            with pytest.raises(McpError) as refused:
+                await agent.session.get_prompt("forecast_brief", {"city": "Paris"})
+        assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
+    fleet.wait_for_record("demo", lambda r: r.get("status") == "changed", "the drift")
+
+    # A restart of both re-trusts nothing.
+    a.restart()
+    b.restart()
+    for member in (a, b):
+        shown = await _shown(member)
+        assert (shown["prompts"], shown["tools"]) == ([], []), member.name
+
+    # Approved on A, served on B.
+    view = a.admin.server("demo")
+    assert "prompts" in view["sections_diff"], view
+    assert a.admin.approve("demo", candidate_of(view)).status_code == 200
+    approved = candidate_of(view)
+    wait_for_view(b, "demo", lambda v: (status_of(v), baseline_of(v)) == ("verified", approved),
+                  "A's approval")
+    served = await _shown(b)
+    assert served["prompts"] == ["forecast_brief"] and served["tools"] == honest["tools"]
+    for member in (a, b):
+        assert_in_step(member, "demo", fleet)
