@@ -16,6 +16,7 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 
+import envoyctl
 from stack import EVERYTHING_RELEASES, Stack, baseline_of, candidate_of, mcp_client, status_of
 from toolseal_checks import assert_denied, list_status_meta, wait_for_audit, wait_for_audits
 
@@ -154,3 +155,45 @@ async def test_a_read_of_a_metadata_or_traversal_uri_never_reaches_the_server(
         assert stack.upstream_requests() > upstream_before
     denied = wait_for_audits(stack, "use.denied", 3)
     assert {d.get("error_code") for d in denied} == {"RESOURCE_NOT_LISTED"}, denied
+
+
+@pytest.mark.parametrize("release", EVERYTHING_RELEASES)
+async def test_with_listed_reads_a_made_up_uri_never_reaches_the_server(
+        wasm: Any, stacks: Callable[..., Stack], release: str) -> None:
+    """``resources: "listed"`` with the resource templates sealed: the official SDK client
+    reads a resource server-everything listed and a URI one of its (sealed) templates names,
+    both served; a URI neither listed nor templated is refused before the server, with
+    ``refresh_resources``."""
+    config = envoyctl.default_plugin_config()
+    config["servers"] = {"everything": {"resources": "listed", "seal": ["resource-templates"]}}
+    stack = stacks(everything=release, server_id="everything", plugin_config=config)
+    async with _session(stack.mcp_url) as (session, _):
+        assert (await session.list_tools()).tools
+        templates = (await session.list_resource_templates()).resourceTemplates
+        assert templates, "server-everything has resource templates"
+        resources = (await session.list_resources()).resources
+        assert resources
+        upstream_before = stack.upstream_requests()
+        made_up = "test://made-up/credentials"
+        with pytest.raises(McpError) as refused:
+            await session.read_resource(made_up)
+        error = refused.value.error
+        assert error.code == -32003
+        assert (error.data["error_code"], error.data["resource"], error.data["required_action"],
+                error.data["side_effect_started"]) == (
+            "RESOURCE_NOT_APPROVED", made_up, "refresh_resources", False)
+        assert stack.upstream_requests() == upstream_before, "the server never sees it"
+        assert (await session.read_resource(resources[0].uri)).contents
+        # A URI a sealed template names (each variable given "1") reaches the server, which
+        # answers it as it will: not the gateway's refusal.
+        template = templates[0].uriTemplate
+        named = template.split("{")[0] + "1" + template.split("}", 1)[1].split("{")[0]
+        before = stack.upstream_requests()
+        try:
+            await session.read_resource(named)
+        except McpError as answered:
+            assert answered.error.code != -32003, answered.error
+        assert stack.upstream_requests() > before
+    assert status_of(stack.admin.server("everything")) == "verified"
+    denied = wait_for_audits(stack, "use.denied", 1)
+    assert [d.get("error_code") for d in denied] == ["RESOURCE_NOT_APPROVED"], denied

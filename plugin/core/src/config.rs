@@ -105,6 +105,9 @@ pub enum ResourcesMode {
     /// Left alone: neither listed resources nor reads are screened (`"pass"`: a server whose
     /// resources honestly live on this machine).
     Pass,
+    /// Screened as `Screen`, and a `resources/read` forwarded only for a URI the server listed
+    /// through this gateway or one of its approved resource templates names (`"listed"`).
+    Listed,
 }
 
 /// The settings of a server the config does not list, lent by [`Config::server`] so that
@@ -457,7 +460,13 @@ impl Config {
 
     /// Whether the resources of server `id` are screened (screening on, and not `"pass"`).
     pub fn screens_resources(&self, id: &str) -> bool {
-        self.screening.enabled && self.server(id).resources == ResourcesMode::Screen
+        self.screening.enabled && self.server(id).resources != ResourcesMode::Pass
+    }
+
+    /// Whether server `id` reads only what it listed or an approved template names
+    /// (`"listed"`).
+    pub fn reads_listed(&self, id: &str) -> bool {
+        self.server(id).resources == ResourcesMode::Listed
     }
 
     /// The drift scope of one server.
@@ -664,17 +673,18 @@ fn server_config(
         server.resources = match string(r, &at("resources"))? {
             "screen" => ResourcesMode::Screen,
             "pass" => ResourcesMode::Pass,
+            "listed" => ResourcesMode::Listed,
             "seal" => {
                 return Err(err(
                     &at("resources"),
-                    "\"seal\" is not available yet: resources are screened (\"screen\", the default) or left alone (\"pass\"); pin what a server lists with `toolseal fingerprint --surface --seal-resources` meanwhile",
+                    "\"seal\" is not available yet: resources are screened (\"screen\", the default), screened with reads limited to what was listed or an approved template names (\"listed\"), or left alone (\"pass\"); pin what a server lists with `toolseal fingerprint --surface --seal-resources` meanwhile",
                 ));
             }
             other => {
                 return Err(err(
                     &at("resources"),
                     format!(
-                        "unknown mode {other:?}; expected \"screen\" (listed resources and read URIs are screened) or \"pass\" (left alone)"
+                        "unknown mode {other:?}; expected \"screen\" (listed resources and read URIs are screened), \"listed\" (screened, and reads limited to listed URIs and approved templates) or \"pass\" (left alone)"
                     ),
                 ));
             }

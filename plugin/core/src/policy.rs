@@ -14,4 +14,5 @@ pub mod schema;
 pub mod screening;
 pub mod section;
 pub mod status;
+pub mod uri_template;
 pub mod views;

@@ -29,6 +29,7 @@
 
 pub mod audit;
 pub mod fleet;
+pub mod listed;
 pub mod parse_cache;
 pub mod snapshot_key;
 pub mod store;

@@ -84,7 +84,12 @@ impl Engine {
             Ok(None) if section == Section::Prompts => {
                 return self.prompt_refusal(store, exchange, item, params);
             }
-            Ok(None) => return None,
+            Ok(None) => {
+                let (code, why) = self.unlisted_read(store, &exchange.server, item)?;
+                let record = self.record(store, &exchange.server).ok().flatten();
+                let denial = self.use_denial(code, exchange, &what, record.as_deref(), &why, item);
+                return Some(Box::new(denial));
+            }
             Ok(Some(record)) => {
                 let code = ErrorCode::for_closed(record.status)?;
                 (code, Some(record), String::new())

@@ -38,6 +38,10 @@ pub enum ErrorCode {
     /// A `resources/read` names a URI the gateway never lists: it climbs out of its root, or
     /// names this machine, a link-local or a cloud metadata address.
     ResourceNotListed,
+    /// A `resources/read` of a server whose reads are limited to what it listed
+    /// (`resources: "listed"`) names a URI it did not list through this gateway and no
+    /// approved resource template names.
+    ResourceNotApproved,
 }
 
 impl ErrorCode {
@@ -56,6 +60,7 @@ impl ErrorCode {
             ErrorCode::PolicyDenied => "POLICY_DENIED",
             ErrorCode::ResultContractChanged => "RESULT_CONTRACT_CHANGED",
             ErrorCode::ResourceNotListed => "RESOURCE_NOT_LISTED",
+            ErrorCode::ResourceNotApproved => "RESOURCE_NOT_APPROVED",
         }
     }
 
@@ -71,6 +76,7 @@ impl ErrorCode {
             | ErrorCode::StaleToolSchema
             | ErrorCode::ToolNotApproved => "refresh_tools",
             ErrorCode::PromptNotApproved => "refresh_prompts",
+            ErrorCode::ResourceNotApproved => "refresh_resources",
             ErrorCode::InvalidArguments => "fix_arguments",
             ErrorCode::PolicyDenied | ErrorCode::ResourceNotListed => "none",
         }
@@ -218,10 +224,14 @@ pub fn denial_message(code: ErrorCode, tool: &str, detail: &str) -> String {
         ErrorCode::ResourceNotListed => {
             "its URI is one the gateway never lists: it climbs out of its root or names this machine, a link-local or a metadata address"
         }
+        ErrorCode::ResourceNotApproved => {
+            "its URI was not listed by this server and no approved resource template names it"
+        }
     };
     let next = match code.required_action() {
         "refresh_tools" => " Refresh tools before retrying.",
         "refresh_prompts" => " List prompts again before retrying.",
+        "refresh_resources" => " List resources again before retrying.",
         "fix_arguments" => " Fix the arguments and retry.",
         "admin_review" if code == ErrorCode::ToolChanged => {
             " An administrator must review the change before it can be used."

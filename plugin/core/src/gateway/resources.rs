@@ -12,11 +12,13 @@
 //! `_meta` note, and an audit event says which and why. Length, URLs in prose and naming
 //! rules are not findings here: they describe tools, and data is what it is.
 
+use crate::gateway::denial::ErrorCode;
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::Exchange;
 use crate::gateway::listing::answer;
 use crate::policy::screening::{self, Kind, Role};
 use crate::policy::section::Section;
+use crate::policy::uri_template;
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::json::put;
@@ -122,6 +124,72 @@ impl Engine {
         put(&mut note, "withheld", Value::from(flagged.len()));
         answer::put_note(&mut rewritten, Value::Object(note));
         Some(Value::Object(rewritten))
+    }
+}
+
+impl Engine {
+    /// For a server whose reads are limited to what it listed (`resources: "listed"`): keeps
+    /// the URIs of a `resources/list` answer as served (`served`: its result after screening).
+    /// A write that fails only leaves those URIs unreadable until they are listed again.
+    pub(crate) fn remember_listed(
+        &self,
+        store: &mut dyn StateStore,
+        exchange: &Exchange,
+        method: &str,
+        served: &Value,
+    ) {
+        let section = Section::Resources;
+        if method != section.list_method() || !self.config.reads_listed(&exchange.server) {
+            return;
+        }
+        let items = served.get(section.items_member()).and_then(Value::as_array);
+        let uris: Vec<&str> = items
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(|item| item.get("uri").and_then(Value::as_str))
+            .collect();
+        if !uris.is_empty() {
+            let _kept = crate::state::listed::remember(store, &exchange.server, &uris);
+        }
+    }
+
+    /// Why a `resources/read` of `uri` is refused on a server whose reads are limited to what
+    /// it listed (`None`: it is not, or the URI was listed through this gateway, or a
+    /// resource template of the approved catalogue names it). A store or catalogue that
+    /// cannot be read refuses: what was listed is unknown.
+    pub(crate) fn unlisted_read(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        uri: &str,
+    ) -> Option<(ErrorCode, String)> {
+        if !self.config.reads_listed(server) {
+            return None;
+        }
+        let baseline = match self.record(store, server) {
+            Ok(record) => record.and_then(|r| r.baseline.clone()),
+            Err(e) => return Some((ErrorCode::SchemaUnverified, e.to_string())),
+        };
+        let templates = Section::ResourceTemplates;
+        if let Some(baseline) = baseline {
+            match self.approved(store, server, &baseline) {
+                Ok(Some(catalogue)) => {
+                    let mut approved = catalogue.section_items(templates);
+                    if approved.any(|t| uri_template::matches(&t.key, uri)) {
+                        return None;
+                    }
+                }
+                Ok(None) | Err(_) => {
+                    let why = format!("the approved catalogue {baseline} cannot be read");
+                    return Some((ErrorCode::SchemaUnverified, why));
+                }
+            }
+        }
+        match crate::state::listed::holds(store, server, uri) {
+            Ok(true) => None,
+            Ok(false) => Some((ErrorCode::ResourceNotApproved, String::new())),
+            Err(e) => Some((ErrorCode::SchemaUnverified, e.to_string())),
+        }
     }
 }
 

@@ -410,7 +410,13 @@ impl Engine {
         let answered = (id, method);
         let replaced = match self.closed_answer(store, out, now_ms, exchange, answered, result) {
             Some(closed) => Some(closed),
-            None => self.screened_resources(store, out, now_ms, exchange, answered, result),
+            None => {
+                let screened =
+                    self.screened_resources(store, out, now_ms, exchange, answered, result);
+                let served = screened.as_ref().unwrap_or(result);
+                self.remember_listed(store, exchange, method, served);
+                screened
+            }
         };
         match replaced {
             Some(replaced) => Fate::Replaced(answer(id, replaced)),

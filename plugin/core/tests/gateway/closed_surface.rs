@@ -457,3 +457,93 @@ fn a_server_whose_resources_pass_is_neither_screened_nor_refused() {
         "RESOURCE_NOT_LISTED"
     );
 }
+
+/// The error code of a refused `resources/read` of `uri` (`None`: forwarded).
+fn read_refusal(gw: &mut NativeReplay, version: Option<&str>, uri: &str) -> Option<Value> {
+    let read = json!({"contents": [{"uri": uri, "text": "x"}]});
+    match ask(gw, version, "resources/read", json!({"uri": uri}), read) {
+        Answer::Forwarded(_) => None,
+        Answer::Local(v) => Some(v["error"]["data"].clone()),
+    }
+}
+
+#[test]
+fn with_listed_reads_only_a_uri_listed_through_the_gateway_or_named_by_an_approved_template_is_read()
+ {
+    let mut gw = crate::support::gateway::gateway(json!({"servers": {"docs": {
+        "resources": "listed", "seal": ["resource-templates"]}}}));
+    assert_eq!(list_tools(&mut gw, "Weather for a city."), 1);
+    for version in [None, Some("2026-07-28")] {
+        // Nothing listed yet: a made-up URI is refused, with a way to repair.
+        let refused = read_refusal(&mut gw, version, "file:///srv/docs/a.md").unwrap();
+        assert_eq!(refused["error_code"], "RESOURCE_NOT_APPROVED", "{refused}");
+        assert_eq!(refused["required_action"], "refresh_resources");
+        assert_eq!(refused["side_effect_started"], false);
+    }
+    // Listed (page by page), a URI is read; one the list did not show is not. A flagged
+    // item withheld from the list is not listed either.
+    let page = json!({"resources": [
+        {"uri": "file:///srv/docs/a.md", "name": "a"},
+        {"uri": "http://169.254.169.254/latest/", "name": "meta"}],
+        "nextCursor": "2"});
+    ask(&mut gw, None, "resources/list", json!({}), page).forwarded();
+    let second = json!({"resources": [{"uri": "file:///srv/docs/b.md", "name": "b"}]});
+    ask(
+        &mut gw,
+        Some("2026-07-28"),
+        "resources/list",
+        json!({"cursor": "2"}),
+        second,
+    )
+    .forwarded();
+    for version in [None, Some("2026-07-28")] {
+        assert_eq!(
+            read_refusal(&mut gw, version, "file:///srv/docs/a.md"),
+            None
+        );
+        assert_eq!(
+            read_refusal(&mut gw, version, "file:///srv/docs/b.md"),
+            None
+        );
+        let other = read_refusal(&mut gw, version, "file:///srv/docs/c.md").unwrap();
+        assert_eq!(other["error_code"], "RESOURCE_NOT_APPROVED");
+        let flagged = read_refusal(&mut gw, version, "http://169.254.169.254/latest/").unwrap();
+        assert_eq!(flagged["error_code"], "RESOURCE_NOT_LISTED");
+    }
+    // A template the catalogue seals names URIs never listed; one of another shape is not.
+    let templates = json!({"resourceTemplates": [{"uriTemplate": "file:///srv/notes/{name}",
+        "name": "note"}]});
+    ask(
+        &mut gw,
+        None,
+        "resources/templates/list",
+        json!({}),
+        templates,
+    )
+    .forwarded();
+    assert_eq!(
+        read_refusal(&mut gw, None, "file:///srv/notes/today.md"),
+        None
+    );
+    let below = read_refusal(&mut gw, None, "file:///srv/notes/private/keys.md").unwrap();
+    assert_eq!(below["error_code"], "RESOURCE_NOT_APPROVED");
+    // A template merely listed by a server that does not seal them names nothing.
+    let mut gw =
+        crate::support::gateway::gateway(json!({"servers": {"docs": {"resources": "listed"}}}));
+    assert_eq!(list_tools(&mut gw, "Weather for a city."), 1);
+    let templates = json!({"resourceTemplates": [{"uriTemplate": "file:///srv/notes/{name}",
+        "name": "note"}]});
+    ask(
+        &mut gw,
+        None,
+        "resources/templates/list",
+        json!({}),
+        templates,
+    )
+    .forwarded();
+    let unsealed = read_refusal(&mut gw, None, "file:///srv/notes/today.md").unwrap();
+    assert_eq!(unsealed["error_code"], "RESOURCE_NOT_APPROVED");
+    // Without "listed", reads are left to the server as before.
+    let mut gw = gateway();
+    assert_eq!(read_refusal(&mut gw, None, "file:///srv/docs/c.md"), None);
+}
