@@ -64,7 +64,9 @@ pub fn drift_scope(
 /// Adds `views`: each view of the server (its sources and their values, header and
 /// metadata values as SHA-256 prefixes; the names listed to it; when it was first and last
 /// seen), and `drifted_view`: the view whose list made the candidate under review, with the
-/// names it listed (approving the candidate records them).
+/// names it listed (approving the candidate records them); `section_views`: the keys of the
+/// views that listed each sealed section, by section, and `drifted_section_view`: the key of
+/// the view whose list of a section made the candidate.
 pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
     let shown = |v: &crate::policy::views::ViewRecord| {
         // Filled by insertion: collecting sorts through a copy of the standard sort.
@@ -81,4 +83,23 @@ pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
     view.insert("drifted_view".into(), drifted);
     let also: Vec<Value> = record.live_views_also.iter().map(shown).collect();
     view.insert("drifted_views_also".into(), Value::Array(also));
+    // The views that listed each sealed section (`SECTION/VIEW-KEY` in the record).
+    let mut sections = Map::new();
+    for recorded in &record.section_views {
+        if let Some((section, key)) = recorded.split_once('/') {
+            let keys = sections
+                .entry(section)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(keys) = keys {
+                keys.push(Value::from(key));
+            }
+        }
+    }
+    view.insert("section_views".into(), Value::Object(sections));
+    let drifted = record
+        .live_section_view
+        .as_deref()
+        .and_then(|v| v.split_once('/'));
+    let drifted = drifted.map_or(Value::Null, |(_, key)| Value::from(key));
+    view.insert("drifted_section_view".into(), drifted);
 }
