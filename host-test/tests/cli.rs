@@ -535,7 +535,9 @@ fn diff_surface_classifies_every_section_and_exits_by_the_worst_class() {
         (Some(0), String::new())
     );
     let bad = scratch("surface-bad.json");
-    std::fs::write(&bad, r#"{"instructions": ["not", "text"]}"#).unwrap();
+    // (An array of texts is a catalogue's set of instructions; one that is not all text is
+    // no surface.)
+    std::fs::write(&bad, r#"{"instructions": ["text", 7]}"#).unwrap();
     let out = toolseal(&["diff", "--surface", &path_str(&example), &path_str(&bad)]);
     assert_eq!(out.status.code(), Some(3));
     assert!(
