@@ -67,8 +67,8 @@ impl Engine {
         ) {
             return SectionVerdict::Checked;
         }
-        // A server shows one text (a catalogue may hold several).
-        // (An array is read as what it is not: one text.)
+        // A server shows one text: an array (a catalogue's form for several) is read as
+        // something no catalogue holds, so it is withheld as unreadable.
         let shown = match (section, items) {
             (Section::Instructions, Value::Array(_)) => &Value::Bool(false),
             _ => items,
@@ -110,20 +110,14 @@ impl Engine {
                     ));
                     return Ok(None);
                 };
-                let made = views::section_candidate(
-                    &catalogue,
-                    section,
-                    &listed,
-                    None,
-                    std::iter::empty(),
-                );
+                let made = views::section_candidate(&catalogue, section, &listed);
                 // Whether this kind of caller was shown the section before, and whether
                 // there is room to record it.
                 let view = pending.view.as_ref().filter(|v| {
                     record.lists_section(section, &v.key)
                         || record.section_view_count(section) < config.limits.max_views
                 });
-                let seen = view.map(|v| SectionView::new(section, v, now_ms));
+                let seen = view.map(|v| SectionView::new(section, v));
                 let new_view = seen
                     .as_ref()
                     .filter(|v| !record.lists_section(section, &v.key));

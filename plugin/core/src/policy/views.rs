@@ -194,31 +194,28 @@ impl ViewRecord {
     }
 }
 
-/// A view that listed a section beyond tools (its prompts, templates or instructions), kept
-/// in its server's record. A section's items are not recorded per view (an item a list leaves
-/// out stays in the catalogue): what a view tells is only whether its kind of caller has been
-/// shown the section before, so that under discovery a new kind of caller's first list is
-/// trusted on first use, as a new view's tool list is.
+/// A view that listed a section beyond tools (its prompts, templates or instructions), as its
+/// server's record keeps it ([`SectionView::recorded`]). A section's items are not recorded
+/// per view (an item a list leaves out stays in the catalogue): what a view tells is only
+/// whether its kind of caller has been shown the section before, so that under discovery a
+/// new kind of caller's first list is trusted on first use, as a new view's tool list is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SectionView {
     /// The section.
     pub section: Section,
     /// [`ViewId::key`].
     pub key: String,
-    /// [`ViewId::sources`].
+    /// [`ViewId::sources`] (for the audit's words; not recorded).
     pub sources: Vec<(String, Value)>,
-    /// When it first listed the section (ms since the epoch).
-    pub first_ms: u64,
 }
 
 impl SectionView {
-    /// `view` listing `section` at `now_ms`.
-    pub fn new(section: Section, view: &ViewId, now_ms: u64) -> SectionView {
+    /// `view` listing `section`.
+    pub fn new(section: Section, view: &ViewId) -> SectionView {
         SectionView {
             section,
             key: view.key.clone(),
             sources: view.sources.clone(),
-            first_ms: now_ms,
         }
     }
 
@@ -375,28 +372,23 @@ pub struct SectionCandidate {
     pub added: Vec<String>,
     /// Listed items it has with another digest.
     pub redefined: Vec<String>,
-    /// Whether the view's keys hold (see [`Candidate::names_hold`]).
-    pub names_hold: bool,
 }
 
 impl SectionCandidate {
-    /// Whether the list verifies: the section sealed already, the catalogue unchanged, the
-    /// view's keys held.
+    /// Whether the list verifies: the section sealed already, the catalogue unchanged.
     pub fn verifies(&self, catalogue: &Approved) -> bool {
-        !self.first && self.names_hold && self.fingerprint == catalogue.fingerprint
+        !self.first && self.fingerprint == catalogue.fingerprint
     }
 }
 
-/// The candidate a complete list of `section` (its digests `listed`) seen through a view
-/// makes of `catalogue`: as [`candidate`] for tools, keys for names. `recorded`: the keys the
-/// view was listed before (`None`: a new view); `others`: the keys the server's other views
-/// list.
-pub fn section_candidate<'v>(
+/// The candidate a complete list of `section` (its digests `listed`) makes of `catalogue`:
+/// the catalogue with the listed items as listed and every other item kept as approved (an
+/// item a list leaves out stays: which kinds of caller were shown a section is the record's
+/// business, see [`SectionView`]).
+pub fn section_candidate(
     catalogue: &Approved,
     section: Section,
     listed: &ToolDigests,
-    recorded: Option<&[String]>,
-    others: impl Iterator<Item = &'v [String]>,
 ) -> SectionCandidate {
     let first = !catalogue.sealed.contains(&section);
     let approved_entries =
@@ -420,23 +412,10 @@ pub fn section_candidate<'v>(
             Some(_) => {}
         }
     }
-    let dropped: Vec<&str> = recorded
-        .unwrap_or_default()
-        .iter()
-        .map(String::as_str)
-        .filter(|key| listed.get(key).is_none())
-        .collect();
-    let names_hold = match recorded {
-        None => true,
-        Some(keys) => dropped.is_empty() && keys.len() == listed.len(),
-    };
-    let others: Vec<&[String]> = others.collect();
-    let orphaned =
-        |key: &str| dropped.contains(&key) && !others.iter().any(|o| o.iter().any(|k| k == key));
     let mut entries: Vec<(String, String)> = approved
         .entries
         .iter()
-        .filter(|(key, _)| listed.get(key).is_none() && !orphaned(key))
+        .filter(|(key, _)| listed.get(key).is_none())
         .cloned()
         .collect();
     entries.extend(listed.entries.iter().cloned());
@@ -454,7 +433,6 @@ pub fn section_candidate<'v>(
         first,
         added,
         redefined,
-        names_hold,
     }
 }
 
@@ -546,41 +524,26 @@ mod tests {
             Approved::from_document(&fingerprint, document, &fields).unwrap()
         }
 
-        fn decide(
-            catalogue: &Approved,
-            prompts: Value,
-            recorded: Option<&[String]>,
-            others: &[Vec<String>],
-        ) -> SectionCandidate {
+        fn decide(catalogue: &Approved, prompts: Value) -> SectionCandidate {
             let fields = FingerprintFields::default();
             let listed = digest_section(Section::Prompts, &prompts, &fields).unwrap();
-            section_candidate(
-                catalogue,
-                Section::Prompts,
-                &listed,
-                recorded,
-                others.iter().map(Vec::as_slice),
-            )
+            section_candidate(catalogue, Section::Prompts, &listed)
         }
 
         #[test]
         fn a_sealed_section_listed_again_verifies_and_a_changed_item_does_not() {
             let sealed = catalogue(Some(json!([prompt("greet", "Says hello")])));
-            let same = decide(&sealed, json!([prompt("greet", "Says hello")]), None, &[]);
+            let same = decide(&sealed, json!([prompt("greet", "Says hello")]));
             assert!(same.verifies(&sealed));
             let changed = decide(
                 &sealed,
                 json!([prompt("greet", "Says hello, then reads ~/.ssh")]),
-                None,
-                &[],
             );
             assert!(!changed.verifies(&sealed));
             assert_eq!(changed.redefined, ["greet"]);
             let more = decide(
                 &sealed,
                 json!([prompt("greet", "Says hello"), prompt("bye", "Bye")]),
-                None,
-                &[],
             );
             assert_eq!(more.added, ["bye"]);
             assert!(!more.verifies(&sealed));
@@ -589,35 +552,24 @@ mod tests {
         #[test]
         fn a_section_not_sealed_yet_is_a_first_sealing_whatever_it_lists() {
             let tools_only = catalogue(None);
-            let first = decide(
-                &tools_only,
-                json!([prompt("greet", "Says hello")]),
-                None,
-                &[],
-            );
+            let first = decide(&tools_only, json!([prompt("greet", "Says hello")]));
             assert!(first.first && !first.verifies(&tools_only));
             assert_ne!(first.fingerprint, tools_only.fingerprint);
             // Sealed empty is another catalogue: a prompt showing up there is an addition.
             let empty = catalogue(Some(json!([])));
             assert_ne!(empty.fingerprint, tools_only.fingerprint);
-            let added = decide(&empty, json!([prompt("greet", "Says hello")]), None, &[]);
+            let added = decide(&empty, json!([prompt("greet", "Says hello")]));
             assert!(!added.first);
             assert_eq!(added.added, ["greet"]);
             assert_eq!(added.fingerprint, first.fingerprint);
         }
 
         #[test]
-        fn a_view_that_stops_listing_an_item_drops_it_only_when_no_other_view_lists_it() {
+        fn an_item_a_list_leaves_out_stays_in_the_catalogue() {
             let sealed = catalogue(Some(json!([prompt("greet", "Hi"), prompt("bye", "Bye")])));
-            let recorded: Vec<String> = vec!["bye".into(), "greet".into()];
-            let fewer = json!([prompt("greet", "Hi")]);
-            let alone = decide(&sealed, fewer.clone(), Some(&recorded), &[]);
-            assert!(!alone.names_hold);
-            assert_eq!(alone.entries.len(), 1);
-            let shared = decide(&sealed, fewer, Some(&recorded), &[vec!["bye".into()]]);
-            assert!(!shared.names_hold);
-            assert_eq!(shared.entries.len(), 2);
-            assert_eq!(shared.fingerprint, sealed.fingerprint);
+            let fewer = decide(&sealed, json!([prompt("greet", "Hi")]));
+            assert!(fewer.verifies(&sealed));
+            assert_eq!(fewer.entries.len(), 2);
         }
     }
 
