@@ -214,3 +214,58 @@ fn over_stdio_a_sealed_prompt_or_annotation_that_changes_closes_the_server() {
         assert_eq!(refused["error"]["data"]["error_code"], "SCHEMA_CHANGED");
     }
 }
+
+#[test]
+fn over_stdio_with_listed_reads_a_made_up_uri_is_refused_and_a_listed_or_templated_one_read() {
+    let runtime = Runtime::new().unwrap();
+    let sink = SharedCollected::default();
+    let mut policy = runtime
+        .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
+        .unwrap();
+    policy
+        .configure(
+            r#"{"views": ["revision"], "servers": {"docs": {"resources": "listed", "seal": ["resource-templates"]}}}"#,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        to_server(&mut policy, request(1, "tools/list", json!({}))),
+        None
+    );
+    to_client(&mut policy, answer(1, tools("Search the docs."))).unwrap();
+    let templates = json!({"resourceTemplates": [{"uriTemplate": "docs://pages/{page}",
+        "name": "page"}]});
+    let resources = json!({"resources": [{"uri": "docs://index.md", "name": "index"}]});
+    for (id, method, result) in [
+        (2, "resources/templates/list", templates),
+        (3, "resources/list", resources),
+    ] {
+        assert_eq!(to_server(&mut policy, request(id, method, json!({}))), None);
+        assert_eq!(
+            to_client(&mut policy, answer(id, result.clone())),
+            Some(answer(id, result))
+        );
+    }
+    let read = |uri: &str| request(4, "resources/read", json!({"uri": uri}));
+    // Listed, and named by the sealed template: written to the server.
+    assert_eq!(to_server(&mut policy, read("docs://index.md")), None);
+    assert_eq!(to_server(&mut policy, read("docs://pages/setup")), None);
+    // Neither: answered by the guard, never written to the server.
+    for uri in [
+        "docs://secrets.md",
+        "docs://pages/setup/../../secrets.md",
+        "docs://pages/a/b",
+    ] {
+        let refused = to_server(&mut policy, read(uri)).expect("answered locally");
+        let code = &refused["error"]["data"]["error_code"];
+        assert!(
+            code == "RESOURCE_NOT_APPROVED" || code == "RESOURCE_NOT_LISTED",
+            "{uri}: {refused}"
+        );
+    }
+    let refused = to_server(&mut policy, read("docs://secrets.md")).unwrap();
+    assert_eq!(
+        refused["error"]["data"]["required_action"],
+        "refresh_resources"
+    );
+}
