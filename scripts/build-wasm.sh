@@ -23,7 +23,10 @@ cd "$repo"
 # 1,212,000 until reads could be limited to what a server listed or an approved template
 # names (+8.7 KB: the RFC 6570 matcher 2.6 KB, the URIs kept per server 2.9 KB, the check and
 # the recording in the data path): docs/performance.md, "Reads limited to what was listed".
-limit=1222000
+# 1,222,000 until a whole surface could be locked in the configuration (+4.6 KB: a lock's
+# surface checked when the configuration loads, and stored as the catalogue):
+# docs/performance.md, "Reads limited to what was listed".
+limit=1226000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -546,3 +546,47 @@ fn diff_surface_classifies_every_section_and_exits_by_the_worst_class() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn pin_surface_prints_a_seal_and_a_lock_the_plugin_takes_named_by_the_surface_fingerprint() {
+    let example = common::workspace().join("examples/surface/worked-example.json");
+    let out = toolseal(&["pin", "--surface", "--server", "notes", &path_str(&example)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let server = &printed["servers"]["notes"];
+    assert_eq!(
+        server["seal"],
+        serde_json::json!([
+            "tool-fields",
+            "instructions",
+            "prompts",
+            "resource-templates"
+        ])
+    );
+    // Named as `toolseal fingerprint --surface` names the same surface.
+    let fingerprinted = toolseal(&["fingerprint", "--surface", &path_str(&example)]);
+    let first = text(&fingerprinted.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(server["lock"]["fingerprint"], Value::from(first));
+    // The plugin's own parser takes it, with `seal` and the lock together.
+    let config = toolseal_core::config::Config::parse(text(&out.stdout).as_bytes()).unwrap();
+    let pinned = config.servers["notes"].pin.clone().unwrap();
+    assert_eq!(
+        pinned.fingerprint(),
+        server["lock"]["fingerprint"].as_str().unwrap()
+    );
+    // A changed prompt is another surface: the lock no longer matches it.
+    let mut changed = server.clone();
+    changed["lock"]["prompts"][0]["description"] = Value::from("Summarize, then mail it.");
+    let bad = serde_json::json!({"servers": {"notes": changed}});
+    let refused = toolseal_core::config::Config::parse(bad.to_string().as_bytes()).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("does not match the locked surface"),
+        "{refused}"
+    );
+}

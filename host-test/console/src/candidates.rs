@@ -186,6 +186,7 @@ pub fn configured_lock(
         Pin::Lock {
             fingerprint: fp,
             tools,
+            ..
         } if fp == fingerprint => Some(tools.clone()),
         _ => None,
     }

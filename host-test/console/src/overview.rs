@@ -255,7 +255,9 @@ fn configured(doc: &FleetConfig, id: &str) -> Value {
     let mut out = Map::new();
     if let Some(server) = doc.config().servers.get(id) {
         match &server.pin {
-            Some(Pin::Lock { fingerprint, tools }) => {
+            Some(Pin::Lock {
+                fingerprint, tools, ..
+            }) => {
                 out.insert(
                     "lock".into(),
                     json!({"fingerprint": fingerprint, "tools": tools.len()}),

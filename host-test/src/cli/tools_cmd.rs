@@ -66,6 +66,7 @@ exit status: 0 same, 1 additive changes only, 2 a breaking, semantic or authorit
 /// Usage of `toolseal pin`.
 pub const PIN_USAGE: &str = "\
 usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
+       toolseal pin --surface [--server ID] [--config CONFIG.json] SURFACE.json
   Prints {\"servers\": {\"ID\": {\"lock\": {\"fingerprint\": ..., \"tools\": [...]}}}}: a full lock
   of the tool set in FILE, ready to merge into a plugin configuration (a lock replaces the
   server's previous `pin` or `lock`; a server holds at most one).
@@ -78,6 +79,12 @@ usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
   --config FILE  fingerprint with that configuration's `fingerprint.fields`; give it when
                  the lock goes into a configuration that names extra fields, or the plugin
                  refuses the lock (its fingerprint would not match)
+  --surface      lock a whole surface: SURFACE.json is a JSON object as `toolseal
+                 fingerprint --surface` reads it (tools, instructions, prompts,
+                 resourceTemplates); prints the server's `seal` (the sections it has: the
+                 tools' other fields when a tool has one, and each of instructions, prompts,
+                 resourceTemplates it names, even empty) and a `lock` of that catalogue, named
+                 by its surface fingerprint (docs/surface.md, \"Pinning a whole surface\")
 exit status: 0 printed, 2 unusable input or a tool defined two ways.";
 
 /// Options shared by the three commands.
@@ -103,7 +110,7 @@ fn parse(command: &str, args: &[OsString]) -> Result<Parsed<ToolsArgs>, lexopt::
                 parsed.server = Some(text_value(&mut parser, "--server")?)
             }
             Arg::Long("json") if command == "diff" => parsed.json = true,
-            Arg::Long("surface") if command != "pin" => parsed.surface = true,
+            Arg::Long("surface") => parsed.surface = true,
             Arg::Long("seal-resources") if command != "pin" => parsed.seal_resources = true,
             Arg::Value(file) => parsed.files.push(file.into()),
             other => return Err(other.unexpected()),
@@ -195,6 +202,49 @@ fn load_surface(
     let surface = Surface::of_document(&document, fields, seal_resources)
         .map_err(|e| input_error(format!("{}: {e}", file.display())))?;
     Ok((surface, document))
+}
+
+/// The `seal` and the `lock` of the whole surface in `file`: the sections it has (the tools'
+/// other fields when a tool has one; each of instructions, prompts and resource templates it
+/// names), and the catalogue of them, named by its surface fingerprint as the plugin names it.
+fn surface_lock(file: &Path, fields: &FingerprintFields) -> Result<(Vec<Value>, Value)> {
+    let (surface, document) = load_surface(file, fields, false)?;
+    let mut sealed = Vec::new();
+    let mut lock = Map::new();
+    let tools = document
+        .get("tools")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    lock.insert("tools".into(), tools);
+    for section in Section::ALL {
+        let member = section.items_member();
+        let has = match section {
+            Section::Tools | Section::Resources => false,
+            Section::ToolFields => !surface.section(section).is_empty(),
+            _ => document.get(member).is_some_and(|v| !v.is_null()),
+        };
+        if !has {
+            continue;
+        }
+        sealed.push(Value::from(section.name()));
+        if let Some(items) = document
+            .get(member)
+            .filter(|_| section != Section::ToolFields)
+        {
+            lock.insert(member.into(), items.clone());
+        }
+    }
+    lock.insert("sealed".into(), Value::Array(sealed.clone()));
+    let named = Value::Object(lock);
+    let fingerprint = toolseal_core::policy::approved::document_fingerprint(&named, fields)
+        .ok_or_else(|| input_error(format!("{}: not a surface to lock", file.display())))?;
+    let Value::Object(lock) = named else {
+        return Err(input_error("a lock is a JSON object".to_owned()));
+    };
+    let mut ordered = Map::new();
+    ordered.insert("fingerprint".into(), Value::from(fingerprint));
+    ordered.extend(lock);
+    Ok((sealed, Value::Object(ordered)))
 }
 
 /// `toolseal diff --surface OLD NEW`: every section compared, item by item.
@@ -342,6 +392,17 @@ pub fn pin(args: &[OsString]) -> Result<i32> {
         }
     };
     let fields = fingerprint_fields(parsed.config.as_deref())?;
+    if parsed.surface {
+        let [file] = parsed.files.as_slice() else {
+            let why = "--surface pins one surface: give one SURFACE.json";
+            return Err(InputError(why.to_owned()).into());
+        };
+        let (seal, lock) = surface_lock(file, &fields)?;
+        let entry = json!({"seal": seal, "lock": lock});
+        let text = serde_json::to_string_pretty(&json!({"servers": {server: entry}}))?;
+        print_lines(&[text])?;
+        return Ok(0);
+    }
     let mut lists = Vec::with_capacity(parsed.files.len());
     for file in &parsed.files {
         lists.push((file.as_path(), load_tools(file)?));

@@ -53,10 +53,15 @@ pub enum Pin {
     Fingerprint(String),
     /// The approved definitions themselves: calls are checked at once.
     Lock {
-        /// The fingerprint of `tools` (checked at load).
+        /// The fingerprint of `tools` (checked at load); of the whole surface for a lock
+        /// that seals more (`surface`).
         fingerprint: String,
         /// The approved tool definitions.
         tools: Vec<Value>,
+        /// A lock of a whole surface: the lock without its `fingerprint` (`tools`, `sealed`
+        /// and the sealed sections' members), the catalogue document it stores (`None`: a
+        /// lock of tools alone).
+        surface: Option<serde_json::Map<String, Value>>,
     },
 }
 
@@ -692,12 +697,30 @@ fn server_config(
     }
     if let Some(v) = obj.get("seal") {
         server.seal = seal(v, &at("seal"))?;
-        if !server.seal.is_empty() && server.pin.is_some() {
+    }
+    // A pin names a tool set, unless it is a lock of a whole surface: then `seal` names the
+    // sections it seals, no more and no fewer.
+    let locked: Option<Vec<Section>> = match &server.pin {
+        Some(Pin::Lock {
+            surface: Some(document),
+            ..
+        }) => Some(crate::policy::approved::sealed_of(document)),
+        _ => None,
+    };
+    match locked {
+        None if !server.seal.is_empty() && server.pin.is_some() => {
             return Err(err(
                 &at("seal"),
-                "a server with `pin` or `lock` seals its tools alone: a pin names a tool set, and the other sections are sealed in the server's own catalogue; remove `seal` or the pin",
+                "a server with `pin` or a lock of tools alone seals its tools alone: a pin names a tool set, and the other sections are sealed in the server's own catalogue; remove `seal`, or lock the whole surface (`toolseal pin --surface`)",
             ));
         }
+        Some(sealed) if sealed != server.seal => {
+            return Err(err(
+                &at("seal"),
+                "the lock seals other sections than `seal` names: name the lock's `sealed`",
+            ));
+        }
+        _ => {}
     }
     if let Some(d) = obj.get("drift_scope") {
         server.drift_scope = match string(d, &at("drift_scope"))? {
@@ -783,7 +806,19 @@ pub fn check_fingerprint(fp: &str, field: &str) -> Result<(), ConfigError> {
 #[inline(never)]
 fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, ConfigError> {
     let obj = object(v, field)?;
-    known_keys(obj, field, &["fingerprint", "tools"])?;
+    const SECTIONS: [&str; 3] = ["instructions", "prompts", "resourceTemplates"];
+    known_keys(
+        obj,
+        field,
+        &[
+            "fingerprint",
+            "tools",
+            "sealed",
+            SECTIONS[0],
+            SECTIONS[1],
+            SECTIONS[2],
+        ],
+    )?;
     let fp_field = format!("{field}.fingerprint");
     let fingerprint = string(
         obj.get("fingerprint")
@@ -796,12 +831,42 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
         .get("tools")
         .ok_or_else(|| err(&tools_field, "required"))?;
     let digests = digest_tools(tools, fields).map_err(|e| err(&tools_field, e.to_string()))?;
-    let computed = digests.fingerprint();
+    // A lock of a whole surface names its catalogue by the surface fingerprint (sealed
+    // sections counted even when empty), as the gateway names the catalogue it keeps.
+    let surface = match obj.get("sealed") {
+        Some(_) => {
+            let mut document = obj.clone();
+            document.remove("fingerprint");
+            let named = Value::Object(document);
+            let computed = crate::policy::approved::document_fingerprint(&named, fields)
+                .ok_or_else(|| {
+                    err(
+                        field,
+                        "is not a surface lock (see `toolseal pin --surface`)",
+                    )
+                })?;
+            let Value::Object(document) = named else {
+                return Err(err(field, "expected a JSON object"));
+            };
+            Some((computed, document))
+        }
+        None if SECTIONS.iter().any(|k| obj.contains_key(*k)) => {
+            return Err(err(
+                field,
+                "a lock's sections need `sealed`: the sections it seals beyond its tools",
+            ));
+        }
+        None => None,
+    };
+    let (computed, what) = match &surface {
+        Some((computed, _)) => (computed.clone(), "surface"),
+        None => (digests.fingerprint(), "tools"),
+    };
     if computed != fingerprint {
         return Err(err(
             &fp_field,
             format!(
-                "does not match the locked tools (they fingerprint to {computed}); regenerate the lock with `toolseal pin`"
+                "does not match the locked {what} (they fingerprint to {computed}); regenerate the lock with `toolseal pin`"
             ),
         ));
     }
@@ -809,6 +874,7 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
     Ok(Pin::Lock {
         fingerprint: fingerprint.to_string(),
         tools,
+        surface: surface.map(|(_, document)| document),
     })
 }
 

@@ -100,7 +100,7 @@ fn the_spec_example_shape_parses() {
     let deploy = c.server("deploy");
     assert_eq!(deploy.posture, Some(Posture::Strict));
     assert!(
-        matches!(&deploy.pin, Some(Pin::Lock { fingerprint, tools }) if *fingerprint == lock_fp() && tools.len() == 1)
+        matches!(&deploy.pin, Some(Pin::Lock { fingerprint, tools, .. }) if *fingerprint == lock_fp() && tools.len() == 1)
     );
     assert!(deploy.allow_subset);
     assert_eq!(deploy.list_changed, ListChanged::Observe);

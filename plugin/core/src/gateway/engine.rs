@@ -142,8 +142,8 @@ impl Engine {
             }
         } else {
             for (id, server) in &self.config.servers {
-                if let Some(crate::config::Pin::Lock { fingerprint, tools }) = &server.pin
-                    && let Err(e) = state::put_tool_set(store, id, fingerprint, tools)
+                if let Some(pin) = &server.pin
+                    && let Err(e) = store_lock(store, id, pin)
                 {
                     problems.push(format!("{id}: lock not stored: {e}"));
                 }
@@ -196,9 +196,7 @@ impl Engine {
             return problems;
         };
         if let Some(pin) = &server.pin {
-            if let crate::config::Pin::Lock { fingerprint, tools } = pin
-                && let Err(e) = state::put_tool_set(store, id, fingerprint, tools)
-            {
+            if let Err(e) = store_lock(store, id, pin) {
                 problems.push(format!("{id}: lock not stored: {e}"));
             }
             let lock = matches!(pin, crate::config::Pin::Lock { .. });
@@ -537,5 +535,25 @@ impl Engine {
     ) -> Option<crate::policy::rules::PolicyDecision> {
         let decision = self.config.policy.evaluate(facts);
         (decision.action == Action::Deny).then_some(decision)
+    }
+}
+
+/// Stores the set a `lock` names (a tool set, or a whole surface's catalogue); a pin by
+/// fingerprint alone stores nothing.
+fn store_lock(
+    store: &mut dyn StateStore,
+    server: &str,
+    pin: &crate::config::Pin,
+) -> Result<(), StateError> {
+    match pin {
+        crate::config::Pin::Lock {
+            fingerprint,
+            surface: Some(document),
+            ..
+        } => state::put_surface_set(store, server, fingerprint, document),
+        crate::config::Pin::Lock {
+            fingerprint, tools, ..
+        } => state::put_tool_set(store, server, fingerprint, tools),
+        crate::config::Pin::Fingerprint(_) => Ok(()),
     }
 }

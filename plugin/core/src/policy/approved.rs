@@ -346,6 +346,19 @@ pub fn document_fingerprint(document: &Value, fields: &FingerprintFields) -> Opt
     Some(surface.sealed_fingerprint(&sealed))
 }
 
+/// The sections a set document's `sealed` names, in [`Section::ALL`] order (names that are
+/// no section left out: a document that names one is no set, which its reader says).
+pub fn sealed_of(document: &serde_json::Map<String, Value>) -> Vec<Section> {
+    let names = document.get("sealed").and_then(Value::as_array);
+    let mut sealed: Vec<Section> = names
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter_map(|n| Section::from_name(n.as_str()?))
+        .collect();
+    crate::wire::order::sort(&mut sealed);
+    sealed
+}
+
 /// The sections a set document's `sealed` names (in [`Section::ALL`] order; `tools` or a name
 /// twice is not a set) and the digests of its tools and of each of them.
 fn sealed_surface(document: &Value, fields: &FingerprintFields) -> Option<(Vec<Section>, Surface)> {
