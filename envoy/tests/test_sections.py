@@ -18,6 +18,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import subprocess
+from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 import httpx
@@ -228,5 +232,66 @@ async def test_instructions_written_per_toolset_never_flap_and_a_told_view_is_tr
     stack.upstream.poison_sections(["instructions"])
     async with _client(stack.mcp_url, headers=repos) as (session, init):
         assert init.instructions is None
+        assert (await session.list_tools()).tools == []
+    assert status_of(stack.admin.server("demo")) == "changed"
+
+
+def _raw_surface(base_url: str) -> dict[str, Any]:
+    """The server's surface as it sends it (raw JSON-RPC over a JSON-mode session, no SDK
+    model in between): what an operator records and locks."""
+    url = f"{base_url}/mcp"
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with httpx.Client(timeout=30) as http:
+        init = http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "lock-recorder", "version": "1"}}})
+        init.raise_for_status()
+        session = {**headers, "mcp-session-id": init.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-06-18"}
+        http.post(url, headers=session, json={"jsonrpc": "2.0",
+                                              "method": "notifications/initialized"})
+        surface: dict[str, Any] = {"instructions": init.json()["result"]["instructions"]}
+        for n, (method, member) in enumerate([("tools/list", "tools"), ("prompts/list", "prompts"),
+                                              ("resources/templates/list", "resourceTemplates")]):
+            answer = http.post(url, headers=session,
+                               json={"jsonrpc": "2.0", "id": 2 + n, "method": method, "params": {}})
+            answer.raise_for_status()
+            surface[member] = answer.json()["result"][member]
+    return surface
+
+
+async def test_a_locked_surface_is_served_at_once_under_strict_and_a_rug_pull_of_it_closes_the_server(
+        wasm: Any, stacks: Callable[..., Stack], tmp_path: Path) -> None:
+    """The operator's path to production: record the server's surface, ``toolseal pin
+    --surface`` it, and ship the printed ``seal`` and ``lock`` under ``strict``. Every
+    section is served at once (nothing awaits approval); a prompt rug-pulled in place is drift."""
+    recorder = stacks(mode="json", upstream_args=("--sections",), server_id="demo")
+    surface_file = tmp_path / "demo-surface.json"
+    surface_file.write_text(json.dumps(_raw_surface(recorder.upstream.base_url)))
+    binary = os.environ.get("TOOLSEAL_BIN")
+    command = [binary] if binary else ["cargo", "run", "-q", "-p", "toolseal", "--"]
+    printed = subprocess.run([*command, "pin", "--surface", "--server", "demo", str(surface_file)],
+                             cwd=envoyctl.REPO, capture_output=True, text=True, timeout=1800, check=False)
+    assert printed.returncode == 0, printed.stderr
+    entry = json.loads(printed.stdout)["servers"]["demo"]
+    assert entry["seal"] == ["tool-fields", "instructions", "prompts", "resource-templates"], entry
+
+    config = envoyctl.default_plugin_config()
+    config["posture"] = "strict"
+    config["servers"] = {"demo": entry}
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
+    async with _client(stack.mcp_url) as (session, init):
+        served = await _surface(session, init)
+    assert served["instructions"] == INSTRUCTIONS_HONEST
+    assert served["tools"] and served["prompts"] and served["templates"], served
+    view = stack.admin.server("demo")
+    assert (status_of(view), baseline_of(view)) == ("verified", entry["lock"]["fingerprint"]), view
+    audits = [a["event"] for a in stack.envoy.audit_events()]
+    assert not {"schema.pending", "schema.changed", "section.sealed"} & set(audits), audits
+
+    stack.upstream.poison_sections(["prompts"])
+    async with _client(stack.mcp_url) as (session, init):
+        assert (await session.list_prompts()).prompts == []
         assert (await session.list_tools()).tools == []
     assert status_of(stack.admin.server("demo")) == "changed"
