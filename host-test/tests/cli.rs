@@ -590,3 +590,58 @@ fn pin_surface_prints_a_seal_and_a_lock_the_plugin_takes_named_by_the_surface_fi
         "{refused}"
     );
 }
+
+#[test]
+fn pin_surface_of_several_callers_locks_every_text_and_item_once_and_refuses_an_item_defined_two_ways()
+ {
+    let example = common::workspace().join("examples/surface/worked-example.json");
+    let worked: Value = serde_json::from_str(&std::fs::read_to_string(&example).unwrap()).unwrap();
+    // Another kind of caller: other instructions, one more prompt, the same tools.
+    let mut other = worked.clone();
+    other["instructions"] = Value::from("Use echo to test.");
+    other["prompts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "translate", "description": "Translate a text"}));
+    let other_file = scratch("surface-other-caller.json");
+    std::fs::write(&other_file, other.to_string()).unwrap();
+    let out = toolseal(&[
+        "pin",
+        "--surface",
+        "--server",
+        "notes",
+        &path_str(&example),
+        &path_str(&other_file),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let lock = &printed["servers"]["notes"]["lock"];
+    assert_eq!(
+        lock["instructions"].as_array().map(Vec::len),
+        Some(2),
+        "{lock}"
+    );
+    assert_eq!(lock["prompts"].as_array().map(Vec::len), Some(2), "{lock}");
+    assert_eq!(lock["tools"].as_array().map(Vec::len), Some(2));
+    // The plugin takes it, and it is the catalogue of both callers.
+    toolseal_core::config::Config::parse(text(&out.stdout).as_bytes()).unwrap();
+    // A tool whose annotations differ between the callers is drift, not another view.
+    let mut flipped = worked.clone();
+    flipped["tools"][0]["annotations"]["readOnlyHint"] = Value::from(false);
+    let flipped_file = scratch("surface-flipped-caller.json");
+    std::fs::write(&flipped_file, flipped.to_string()).unwrap();
+    let out = toolseal(&[
+        "pin",
+        "--surface",
+        "--server",
+        "notes",
+        &path_str(&example),
+        &path_str(&flipped_file),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("defined one way in"),
+        "{}",
+        text(&out.stderr)
+    );
+}

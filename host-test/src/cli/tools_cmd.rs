@@ -66,7 +66,7 @@ exit status: 0 same, 1 additive changes only, 2 a breaking, semantic or authorit
 /// Usage of `toolseal pin`.
 pub const PIN_USAGE: &str = "\
 usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
-       toolseal pin --surface [--server ID] [--config CONFIG.json] SURFACE.json
+       toolseal pin --surface [--server ID] [--config CONFIG.json] SURFACE.json [SURFACE.json...]
   Prints {\"servers\": {\"ID\": {\"lock\": {\"fingerprint\": ..., \"tools\": [...]}}}}: a full lock
   of the tool set in FILE, ready to merge into a plugin configuration (a lock replaces the
   server's previous `pin` or `lock`; a server holds at most one).
@@ -84,7 +84,10 @@ usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
                  resourceTemplates); prints the server's `seal` (the sections it has: the
                  tools' other fields when a tool has one, and each of instructions, prompts,
                  resourceTemplates it names, even empty) and a `lock` of that catalogue, named
-                 by its surface fingerprint (docs/surface.md, \"Pinning a whole surface\")
+                 by its surface fingerprint (docs/surface.md, \"Pinning a whole surface\").
+                 Several SURFACE.json are one server as several kinds of caller see it: the
+                 lock holds them all (each instructions text, every item once; an item two
+                 files define two ways is refused)
 exit status: 0 printed, 2 unusable input or a tool defined two ways.";
 
 /// Options shared by the three commands.
@@ -204,11 +207,89 @@ fn load_surface(
     Ok((surface, document))
 }
 
-/// The `seal` and the `lock` of the whole surface in `file`: the sections it has (the tools'
-/// other fields when a tool has one; each of instructions, prompts and resource templates it
-/// names), and the catalogue of them, named by its surface fingerprint as the plugin names it.
-fn surface_lock(file: &Path, fields: &FingerprintFields) -> Result<(Vec<Value>, Value)> {
-    let (surface, document) = load_surface(file, fields, false)?;
+/// The surfaces in `files` (one server as several kinds of caller see it) as one: every
+/// tool, prompt and template once, each of them defined one way (its digest, and for a tool
+/// its other fields, the same in every file that shows it: otherwise that is the drift the
+/// gateway would report, refused naming both files), and every distinct instructions text
+/// (an array when there are several). A member any file has is in the union.
+fn surface_union(files: &[PathBuf], fields: &FingerprintFields) -> Result<Value> {
+    let mut union = Map::new();
+    let mut seen: Vec<(Section, String, String, &Path)> = Vec::new();
+    let mut texts: Vec<Value> = Vec::new();
+    for file in files {
+        let (surface, document) = load_surface(file, fields, false)?;
+        match document.get("instructions") {
+            Some(Value::Array(more)) => texts.extend(more.iter().cloned()),
+            Some(Value::Null) | None => {}
+            Some(text) => texts.push(text.clone()),
+        }
+        for section in [Section::Tools, Section::Prompts, Section::ResourceTemplates] {
+            let member = section.items_member();
+            let Some(items) = document.get(member).and_then(Value::as_array) else {
+                continue;
+            };
+            let kept = union
+                .entry(member)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            for item in items {
+                let key_member = section.key_member().unwrap_or("name");
+                let key = item
+                    .get(key_member)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let mut digest = surface
+                    .section(section)
+                    .get(key)
+                    .unwrap_or_default()
+                    .to_owned();
+                if section == Section::Tools {
+                    digest.push_str(surface.section(Section::ToolFields).get(key).unwrap_or("-"));
+                }
+                match seen.iter().find(|(s, k, _, _)| *s == section && k == key) {
+                    Some((_, _, first, _)) if *first == digest => {}
+                    Some((_, _, _, first_file)) => {
+                        return Err(input_error(format!(
+                            "the {} {key:?} is defined one way in {} and another in {}: that is drift, not another view",
+                            section.item_word(),
+                            first_file.display(),
+                            file.display()
+                        )));
+                    }
+                    None => {
+                        seen.push((section, key.to_owned(), digest, file.as_path()));
+                        if let Value::Array(kept) = kept {
+                            kept.push(item.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut distinct: Vec<Value> = Vec::new();
+    for text in texts {
+        if !distinct.contains(&text) {
+            distinct.push(text);
+        }
+    }
+    let instructions = match distinct.len() {
+        0 => None,
+        1 => distinct.pop(),
+        _ => Some(Value::Array(distinct)),
+    };
+    if let Some(instructions) = instructions {
+        union.insert("instructions".into(), instructions);
+    }
+    Ok(Value::Object(union))
+}
+
+/// The `seal` and the `lock` of the whole surface in `files` (their union: [`surface_union`]):
+/// the sections it has (the tools' other fields when a tool has one; each of instructions,
+/// prompts and resource templates it names), and the catalogue of them, named by its surface
+/// fingerprint as the plugin names it.
+fn surface_lock(files: &[PathBuf], fields: &FingerprintFields) -> Result<(Vec<Value>, Value)> {
+    let document = surface_union(files, fields)?;
+    let surface = Surface::of_document(&document, fields, false)
+        .map_err(|e| input_error(format!("the union of the surfaces: {e}")))?;
     let mut sealed = Vec::new();
     let mut lock = Map::new();
     let tools = document
@@ -237,7 +318,7 @@ fn surface_lock(file: &Path, fields: &FingerprintFields) -> Result<(Vec<Value>, 
     lock.insert("sealed".into(), Value::Array(sealed.clone()));
     let named = Value::Object(lock);
     let fingerprint = toolseal_core::policy::approved::document_fingerprint(&named, fields)
-        .ok_or_else(|| input_error(format!("{}: not a surface to lock", file.display())))?;
+        .ok_or_else(|| input_error("the surfaces make no catalogue to lock".to_owned()))?;
     let Value::Object(lock) = named else {
         return Err(input_error("a lock is a JSON object".to_owned()));
     };
@@ -393,11 +474,7 @@ pub fn pin(args: &[OsString]) -> Result<i32> {
     };
     let fields = fingerprint_fields(parsed.config.as_deref())?;
     if parsed.surface {
-        let [file] = parsed.files.as_slice() else {
-            let why = "--surface pins one surface: give one SURFACE.json";
-            return Err(InputError(why.to_owned()).into());
-        };
-        let (seal, lock) = surface_lock(file, &fields)?;
+        let (seal, lock) = surface_lock(&parsed.files, &fields)?;
         let entry = json!({"seal": seal, "lock": lock});
         let text = serde_json::to_string_pretty(&json!({"servers": {server: entry}}))?;
         print_lines(&[text])?;

@@ -1129,3 +1129,27 @@ fn a_surface_lock_is_checked_when_the_configuration_loads() {
     let why = refused(json!({"seal": ["prompts"], "lock": tools_lock}));
     assert!(why.contains("seals its tools alone"), "{why}");
 }
+
+#[test]
+fn a_surface_lock_of_two_callers_instructions_serves_both_under_strict() {
+    let mut lock = surface_lock();
+    lock.as_object_mut().unwrap().remove("fingerprint");
+    lock["instructions"] = json!(["Use summarize for pages.", "Use the issues tools."]);
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    let fingerprint =
+        toolseal_core::policy::approved::document_fingerprint(&lock, &fields).unwrap();
+    lock["fingerprint"] = Value::from(fingerprint);
+    let mut gw = gateway_with(
+        json!({"posture": "strict", "seal": ["instructions", "prompts"],
+        "lock": lock}),
+    );
+    assert_eq!(tools(&mut gw), 1);
+    for _ in 0..2 {
+        for text in ["Use summarize for pages.", "Use the issues tools."] {
+            assert_eq!(instructions(&mut gw, text).as_deref(), Some(text));
+        }
+    }
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+    assert_eq!(instructions(&mut gw, "Use the admin tools."), None);
+    assert_eq!(schema_status(&mut gw, "docs"), "changed");
+}
