@@ -605,14 +605,18 @@ fn pin_surface_of_several_callers_locks_every_text_and_item_once_and_refuses_an_
         .push(serde_json::json!({"name": "translate", "description": "Translate a text"}));
     let other_file = scratch("surface-other-caller.json");
     std::fs::write(&other_file, other.to_string()).unwrap();
-    let out = toolseal(&[
-        "pin",
-        "--surface",
-        "--server",
-        "notes",
-        &path_str(&example),
-        &path_str(&other_file),
-    ]);
+    let pin_with = |other: &std::path::Path| {
+        let files = [path_str(&example), path_str(other)];
+        toolseal(&[
+            "pin",
+            "--surface",
+            "--server",
+            "notes",
+            &files[0],
+            &files[1],
+        ])
+    };
+    let out = pin_with(&other_file);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let printed: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
     let lock = &printed["servers"]["notes"]["lock"];
@@ -630,14 +634,7 @@ fn pin_surface_of_several_callers_locks_every_text_and_item_once_and_refuses_an_
     flipped["tools"][0]["annotations"]["readOnlyHint"] = Value::from(false);
     let flipped_file = scratch("surface-flipped-caller.json");
     std::fs::write(&flipped_file, flipped.to_string()).unwrap();
-    let out = toolseal(&[
-        "pin",
-        "--surface",
-        "--server",
-        "notes",
-        &path_str(&example),
-        &path_str(&flipped_file),
-    ]);
+    let out = pin_with(&flipped_file);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("defined one way in"),

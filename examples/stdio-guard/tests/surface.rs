@@ -48,6 +48,17 @@ fn to_server(policy: &mut Policy, message: Value) -> Option<Value> {
     }
 }
 
+/// A guard configured with `config`, and the sink its audit events go to.
+fn guard(config: &str) -> (Policy, SharedCollected) {
+    let runtime = Runtime::new().unwrap();
+    let sink = SharedCollected::default();
+    let mut policy = runtime
+        .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
+        .unwrap();
+    policy.configure(config).unwrap().unwrap();
+    (policy, sink)
+}
+
 fn request(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
@@ -63,16 +74,8 @@ fn tools(description: &str) -> Value {
 
 #[test]
 fn over_stdio_answers_to_nothing_are_not_written_and_a_closed_server_is_closed_whole() {
-    let runtime = Runtime::new().unwrap();
-    let sink = SharedCollected::default();
-    let mut policy = runtime
-        .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
-        .unwrap();
     // This session skips the handshake: its view is told by revision alone.
-    policy
-        .configure(r#"{"views": ["revision"]}"#)
-        .unwrap()
-        .unwrap();
+    let (mut policy, sink) = guard(r#"{"views": ["revision"]}"#);
 
     assert_eq!(
         to_server(&mut policy, request(1, "tools/list", json!({}))),
@@ -130,17 +133,9 @@ fn over_stdio_answers_to_nothing_are_not_written_and_a_closed_server_is_closed_w
 #[test]
 fn over_stdio_a_sealed_prompt_or_annotation_that_changes_closes_the_server() {
     for rug_pull in ["prompts", "tool-fields"] {
-        let runtime = Runtime::new().unwrap();
-        let sink = SharedCollected::default();
-        let mut policy = runtime
-            .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
-            .unwrap();
-        policy
-            .configure(
-                r#"{"views": ["revision"], "servers": {"docs": {"seal": ["tool-fields", "prompts"]}}}"#,
-            )
-            .unwrap()
-            .unwrap();
+        let (mut policy, sink) = guard(
+            r#"{"views": ["revision"], "servers": {"docs": {"seal": ["tool-fields", "prompts"]}}}"#,
+        );
         let annotated = |read_only: bool| {
             let mut listed = tools("Search the docs.");
             listed["tools"][0]["annotations"] = json!({"readOnlyHint": read_only});
@@ -217,17 +212,9 @@ fn over_stdio_a_sealed_prompt_or_annotation_that_changes_closes_the_server() {
 
 #[test]
 fn over_stdio_with_listed_reads_a_made_up_uri_is_refused_and_a_listed_or_templated_one_read() {
-    let runtime = Runtime::new().unwrap();
-    let sink = SharedCollected::default();
-    let mut policy = runtime
-        .instantiate(HostState::new(MemoryStore::new(), Box::new(sink.clone())))
-        .unwrap();
-    policy
-        .configure(
-            r#"{"views": ["revision"], "servers": {"docs": {"resources": "listed", "seal": ["resource-templates"]}}}"#,
-        )
-        .unwrap()
-        .unwrap();
+    let (mut policy, _) = guard(
+        r#"{"views": ["revision"], "servers": {"docs": {"resources": "listed", "seal": ["resource-templates"]}}}"#,
+    );
     assert_eq!(
         to_server(&mut policy, request(1, "tools/list", json!({}))),
         None
@@ -251,15 +238,14 @@ fn over_stdio_with_listed_reads_a_made_up_uri_is_refused_and_a_listed_or_templat
     assert_eq!(to_server(&mut policy, read("docs://index.md")), None);
     assert_eq!(to_server(&mut policy, read("docs://pages/setup")), None);
     // Neither: answered by the guard, never written to the server.
-    for uri in [
-        "docs://secrets.md",
-        "docs://pages/setup/../../secrets.md",
-        "docs://pages/a/b",
+    for (uri, code) in [
+        ("docs://secrets.md", "RESOURCE_NOT_APPROVED"),
+        ("docs://pages/setup/../../secrets.md", "RESOURCE_NOT_LISTED"),
+        ("docs://pages/a/b", "RESOURCE_NOT_APPROVED"),
     ] {
         let refused = to_server(&mut policy, read(uri)).expect("answered locally");
-        let code = &refused["error"]["data"]["error_code"];
-        assert!(
-            code == "RESOURCE_NOT_APPROVED" || code == "RESOURCE_NOT_LISTED",
+        assert_eq!(
+            refused["error"]["data"]["error_code"], code,
             "{uri}: {refused}"
         );
     }

@@ -319,17 +319,17 @@ fn without(
         return result.clone();
     };
     let member = section.items_member();
-    if section.key_member().is_none() {
+    let Some(key_member) = section.key_member() else {
         let mut out = object.clone();
         out.remove(member);
         answer::put_note(&mut out, answer::status_note(note));
         return Value::Object(out);
-    }
+    };
     let mut out = match answer::rewrite(result, member, note, answer::Hints::Closed, stateless) {
         Value::Object(out) => out,
         other => return other,
     };
-    if let (Some(keys), Some(key_member)) = (keys, section.key_member()) {
+    if let Some(keys) = keys {
         let kept: Vec<Value> = object
             .get(member)
             .and_then(Value::as_array)

@@ -458,6 +458,13 @@ fn a_server_whose_resources_pass_is_neither_screened_nor_refused() {
     );
 }
 
+/// The server lists its one template, `file:///srv/notes/{name}`.
+fn list_note_template(gw: &mut NativeReplay) {
+    let templates = json!({"resourceTemplates": [{"uriTemplate": "file:///srv/notes/{name}",
+        "name": "note"}]});
+    ask(gw, None, "resources/templates/list", json!({}), templates).forwarded();
+}
+
 /// The error code of a refused `resources/read` of `uri` (`None`: forwarded).
 fn read_refusal(gw: &mut NativeReplay, version: Option<&str>, uri: &str) -> Option<Value> {
     let read = json!({"contents": [{"uri": uri, "text": "x"}]});
@@ -511,16 +518,7 @@ fn with_listed_reads_only_a_uri_listed_through_the_gateway_or_named_by_an_approv
         assert_eq!(flagged["error_code"], "RESOURCE_NOT_LISTED");
     }
     // A template the catalogue seals names URIs never listed; one of another shape is not.
-    let templates = json!({"resourceTemplates": [{"uriTemplate": "file:///srv/notes/{name}",
-        "name": "note"}]});
-    ask(
-        &mut gw,
-        None,
-        "resources/templates/list",
-        json!({}),
-        templates,
-    )
-    .forwarded();
+    list_note_template(&mut gw);
     assert_eq!(
         read_refusal(&mut gw, None, "file:///srv/notes/today.md"),
         None
@@ -531,16 +529,7 @@ fn with_listed_reads_only_a_uri_listed_through_the_gateway_or_named_by_an_approv
     let mut gw =
         crate::support::gateway::gateway(json!({"servers": {"docs": {"resources": "listed"}}}));
     assert_eq!(list_tools(&mut gw, "Weather for a city."), 1);
-    let templates = json!({"resourceTemplates": [{"uriTemplate": "file:///srv/notes/{name}",
-        "name": "note"}]});
-    ask(
-        &mut gw,
-        None,
-        "resources/templates/list",
-        json!({}),
-        templates,
-    )
-    .forwarded();
+    list_note_template(&mut gw);
     let unsealed = read_refusal(&mut gw, None, "file:///srv/notes/today.md").unwrap();
     assert_eq!(unsealed["error_code"], "RESOURCE_NOT_APPROVED");
     // Without "listed", reads are left to the server as before.

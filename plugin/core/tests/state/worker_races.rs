@@ -107,12 +107,16 @@ fn run(
         .collect()
 }
 
-fn status(shared: &Rc<RefCell<MemoryStore>>) -> SchemaStatus {
+/// The server's record in `shared`.
+fn record_of(shared: &Rc<RefCell<MemoryStore>>) -> toolseal_core::policy::status::ServerRecord {
     state::load_record(&*shared.borrow(), SERVER)
         .unwrap()
         .expect("a record")
         .0
-        .status
+}
+
+fn status(shared: &Rc<RefCell<MemoryStore>>) -> SchemaStatus {
+    record_of(shared).status
 }
 
 fn tools_of(replayed: &Replayed) -> Option<usize> {
@@ -339,10 +343,7 @@ fn an_approval_racing_a_list_of_the_approved_set_is_never_undone() {
     every_point(
         |at| race(&config, &prepare, approve.clone(), &release_b, at),
         |at, raced| {
-            let record = state::load_record(&*raced.shared.borrow(), SERVER)
-                .unwrap()
-                .unwrap()
-                .0;
+            let record = record_of(&raced.shared);
             assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
             assert_eq!(record.baseline.as_deref(), Some(candidate.as_str()));
             // B's list was decided before or after the approval, never against both.
@@ -455,10 +456,7 @@ fn two_views_trusted_at_once_on_two_workers_both_end_in_the_catalogue() {
             |at, raced| {
                 let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
                 assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
-                let record = state::load_record(&*raced.shared.borrow(), SERVER)
-                    .unwrap()
-                    .unwrap()
-                    .0;
+                let record = record_of(&raced.shared);
                 assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
                 let mut sizes: Vec<usize> = record.views.iter().map(|v| v.names.len()).collect();
                 sizes.sort();
@@ -626,10 +624,7 @@ fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue()
         |at, raced| {
             let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
             assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
-            let record = state::load_record(&*raced.shared.borrow(), SERVER)
-                .unwrap()
-                .unwrap()
-                .0;
+            let record = record_of(&raced.shared);
             assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
             assert_eq!(
                 record.section_views.len(),
@@ -653,10 +648,7 @@ fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue()
                 a.exchange_on(&mut *store, SERVER, exchange, 4096);
             }
             drop(store);
-            let again = state::load_record(&*raced.shared.borrow(), SERVER)
-                .unwrap()
-                .unwrap()
-                .0;
+            let again = record_of(&raced.shared);
             assert_eq!(
                 (again.status, again.baseline),
                 (SchemaStatus::Verified, baseline),
