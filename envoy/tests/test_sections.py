@@ -1,12 +1,14 @@
 """A server's whole surface sealed like its tools, through a real Envoy.
 
 - server-everything (both published releases the tests pin), every section sealed with
-  ``seal`` (the tools' other fields, instructions, prompts, resource templates): two kinds of
+  ``seal`` (the tools' other fields, instructions, prompts, resource templates) and
+  ``"resources": "seal"`` (100 resources over 10 pages in release 2025.11.25): two kinds of
   caller (the official Python SDK with no capabilities, and with roots, sampling and
   elicitation), two sessions each, every section listed twice per session: each section is
-  sealed once, every answer is the server's own, nothing is closed.
-- The rug-pull server with ``--sections``: a tool's annotations, its instructions, its prompt
-  or its resource template is rug-pulled in place, the tool definitions the tool fingerprint
+  sealed once, every answer is the server's own, nothing is closed; reads are limited to the
+  approved resources.
+- The rug-pull server with ``--sections``: a tool's annotations, its instructions, its prompt,
+  its resource template or its resources are rug-pulled in place, the tool definitions the tool fingerprint
   covers untouched. The server closes: the poisoned part never reaches the client, its tools
   and prompt are refused before the server, and the reviewer sees the classified change;
   approving the reviewed candidate serves it.
@@ -39,9 +41,10 @@ pytestmark = pytest.mark.anyio
 SEALED = ["tool-fields", "instructions", "prompts", "resource-templates"]
 
 
-def _config(server_id: str) -> dict[str, Any]:
+def _config(server_id: str, resources: str = "screen") -> dict[str, Any]:
+    """Every section `seal` names sealed, and the resources as `resources` says."""
     config = envoyctl.default_plugin_config()
-    config["servers"] = {server_id: {"seal": SEALED}}
+    config["servers"] = {server_id: {"seal": SEALED, "resources": resources}}
     return config
 
 
@@ -98,7 +101,12 @@ async def _surface(session: ClientSession, init: types.InitializeResult) -> dict
 @pytest.mark.parametrize("release", EVERYTHING_RELEASES)
 async def test_every_section_of_server_everything_is_sealed_and_nothing_closes(
         wasm: Any, stacks: Callable[..., Stack], release: str) -> None:
-    stack = stacks(everything=release, server_id="everything", plugin_config=_config("everything"))
+    """Every section sealed, the resources too (release 2025.11.25 lists 100 of them over 10
+    pages): two kinds of client, each listing everything twice in two sessions, are shown
+    exactly what the server shows them directly, and nothing closes; a resource of the last
+    page reads, one no list shows is refused before the server."""
+    config = _config("everything", resources="seal")
+    stack = stacks(everything=release, server_id="everything", plugin_config=config)
     direct_url = f"{stack.upstream.base_url}/mcp"
     direct = {}
     for capable in (False, True):
@@ -114,24 +122,36 @@ async def test_every_section_of_server_everything_is_sealed_and_nothing_closes(
                     assert await _surface(session, init) == direct[capable]
     view = stack.admin.server("everything")
     assert status_of(view) == "verified", view
-    sealed = wait_for_audits(stack, "section.sealed", 4)
-    assert len(sealed) == 4, sealed
+    sealed = wait_for_audits(stack, "section.sealed", 5)
+    assert len(sealed) == 5, sealed
     audits = [a["event"] for a in stack.envoy.audit_events()]
     assert "schema.changed" not in audits and "schema.pending" not in audits, audits
+    async with _client(stack.mcp_url) as (session, _):
+        last = direct[False]["resources"][-1]["uri"]
+        assert (await session.read_resource(last)).contents
+        upstream_before = stack.upstream_requests()
+        with pytest.raises(McpError) as refused:
+            await session.read_resource("test://made-up/credentials")
+        assert (refused.value.error.data["error_code"],
+                refused.value.error.data["required_action"]) == (
+            "RESOURCE_NOT_APPROVED", "refresh_resources")
+        assert stack.upstream_requests() == upstream_before, "the server never sees it"
 
 
-@pytest.mark.parametrize("part", SEALED)
+@pytest.mark.parametrize("part", SEALED + ["resources"])
 async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
         wasm: Any, stacks: Callable[..., Stack], part: str) -> None:
-    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=_config("demo"))
-    # The first session baselines the tools and seals the prompts and templates; the
-    # second's handshake seals the instructions (the first came before any baseline).
+    config = _config("demo", resources="seal")
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
+    # The first session baselines the tools and seals the prompts, templates and resources;
+    # the second's handshake seals the instructions (the first came before any baseline).
     honest = {}
     for _ in range(2):
         async with _client(stack.mcp_url) as (session, init):
             honest = await _surface(session, init)
     assert honest["instructions"] and honest["prompts"] and honest["templates"]
-    assert len(wait_for_audits(stack, "section.sealed", 4)) == 4
+    assert honest["resources"]
+    assert len(wait_for_audits(stack, "section.sealed", 5)) == 5
     view = stack.admin.server("demo")
     assert status_of(view) == "verified", view
     sealed_baseline = baseline_of(view)
@@ -144,10 +164,11 @@ async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
             assert init.instructions == honest["instructions"]
         else:
             assert init.instructions == honest["instructions"]
-            listed = (await session.list_prompts() if part == "prompts"
-                      else await session.list_resource_templates())
-            items = listed.prompts if part == "prompts" else listed.resourceTemplates
-            assert items == []
+            listing = {"prompts": (session.list_prompts, "prompts"),
+                       "resource-templates": (session.list_resource_templates, "resourceTemplates"),
+                       "resources": (session.list_resources, "resources")}[part]
+            listed = await listing[0]()
+            assert getattr(listed, listing[1]) == []
             assert list_status_meta(listed)["schema_status"] == "changed"
         assert (await session.list_tools()).tools == []
         upstream_before = stack.upstream_requests()
@@ -158,6 +179,9 @@ async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
         result = await session.call_tool("get_weather", {"city": "Paris"})
         assert_denied(result, "SCHEMA_CHANGED", tool="get_weather", schema_status="changed",
                       required_action="admin_review")
+        with pytest.raises(McpError) as refused:
+            await session.read_resource("file:///home/user/.ssh/id_ed25519")
+        assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
         assert stack.upstream_requests() == upstream_before, "the server never sees them"
 
     view = stack.admin.server("demo")
@@ -174,7 +198,7 @@ async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
     async with _client(stack.mcp_url) as (session, init):
         served = await _surface(session, init)
     member = {"tool-fields": "tools", "instructions": "instructions", "prompts": "prompts",
-              "resource-templates": "templates"}[part]
+              "resource-templates": "templates", "resources": "resources"}[part]
     assert served[member] != honest[member], "the approved candidate is what the server lists"
     if part != "tool-fields":
         assert served["tools"] == honest["tools"]

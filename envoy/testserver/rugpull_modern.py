@@ -51,6 +51,7 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.subscriptions import ToolsListChanged
 from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
 from mcp_types import Prompt as MCPPrompt
+from mcp_types import Resource as MCPResource
 from mcp_types import ResourceTemplate as MCPResourceTemplate
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -125,6 +126,12 @@ class ModernRugPullServer(MCPServer):
             return await super().list_resource_templates()
         templates = section_surface(self.poisoned_parts)["resourceTemplates"]
         return [MCPResourceTemplate.model_validate(t) for t in templates]
+
+    async def list_resources(self) -> list[MCPResource]:  # type: ignore[override]
+        """The ``--sections`` resources as ``surface.section_surface`` defines them."""
+        if not self.sections:
+            return await super().list_resources()
+        return [MCPResource.model_validate(r) for r in section_surface(self.poisoned_parts)["resources"]]
 
     def set_revision(self, rev: int) -> None:
         """Replace the whole tool surface with revision ``rev``."""

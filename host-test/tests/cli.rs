@@ -592,6 +592,50 @@ fn pin_surface_prints_a_seal_and_a_lock_the_plugin_takes_named_by_the_surface_fi
 }
 
 #[test]
+fn pin_surface_with_resources_locks_them_and_prints_their_own_mode() {
+    let example = common::workspace().join("examples/surface/worked-example.json");
+    let file = path_str(&example);
+    let out = toolseal(&[
+        "pin",
+        "--surface",
+        "--seal-resources",
+        "--server",
+        "notes",
+        &file,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let server = &printed["servers"]["notes"];
+    assert_eq!(server["resources"], "seal");
+    assert!(
+        !server["seal"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("resources")),
+        "{server}"
+    );
+    assert_eq!(server["lock"]["resources"][0]["uri"], "file:///notes/a.txt");
+    // Named as `toolseal fingerprint --surface --seal-resources` names the same surface.
+    let fingerprinted = toolseal(&["fingerprint", "--surface", "--seal-resources", &file]);
+    let first = text(&fingerprinted.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(server["lock"]["fingerprint"], Value::from(first));
+    // The plugin takes it: the lock seals the resources `"resources": "seal"` names.
+    toolseal_core::config::Config::parse(text(&out.stdout).as_bytes()).unwrap();
+    let mut screened = server.clone();
+    screened["resources"] = Value::from("screen");
+    let bad = serde_json::json!({"servers": {"notes": screened}});
+    let refused = toolseal_core::config::Config::parse(bad.to_string().as_bytes()).unwrap_err();
+    assert!(refused.to_string().contains("other sections"), "{refused}");
+    // Without --surface there are no resources to lock.
+    let out = toolseal(&["pin", "--seal-resources", &file]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
 fn pin_surface_of_several_callers_locks_every_text_and_item_once_and_refuses_an_item_defined_two_ways()
  {
     let example = common::workspace().join("examples/surface/worked-example.json");

@@ -66,7 +66,7 @@ exit status: 0 same, 1 additive changes only, 2 a breaking, semantic or authorit
 /// Usage of `toolseal pin`.
 pub const PIN_USAGE: &str = "\
 usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
-       toolseal pin --surface [--server ID] [--config CONFIG.json] SURFACE.json [SURFACE.json...]
+       toolseal pin --surface [--seal-resources] [--server ID] [--config CONFIG.json] SURFACE.json [SURFACE.json...]
   Prints {\"servers\": {\"ID\": {\"lock\": {\"fingerprint\": ..., \"tools\": [...]}}}}: a full lock
   of the tool set in FILE, ready to merge into a plugin configuration (a lock replaces the
   server's previous `pin` or `lock`; a server holds at most one).
@@ -88,6 +88,8 @@ usage: toolseal pin [--server ID] [--config CONFIG.json] FILE [FILE...]
                  Several SURFACE.json are one server as several kinds of caller see it: the
                  lock holds them all (each instructions text, every item once; an item two
                  files define two ways is refused)
+  --seal-resources  with --surface: lock the `resources` too, and print `\"resources\":
+                 \"seal\"` (default: resources are left out, screened rather than sealed)
 exit status: 0 printed, 2 unusable input or a tool defined two ways.";
 
 /// Options shared by the three commands.
@@ -114,7 +116,7 @@ fn parse(command: &str, args: &[OsString]) -> Result<Parsed<ToolsArgs>, lexopt::
             }
             Arg::Long("json") if command == "diff" => parsed.json = true,
             Arg::Long("surface") => parsed.surface = true,
-            Arg::Long("seal-resources") if command != "pin" => parsed.seal_resources = true,
+            Arg::Long("seal-resources") => parsed.seal_resources = true,
             Arg::Value(file) => parsed.files.push(file.into()),
             other => return Err(other.unexpected()),
         }
@@ -212,18 +214,26 @@ fn load_surface(
 /// its other fields, the same in every file that shows it: otherwise that is the drift the
 /// gateway would report, refused naming both files), and every distinct instructions text
 /// (an array when there are several). A member any file has is in the union.
-fn surface_union(files: &[PathBuf], fields: &FingerprintFields) -> Result<Value> {
+fn surface_union(
+    files: &[PathBuf],
+    fields: &FingerprintFields,
+    seal_resources: bool,
+) -> Result<Value> {
     let mut union = Map::new();
     let mut seen: Vec<(Section, String, String, &Path)> = Vec::new();
     let mut texts: Vec<Value> = Vec::new();
+    let mut keyed = vec![Section::Tools, Section::Prompts, Section::ResourceTemplates];
+    if seal_resources {
+        keyed.push(Section::Resources);
+    }
     for file in files {
-        let (surface, document) = load_surface(file, fields, false)?;
+        let (surface, document) = load_surface(file, fields, seal_resources)?;
         match document.get("instructions") {
             Some(Value::Array(more)) => texts.extend(more.iter().cloned()),
             Some(Value::Null) | None => {}
             Some(text) => texts.push(text.clone()),
         }
-        for section in [Section::Tools, Section::Prompts, Section::ResourceTemplates] {
+        for &section in &keyed {
             let member = section.items_member();
             let Some(items) = document.get(member).and_then(Value::as_array) else {
                 continue;
@@ -286,9 +296,13 @@ fn surface_union(files: &[PathBuf], fields: &FingerprintFields) -> Result<Value>
 /// the sections it has (the tools' other fields when a tool has one; each of instructions,
 /// prompts and resource templates it names), and the catalogue of them, named by its surface
 /// fingerprint as the plugin names it.
-fn surface_lock(files: &[PathBuf], fields: &FingerprintFields) -> Result<(Vec<Value>, Value)> {
-    let document = surface_union(files, fields)?;
-    let surface = Surface::of_document(&document, fields, false)
+fn surface_lock(
+    files: &[PathBuf],
+    fields: &FingerprintFields,
+    seal_resources: bool,
+) -> Result<(Vec<Value>, Value)> {
+    let document = surface_union(files, fields, seal_resources)?;
+    let surface = Surface::of_document(&document, fields, seal_resources)
         .map_err(|e| input_error(format!("the union of the surfaces: {e}")))?;
     let mut sealed = Vec::new();
     let mut lock = Map::new();
@@ -300,7 +314,8 @@ fn surface_lock(files: &[PathBuf], fields: &FingerprintFields) -> Result<(Vec<Va
     for section in Section::ALL {
         let member = section.items_member();
         let has = match section {
-            Section::Tools | Section::Resources => false,
+            Section::Tools => false,
+            Section::Resources if !seal_resources => false,
             Section::ToolFields => !surface.section(section).is_empty(),
             _ => document.get(member).is_some_and(|v| !v.is_null()),
         };
@@ -473,9 +488,20 @@ pub fn pin(args: &[OsString]) -> Result<i32> {
         }
     };
     let fields = fingerprint_fields(parsed.config.as_deref())?;
+    if parsed.seal_resources && !parsed.surface {
+        return Err(InputError("--seal-resources goes with --surface".to_owned()).into());
+    }
     if parsed.surface {
-        let (seal, lock) = surface_lock(&parsed.files, &fields)?;
-        let entry = json!({"seal": seal, "lock": lock});
+        let (mut seal, lock) = surface_lock(&parsed.files, &fields, parsed.seal_resources)?;
+        // Resources are sealed by their own mode, not named in `seal`.
+        let resources = Value::from(Section::Resources.name());
+        let entry = match seal.iter().position(|s| *s == resources) {
+            Some(at) => {
+                seal.remove(at);
+                json!({"seal": seal, "resources": "seal", "lock": lock})
+            }
+            None => json!({"seal": seal, "lock": lock}),
+        };
         let text = serde_json::to_string_pretty(&json!({"servers": {server: entry}}))?;
         print_lines(&[text])?;
         return Ok(0);

@@ -113,6 +113,10 @@ pub enum ResourcesMode {
     /// Screened as `Screen`, and a `resources/read` forwarded only for a URI the server listed
     /// through this gateway or one of its approved resource templates names (`"listed"`).
     Listed,
+    /// Screened as `Screen` and sealed in the catalogue like templates (`"seal"`: the
+    /// resources section is sealed), and a `resources/read` forwarded only for a URI of an
+    /// approved resource or one an approved resource template names.
+    Seal,
 }
 
 /// The settings of a server the config does not list, lent by [`Config::server`] so that
@@ -474,6 +478,12 @@ impl Config {
         self.server(id).resources == ResourcesMode::Listed
     }
 
+    /// Whether server `id` reads only approved resources and what an approved template names
+    /// (`"seal"`).
+    pub fn reads_approved(&self, id: &str) -> bool {
+        self.server(id).resources == ResourcesMode::Seal
+    }
+
     /// The drift scope of one server.
     pub fn drift_scope_of(&self, id: &str) -> DriftScope {
         self.server(id).drift_scope
@@ -679,17 +689,12 @@ fn server_config(
             "screen" => ResourcesMode::Screen,
             "pass" => ResourcesMode::Pass,
             "listed" => ResourcesMode::Listed,
-            "seal" => {
-                return Err(err(
-                    &at("resources"),
-                    "\"seal\" is not available yet: resources are screened (\"screen\", the default), screened with reads limited to what was listed or an approved template names (\"listed\"), or left alone (\"pass\"); pin what a server lists with `toolseal fingerprint --surface --seal-resources` meanwhile",
-                ));
-            }
+            "seal" => ResourcesMode::Seal,
             other => {
                 return Err(err(
                     &at("resources"),
                     format!(
-                        "unknown mode {other:?}; expected \"screen\" (listed resources and read URIs are screened), \"listed\" (screened, and reads limited to listed URIs and approved templates) or \"pass\" (left alone)"
+                        "unknown mode {other:?}; expected \"screen\" (listed resources and read URIs are screened), \"listed\" (screened, and reads limited to listed URIs and approved templates), \"seal\" (screened and sealed in the catalogue, reads limited to approved resources and templates) or \"pass\" (left alone)"
                     ),
                 ));
             }
@@ -697,6 +702,11 @@ fn server_config(
     }
     if let Some(v) = obj.get("seal") {
         server.seal = seal(v, &at("seal"))?;
+    }
+    // Resources are sealed by their own mode, which `seal` then names like the others.
+    if server.resources == ResourcesMode::Seal {
+        server.seal.push(Section::Resources);
+        crate::wire::order::sort(&mut server.seal);
     }
     // A pin names a tool set, unless it is a lock of a whole surface: then `seal` names the
     // sections it seals, no more and no fewer.
@@ -765,7 +775,7 @@ fn seal(v: &Value, field: &str) -> Result<Vec<Section>, ConfigError> {
             Some(Section::Resources) => {
                 return Err(err(
                     field,
-                    "resources are screened, not sealed (see `resources`)",
+                    "resources are screened by default and sealed with `\"resources\": \"seal\"`: name that instead",
                 ));
             }
             _ => {
@@ -806,7 +816,7 @@ pub fn check_fingerprint(fp: &str, field: &str) -> Result<(), ConfigError> {
 #[inline(never)]
 fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, ConfigError> {
     let obj = object(v, field)?;
-    const SECTIONS: [&str; 3] = ["instructions", "prompts", "resourceTemplates"];
+    const SECTIONS: [&str; 4] = ["instructions", "prompts", "resourceTemplates", "resources"];
     known_keys(
         obj,
         field,
@@ -817,6 +827,7 @@ fn lock(v: &Value, field: &str, fields: &FingerprintFields) -> Result<Pin, Confi
             SECTIONS[0],
             SECTIONS[1],
             SECTIONS[2],
+            SECTIONS[3],
         ],
     )?;
     let fp_field = format!("{field}.fingerprint");

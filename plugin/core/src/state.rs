@@ -619,18 +619,19 @@ fn parse_snapshot(bytes: &[u8]) -> Option<Snapshot> {
     })
 }
 
-/// Tools accumulated over the pages of one paginated `tools/list`.
+/// Items accumulated over the pages of one paginated list (`tools/list`, or the list of a
+/// sealed section).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PageAccumulator {
     /// Pages seen so far.
     pub pages: u32,
-    /// Every tool definition seen so far, in order.
-    pub tools: Vec<Value>,
+    /// Every item seen so far, in order.
+    pub items: Vec<Value>,
     /// Bytes of definitions held (bounded by `limits.max_response_bytes`).
     pub bytes: usize,
 }
 
-/// Reads the page accumulator of a (server, session) pair (`Ok(None)`: none, or evicted).
+/// Reads the page accumulator of a (server, listing) pair (`Ok(None)`: none, or evicted).
 pub fn get_pages(
     store: &dyn StateStore,
     server: &str,
@@ -651,17 +652,17 @@ fn parse_pages(bytes: &[u8], server: &str, session: &str) -> Option<PageAccumula
     }
     let pages = u32::try_from(value.get("pages")?.as_u64()?).ok()?;
     let size = usize::try_from(value.get("bytes")?.as_u64()?).ok()?;
-    match value.get_mut("tools").map(Value::take) {
-        Some(Value::Array(tools)) => Some(PageAccumulator {
+    match value.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => Some(PageAccumulator {
             pages,
-            tools,
+            items,
             bytes: size,
         }),
         _ => None,
     }
 }
 
-/// Writes (or clears, with `None`) the page accumulator of a (server, session) pair.
+/// Writes (or clears, with `None`) the page accumulator of a (server, listing) pair.
 pub fn put_pages(
     store: &mut dyn StateStore,
     server: &str,
@@ -673,7 +674,7 @@ pub fn put_pages(
     let bytes = match acc {
         None => Vec::new(),
         Some(acc) => serde_json::to_vec(&json!({
-            "server": server, "session": session, "pages": acc.pages, "bytes": acc.bytes, "tools": acc.tools,
+            "server": server, "session": session, "pages": acc.pages, "bytes": acc.bytes, "items": acc.items,
         }))
         .unwrap_or_default(),
     };

@@ -416,10 +416,13 @@ impl Engine {
         if old.sealed.is_empty() && new.sealed.is_empty() {
             return None;
         }
+        let resources = [&old, &new]
+            .iter()
+            .any(|set| set.sealed.contains(&Section::Resources));
         let mut diff = crate::policy::drift::diff_surface(
             &Value::Object(old.document()),
             &Value::Object(new.document()),
-            false,
+            resources,
         );
         diff.sections
             .retain(|(section, _)| *section != Section::Tools);

@@ -151,9 +151,12 @@ pub struct PendingSection {
     pub method: String,
     /// The section its answer shows.
     pub section: crate::policy::section::Section,
-    /// The request asked for a later page (it sent a cursor): its answer is not the whole
-    /// section.
-    pub paged: bool,
+    /// The cursor the request sent, as its text (`None`: a first page): pages accumulate
+    /// along the chain of cursors, as a paginated `tools/list`'s do.
+    pub cursor: Option<String>,
+    /// Who the pages of one listing are kept for (the caller's snapshot key identity; empty:
+    /// none could be read).
+    pub caller: String,
     /// The request's view (`None`: one that cannot be told).
     pub view: Option<crate::policy::views::ViewId>,
 }
@@ -162,12 +165,13 @@ impl PendingSection {
     /// The pending list of a request of `method`, if its answer shows a section beyond tools
     /// (`prompts/list`, `resources/templates/list`; `initialize` and `server/discover` show
     /// the instructions).
-    pub fn of(id: &Value, method: &str, paged: bool) -> Option<PendingSection> {
+    pub fn of(id: &Value, method: &str, cursor: Option<String>) -> Option<PendingSection> {
         Some(PendingSection {
             id: id.clone(),
             method: method.to_string(),
             section: Self::section_of(method)?,
-            paged,
+            cursor,
+            caller: String::new(),
             view: None,
         })
     }

@@ -10,7 +10,7 @@
 
 pub(crate) mod answer;
 mod known;
-mod pages;
+pub(crate) mod pages;
 
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{Exchange, PendingList};

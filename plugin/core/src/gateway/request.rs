@@ -413,7 +413,16 @@ impl Engine {
                     id: id.clone(),
                     method: method.clone(),
                     section,
-                    paged: params.as_ref().and_then(|p| p.get("cursor")).is_some(),
+                    cursor: params
+                        .as_ref()
+                        .and_then(|p| p.get("cursor"))
+                        .and_then(crate::gateway::listing::cursor_text),
+                    caller: key
+                        .as_ref()
+                        .ok()
+                        .and_then(Option::as_ref)
+                        .map(|k| crate::state::key_identity(k).into_owned())
+                        .unwrap_or_default(),
                     view: exchange.surface.clone().and_then(Result::ok),
                 }),
                 None => Pending::Other(id.clone(), method.clone()),

@@ -60,31 +60,7 @@ impl Engine {
             return None;
         }
         let items = result.get(section.items_member())?.as_array()?;
-        let mut flagged: Vec<(usize, String)> = Vec::new();
-        let mut strings = None;
-        for (index, item) in items.iter().enumerate() {
-            let key = screened_key(item);
-            let known = key.as_ref().and_then(|k| self.screened.get(k));
-            let verdict = match known {
-                Some(verdict) => verdict.as_str().map(str::to_string),
-                None => {
-                    let strings = strings
-                        .get_or_insert_with(|| screening::Strings::new(&self.config.screening));
-                    let verdict = resource_finding(strings, item);
-                    if let Some(key) = key {
-                        if self.screened.len() >= REMEMBERED {
-                            self.screened.clear();
-                        }
-                        let remembered = verdict.clone().map_or(Value::Null, Value::from);
-                        self.screened.insert(key, remembered);
-                    }
-                    verdict
-                }
-            };
-            if let Some(why) = verdict {
-                flagged.push((index, why));
-            }
-        }
+        let flagged = self.flagged_resources(items);
         if flagged.is_empty() {
             return None;
         }
@@ -128,9 +104,61 @@ impl Engine {
 }
 
 impl Engine {
-    /// For a server whose reads are limited to what it listed (`resources: "listed"`): keeps
-    /// the URIs of a `resources/list` answer as served (`served`: its result after screening).
-    /// A write that fails only leaves those URIs unreadable until they are listed again.
+    /// The listed resources screening withholds, by index, and why (each verdict remembered
+    /// by the item's screened strings, so a list seen again is not screened again).
+    fn flagged_resources(&mut self, items: &[Value]) -> Vec<(usize, String)> {
+        let mut flagged: Vec<(usize, String)> = Vec::new();
+        let mut strings = None;
+        for (index, item) in items.iter().enumerate() {
+            let key = screened_key(item);
+            let known = key.as_ref().and_then(|k| self.screened.get(k));
+            let verdict = match known {
+                Some(verdict) => verdict.as_str().map(str::to_string),
+                None => {
+                    let strings = strings
+                        .get_or_insert_with(|| screening::Strings::new(&self.config.screening));
+                    let verdict = resource_finding(strings, item);
+                    if let Some(key) = key {
+                        if self.screened.len() >= REMEMBERED {
+                            self.screened.clear();
+                        }
+                        let remembered = verdict.clone().map_or(Value::Null, Value::from);
+                        self.screened.insert(key, remembered);
+                    }
+                    verdict
+                }
+            };
+            if let Some(why) = verdict {
+                flagged.push((index, why));
+            }
+        }
+        flagged
+    }
+
+    /// The listed resources a server that seals them seals: those screening serves (`None`:
+    /// every item, or screening is off for the server). An item screening withholds never
+    /// reaches a client, so it is no part of the surface and never closes the server.
+    pub(crate) fn served_resources(&mut self, server: &str, items: &Value) -> Option<Value> {
+        if !self.config.screens_resources(server) {
+            return None;
+        }
+        let list = items.as_array()?;
+        let flagged = self.flagged_resources(list);
+        if flagged.is_empty() {
+            return None;
+        }
+        let served = list
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !flagged.iter().any(|(f, _)| f == index))
+            .map(|(_, item)| item.clone());
+        Some(Value::Array(served.collect()))
+    }
+
+    /// For a server whose reads are limited to what it listed (`resources: "listed"`, and
+    /// `"seal"` until its resources are sealed): keeps the URIs of a `resources/list` answer
+    /// as served (`served`: its result after screening). A write that fails only leaves those
+    /// URIs unreadable until they are listed again.
     pub(crate) fn remember_listed(
         &self,
         store: &mut dyn StateStore,
@@ -139,7 +167,9 @@ impl Engine {
         served: &Value,
     ) {
         let section = Section::Resources;
-        if method != section.list_method() || !self.config.reads_listed(&exchange.server) {
+        let server = exchange.server.as_str();
+        let limited = self.config.reads_listed(server) || self.config.reads_approved(server);
+        if method != section.list_method() || !limited {
             return;
         }
         let items = served.get(section.items_member()).and_then(Value::as_array);
@@ -153,17 +183,19 @@ impl Engine {
         }
     }
 
-    /// Why a `resources/read` of `uri` is refused on a server whose reads are limited to what
-    /// it listed (`None`: it is not, or the URI was listed through this gateway, or a
-    /// resource template of the approved catalogue names it). A store or catalogue that
-    /// cannot be read refuses: what was listed is unknown.
+    /// Why a `resources/read` of `uri` is refused on a server whose reads are limited
+    /// (`None`: they are not, or a resource template of the approved catalogue names the
+    /// URI, or it is an approved resource of a server that seals them, or, for one that does
+    /// not or not yet, it was listed through this gateway). A store or catalogue that cannot
+    /// be read refuses: what was listed is unknown.
     pub(crate) fn unlisted_read(
         &mut self,
         store: &dyn StateStore,
         server: &str,
         uri: &str,
     ) -> Option<(ErrorCode, String)> {
-        if !self.config.reads_listed(server) {
+        let sealing = self.config.reads_approved(server);
+        if !self.config.reads_listed(server) && !sealing {
             return None;
         }
         let baseline = match self.record(store, server) {
@@ -177,6 +209,14 @@ impl Engine {
                     let mut approved = catalogue.section_items(templates);
                     if approved.any(|t| uri_template::matches(&t.key, uri)) {
                         return None;
+                    }
+                    // Once a whole list sealed the resources, the catalogue is what may be
+                    // read, on every instance of the fleet.
+                    if sealing && catalogue.sealed.contains(&Section::Resources) {
+                        return match catalogue.item(Section::Resources, uri) {
+                            Some(_) => None,
+                            None => Some((ErrorCode::ResourceNotApproved, String::new())),
+                        };
                     }
                 }
                 Ok(None) | Err(_) => {

@@ -453,6 +453,9 @@ impl Engine {
         if let Some(closed) = self.closed_answer(store, out, now_ms, exchange, answered, result) {
             return Fate::Replaced(answer(id, closed));
         }
+        // What screening withholds from any answer is withheld from this one too.
+        let screened = self.screened_resources(store, out, now_ms, exchange, answered, result);
+        let shown = screened.as_ref().unwrap_or(result);
         let record = self.record(store, &exchange.server).ok().flatten();
         let kept = self.withheld_answer(
             store,
@@ -460,10 +463,11 @@ impl Engine {
             now_ms,
             exchange,
             answered,
-            (pending.section, result),
+            (pending.section, shown),
             (keys.as_deref(), &reason),
             record.as_deref(),
         );
+        self.remember_listed(store, exchange, method, &kept);
         Fate::Replaced(answer(id, kept))
     }
 

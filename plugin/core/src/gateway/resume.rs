@@ -69,7 +69,7 @@ impl Waiting {
                     ..waiting
                 },
                 Pending::Section(section) => Waiting {
-                    cursor: section.paged.then(String::new),
+                    cursor: section.cursor.clone(),
                     sealed: true,
                     ..waiting
                 },
@@ -122,12 +122,13 @@ impl Waiting {
                 list.stateless = self.stateless;
                 Pending::List(list)
             }
-            (method, _) if self.sealed => {
-                match PendingSection::of(&self.id, method, self.cursor.is_some()) {
-                    Some(section) => Pending::Section(section),
-                    None => Pending::Other(self.id, self.method),
+            (method, _) if self.sealed => match PendingSection::of(&self.id, method, self.cursor) {
+                Some(mut section) => {
+                    section.caller = session.to_string();
+                    Pending::Section(section)
                 }
-            }
+                None => Pending::Other(self.id, self.method),
+            },
             _ => Pending::Other(self.id, self.method),
         };
         exchange.pending.push(pending);
@@ -258,8 +259,9 @@ mod tests {
         ex.pending
             .push(Pending::Other(json!(9), "prompts/get".into()));
         // A sealed section's list, whole or a later page: still checked as one when resumed.
-        for (id, paged) in [(10, false), (11, true)] {
-            let list = PendingSection::of(&json!(id), "prompts/list", paged).unwrap();
+        for (id, cursor) in [(10, None), (11, Some("page-2".to_string()))] {
+            let mut list = PendingSection::of(&json!(id), "prompts/list", cursor).unwrap();
+            list.caller = "s".into();
             ex.pending.push(Pending::Section(list));
         }
         let waiting: Vec<Waiting> = Waiting::of(&ex).collect();

@@ -19,14 +19,16 @@
 
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{Exchange, PendingSection, SectionVerdict};
+use crate::gateway::listing::cursor_text;
+use crate::gateway::listing::pages::{self, NotAdded};
 use crate::gateway::live;
 use crate::policy::approved::Approved;
 use crate::policy::screening::{self, Role};
 use crate::policy::section::{Section, digest_section, item_digest};
 use crate::policy::status::{Event, Posture, SectionLive};
 use crate::policy::views::{self, SectionView};
-use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
+use crate::state::{self, audit::Outputs};
 use serde_json::{Map, Value};
 
 /// What the decision made of one record.
@@ -35,14 +37,17 @@ enum Outcome {
     Checked,
     /// Checked against the catalogue alone: these listed items are not its own.
     Unreviewed(Vec<String>),
-    /// The catalogue cannot be read: nothing of the answer is served.
-    Unreadable(String),
+    /// Nothing of the answer is served, for this reason (the catalogue cannot be read, a
+    /// page of a section not sealed yet was flagged or awaits approval).
+    Withheld(String),
 }
 
 impl Engine {
     /// Checks the answer to a list of a sealed section (`pending`), `result`. A whole list
-    /// is decided into the lifecycle ([`crate::policy::status::Event::Section`]); a page,
-    /// or a list that cannot be read, against the catalogue alone.
+    /// is decided into the lifecycle ([`crate::policy::status::Event::Section`]); so is the
+    /// last page of a paginated listing seen from its first, with the items of every page
+    /// before it; any other page, or a list that cannot be read, is checked against the
+    /// catalogue alone.
     pub(crate) fn check_section(
         &mut self,
         store: &mut dyn StateStore,
@@ -53,12 +58,97 @@ impl Engine {
         result: &Value,
     ) -> SectionVerdict {
         let section = pending.section;
-        let items = result.get(section.items_member()).unwrap_or(&Value::Null);
+        let mut items = result.get(section.items_member()).unwrap_or(&Value::Null);
         // A handshake without instructions shows the model nothing to seal.
         if section == Section::Instructions && items.is_null() {
             return SectionVerdict::Checked;
         }
-        let whole = !pending.paged && !has_next_page(result);
+        let served;
+        if section == Section::Resources
+            && let Some(screened) = self.served_resources(&exchange.server, items)
+        {
+            served = screened;
+            items = &served;
+        }
+        let next = result.get("nextCursor").and_then(cursor_text);
+        let listing = (exchange, pending);
+        match (&pending.cursor, next, items.as_array()) {
+            (None, None, _) => self.decide_section(store, out, now_ms, listing, items, true),
+            (_, next, Some(page)) => {
+                self.section_page(store, out, now_ms, listing, (items, page), next.as_deref())
+            }
+            (_, _, None) => self.decide_section(store, out, now_ms, listing, items, false),
+        }
+    }
+
+    /// One page of a paginated list of a sealed section: added to what was kept for the
+    /// cursor it was asked with (pages accumulate per caller and section along the chain of
+    /// cursors, as a paginated `tools/list`'s do); a page with more to come is checked
+    /// against the catalogue alone and its listing kept for the cursor it hands out, and the
+    /// last page of a listing seen from its first decides the whole list.
+    fn section_page(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        (exchange, pending): (&Exchange, &PendingSection),
+        (items, page): (&Value, &[Value]),
+        next: Option<&str>,
+    ) -> SectionVerdict {
+        let server = exchange.server.as_str();
+        let owner = format!("{}\0{}", pending.caller, pending.section.name());
+        let link = |cursor: &str| pages::chain_link(&owner, cursor);
+        let read_from = pending.cursor.as_deref().map(link);
+        let limits = &self.config.limits;
+        let bounds = (limits.session_slots, limits.max_response_bytes);
+        let listing = (exchange, pending);
+        let acc = match pages::add_page(store, server, read_from.as_deref(), page, bounds) {
+            Ok(acc) => acc,
+            Err(NotAdded::Unreadable(e)) => return unreadable_state(&e),
+            Err(NotAdded::TooLarge) => {
+                return SectionVerdict::Withhold {
+                    keys: None,
+                    reason: format!(
+                        "paginated {} over limits.max_response_bytes",
+                        pending.method
+                    ),
+                };
+            }
+        };
+        let Some(acc) = acc else {
+            // Not seen from its first page: this page alone, against the catalogue.
+            return self.decide_section(store, out, now_ms, listing, items, false);
+        };
+        match next {
+            Some(next) => {
+                if let Err(e) = state::put_pages(store, server, &link(next), bounds.0, Some(&acc)) {
+                    // The whole list's decision at the last page would miss this page.
+                    return unreadable_state(&e);
+                }
+                self.decide_section(store, out, now_ms, listing, items, false)
+            }
+            None => {
+                if let Some(link) = &read_from {
+                    let _cleared = state::put_pages(store, server, link, bounds.0, None);
+                }
+                let all = Value::Array(acc.items);
+                self.decide_section(store, out, now_ms, listing, &all, true)
+            }
+        }
+    }
+
+    /// Decides a list of `section` showing `items`: into the lifecycle when it is the whole
+    /// list (`whole`), against the catalogue alone otherwise.
+    fn decide_section(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        (exchange, pending): (&Exchange, &PendingSection),
+        items: &Value,
+        whole: bool,
+    ) -> SectionVerdict {
+        let section = pending.section;
         if self.seen_verified(
             store,
             (&exchange.server, section),
@@ -105,7 +195,7 @@ impl Engine {
                 let Some(catalogue) =
                     cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
                 else {
-                    outcome = Outcome::Unreadable(format!(
+                    outcome = Outcome::Withheld(format!(
                         "the approved catalogue {baseline} is not stored"
                     ));
                     return Ok(None);
@@ -130,13 +220,30 @@ impl Engine {
                         .map(Event::SectionViewed));
                 }
                 if !whole {
-                    let mut unreviewed = made.added.clone();
-                    unreviewed.extend(made.redefined.iter().cloned());
-                    // A page of a section not sealed yet is served as before: only a whole
-                    // list seals a section.
-                    if !made.first {
-                        outcome = Outcome::Unreviewed(unreviewed);
-                    }
+                    // Only a whole list seals a section. A page of a section not sealed yet
+                    // reaches the client before its listing is whole, so it is screened on
+                    // its own (a flagged string never reaches the client on an early page),
+                    // and under strict nothing unapproved is served.
+                    outcome = match made.first {
+                        false => {
+                            let mut unreviewed = made.added.clone();
+                            unreviewed.extend(made.redefined.iter().cloned());
+                            Outcome::Unreviewed(unreviewed)
+                        }
+                        true if config.posture_of(&server) == Posture::Strict => {
+                            Outcome::Withheld(format!(
+                                "strict posture: the server's {} await approval of a whole list",
+                                section.name()
+                            ))
+                        }
+                        true => match screen_items(section, items, config, None) {
+                            findings if findings.is_empty() => Outcome::Checked,
+                            findings => Outcome::Withheld(format!(
+                                "first-contact screening flagged this page: {}",
+                                findings.join("; ")
+                            )),
+                        },
+                    };
                     return Ok(None);
                 }
                 let document = candidate_document(&catalogue, section, items, &made.entries);
@@ -169,12 +276,9 @@ impl Engine {
             self.sealed_memo.remember(&server, section, baseline, items);
         }
         match (decided, outcome) {
-            (Err(e), _) => SectionVerdict::Withhold {
-                keys: None,
-                reason: format!("the server's state cannot be read ({e})"),
-            },
+            (Err(e), _) => unreadable_state(&e),
             (Ok(_), Outcome::Checked) => SectionVerdict::Checked,
-            (Ok(_), Outcome::Unreadable(reason)) => SectionVerdict::Withhold { keys: None, reason },
+            (Ok(_), Outcome::Withheld(reason)) => SectionVerdict::Withhold { keys: None, reason },
             (Ok(_), Outcome::Unreviewed(keys)) => SectionVerdict::Withhold {
                 reason: format!(
                     "{} {}(s) of this page are not the approved ones (a later page is checked against the catalogue alone)",
@@ -341,9 +445,12 @@ fn movable(record: &crate::policy::status::ServerRecord, section: Section) -> bo
         || record.live_section == Some(section)
 }
 
-/// Whether a list result says more pages follow (`nextCursor` present and not null).
-fn has_next_page(result: &Value) -> bool {
-    result.get("nextCursor").is_some_and(|c| !c.is_null())
+/// The verdict when the server's state cannot be read: nothing of the answer is served.
+fn unreadable_state(e: &crate::state::StateError) -> SectionVerdict {
+    SectionVerdict::Withhold {
+        keys: None,
+        reason: format!("the server's state cannot be read ({e})"),
+    }
 }
 
 /// The stored form of the candidate: the catalogue's document with `section` holding the

@@ -22,5 +22,6 @@ mod containment;
 mod lifecycle;
 mod records;
 mod results;
+mod sealed_pages;
 mod sealed_sections;
 mod stream;

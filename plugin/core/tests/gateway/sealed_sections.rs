@@ -10,7 +10,7 @@ use crate::support::admin::{schema_status, view};
 
 const SEALED: [&str; 3] = ["instructions", "prompts", "resource-templates"];
 
-fn gateway_with(server: Value) -> NativeReplay {
+pub(crate) fn gateway_with(server: Value) -> NativeReplay {
     crate::support::gateway::gateway(json!({"servers": {"docs": server}}))
 }
 
@@ -18,19 +18,19 @@ fn gateway() -> NativeReplay {
     gateway_with(json!({"seal": SEALED}))
 }
 
-fn weather(description: &str) -> Value {
+pub(crate) fn weather(description: &str) -> Value {
     json!({"name": "get_weather", "description": description,
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})
 }
 
 /// A request of `method` answered by the server with `result`: what the client received
 /// (the result of a forwarded answer, or the local answer whole).
-fn ask(gw: &mut NativeReplay, method: &str, params: Value, result: Value) -> Value {
+pub(crate) fn ask(gw: &mut NativeReplay, method: &str, params: Value, result: Value) -> Value {
     ask_at(gw, None, method, params, result)
 }
 
 /// [`ask`] in a session of the 2025 revisions (`None`), or stateless under `version`.
-fn ask_at(
+pub(crate) fn ask_at(
     gw: &mut NativeReplay,
     version: Option<&str>,
     method: &str,
@@ -41,7 +41,7 @@ fn ask_at(
 }
 
 /// [`ask_at`] by a caller that sends `x-mcp-toolsets: toolsets`.
-fn ask_as(
+pub(crate) fn ask_as(
     gw: &mut NativeReplay,
     (version, toolsets): (Option<&str>, Option<&str>),
     method: &str,
@@ -88,7 +88,7 @@ fn ask_as(
     }
 }
 
-fn tools(gw: &mut NativeReplay) -> usize {
+pub(crate) fn tools(gw: &mut NativeReplay) -> usize {
     let got = ask(
         gw,
         "tools/list",
@@ -98,7 +98,7 @@ fn tools(gw: &mut NativeReplay) -> usize {
     got["tools"].as_array().unwrap().len()
 }
 
-fn summarize(description: &str) -> Value {
+pub(crate) fn summarize(description: &str) -> Value {
     json!({"name": "summarize", "description": description,
         "arguments": [{"name": "url", "required": true}]})
 }
@@ -124,13 +124,13 @@ fn templates(description: &str) -> Value {
 }
 
 /// The reason of the last `schema.changed` audit event says `what`.
-fn assert_last_drift_says(gw: &NativeReplay, what: &str) {
+pub(crate) fn assert_last_drift_says(gw: &NativeReplay, what: &str) {
     let changed = gw.out.audits.iter().rfind(|a| a.event == "schema.changed");
     let reason = &changed.expect("a schema.changed event").reason;
     assert!(reason.contains(what), "{reason}");
 }
 
-fn audited(gw: &NativeReplay, event: &str) -> usize {
+pub(crate) fn audited(gw: &NativeReplay, event: &str) -> usize {
     gw.out.audits.iter().filter(|a| a.event == event).count()
 }
 
@@ -141,7 +141,7 @@ fn baseline(gw: &mut NativeReplay) -> String {
         .to_string()
 }
 
-fn approve_live(gw: &mut NativeReplay) -> u16 {
+pub(crate) fn approve_live(gw: &mut NativeReplay) -> u16 {
     let live = view(gw, "docs")["live_fingerprint"].clone();
     let (status, body) = crate::support::admin::admin(
         gw,

@@ -98,39 +98,25 @@ impl Engine {
         self.last_page(store, out, &page, acc, record, unknown)
     }
 
-    /// This listing's accumulator with the page added: a fresh one on a first page, the
-    /// stored one after a cursor (`None`: none is stored). Over `limits.max_response_bytes`
-    /// the page is withheld.
+    /// This listing's accumulator with the page added (see [`add_page`]); over
+    /// `limits.max_response_bytes` the page is withheld.
     fn accumulate(
         &self,
         store: &mut dyn StateStore,
         page: &Page<'_>,
         items: &[Value],
     ) -> Result<Option<PageAccumulator>, Box<Verdict>> {
+        let limits = (page.slots, self.config.limits.max_response_bytes);
         let server = &page.exchange.server;
-        let mut acc = match &page.read_from {
-            Some(link) => state::get_pages(store, server, link, page.slots)
-                .map_err(|e| Box::new(unchecked(None, &e)))?,
-            None => Some(PageAccumulator::default()),
-        };
-        if let Some(acc) = acc.as_mut() {
-            acc.pages = acc.pages.saturating_add(1);
-            acc.bytes = acc
-                .bytes
-                .saturating_add(items.iter().map(|t| t.to_string().len()).sum::<usize>());
-            acc.tools.extend(items.iter().cloned());
-            if acc.bytes > self.config.limits.max_response_bytes {
-                // Withheld either way; a slot left full is overwritten by the next listing.
-                if let Some(link) = &page.read_from {
-                    let _cleared = state::put_pages(store, server, link, page.slots, None);
-                }
-                return Err(Box::new(withheld(
+        add_page(store, server, page.read_from.as_deref(), items, limits).map_err(|e| {
+            Box::new(match e {
+                NotAdded::Unreadable(e) => unchecked(None, &e),
+                NotAdded::TooLarge => withheld(
                     None,
                     "paginated tools/list over limits.max_response_bytes".into(),
-                )));
-            }
-        }
-        Ok(acc)
+                ),
+            })
+        })
     }
 
     /// The server's record and its baseline's definitions, read once for the page.
@@ -293,7 +279,7 @@ impl Engine {
         }
         match acc {
             Some(acc) => {
-                let all = Value::Array(acc.tools);
+                let all = Value::Array(acc.items);
                 match self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view) {
                     Ok(mut set) => {
                         if let Some(digests) = set.checked.take() {
@@ -359,9 +345,48 @@ fn drift_reason(live: &LiveSet) -> String {
     }
 }
 
+/// Why a page was not added to its listing's accumulator.
+pub(crate) enum NotAdded {
+    /// The stored accumulator cannot be read.
+    Unreadable(state::StateError),
+    /// The listing's items are over `limits.max_response_bytes`.
+    TooLarge,
+}
+
+/// The accumulator of a paginated listing with a page's `items` added: a fresh one on a first
+/// page (`read_from`: `None`), the one kept for the cursor it was asked with otherwise
+/// (`Ok(None)`: none is kept, or it was evicted). `(slots, max_bytes)`: the store's slots and
+/// the most bytes of items a listing may hold; over it, the slot read is cleared.
+pub(crate) fn add_page(
+    store: &mut dyn StateStore,
+    server: &str,
+    read_from: Option<&str>,
+    items: &[Value],
+    (slots, max_bytes): (usize, usize),
+) -> Result<Option<PageAccumulator>, NotAdded> {
+    let mut acc = match read_from {
+        Some(link) => state::get_pages(store, server, link, slots).map_err(NotAdded::Unreadable)?,
+        None => Some(PageAccumulator::default()),
+    };
+    if let Some(acc) = acc.as_mut() {
+        acc.pages = acc.pages.saturating_add(1);
+        let added: usize = items.iter().map(|t| t.to_string().len()).sum();
+        acc.bytes = acc.bytes.saturating_add(added);
+        acc.items.extend(items.iter().cloned());
+        if acc.bytes > max_bytes {
+            // Withheld either way; a slot left full is overwritten by the next listing.
+            if let Some(link) = read_from {
+                let _cleared = state::put_pages(store, server, link, slots, None);
+            }
+            return Err(NotAdded::TooLarge);
+        }
+    }
+    Ok(acc)
+}
+
 /// The identity pages are kept under: the caller's and the cursor's (hashed, so a cursor of
 /// any length keeps a slot identity of one size).
-fn chain_link(caller: &str, cursor: &str) -> String {
+pub(crate) fn chain_link(caller: &str, cursor: &str) -> String {
     let cursor = crate::policy::fingerprint::sha256_hex(cursor.as_bytes());
     format!("{caller}\0{cursor}")
 }
