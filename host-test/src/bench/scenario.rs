@@ -39,9 +39,9 @@ pub enum Path {
     /// contact and held `pending` (served with no tools). The cost of first-contact
     /// screening, paid on every list until someone approves.
     Screened,
-    /// Verified, on a server that seals every section beyond its tools (`seal`): a tool list
-    /// also has its tools' other fields compared, a prompt list is compared with the sealed
-    /// prompts.
+    /// Verified, on a server that seals every section beyond its tools (`seal`, and
+    /// `"resources": "seal"`): a tool list also has its tools' other fields compared, a prompt
+    /// or resource list is compared with the sealed ones.
     Sealed,
 }
 
@@ -55,7 +55,8 @@ const SCOPED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": 
 
 /// The plugin configuration of a [`Path::Sealed`] row.
 const SEALED_CONFIG: &[u8] = br#"{"posture": "discovery", "server_id": {"from": "route"},
-    "servers": {"bench": {"seal": ["tool-fields", "instructions", "prompts", "resource-templates"]}}}"#;
+    "servers": {"bench": {"seal": ["tool-fields", "instructions", "prompts", "resource-templates"],
+        "resources": "seal"}}}"#;
 
 /// The plugin configuration of a [`Path::Screened`] row.
 const SCREENED_CONFIG: &[u8] = br#"{"posture": "strict", "server_id": {"from": "route"}}"#;
@@ -174,9 +175,15 @@ impl Scenario {
             all.push(Scenario::new(Kind::Resources(100), path, Framing::Json));
             all.push(Scenario::new(Kind::Prompts(100), path, Framing::Json));
         }
-        // The same lists on a server that seals its prompts and its tools' other fields.
+        // The same lists on a server that seals its prompts, resources and its tools' other
+        // fields.
         all.push(Scenario::new(
             Kind::Prompts(100),
+            Path::Sealed,
+            Framing::Json,
+        ));
+        all.push(Scenario::new(
+            Kind::Resources(100),
             Path::Sealed,
             Framing::Json,
         ));
@@ -263,8 +270,14 @@ impl Scenario {
             setup.push(list(2, &self.listed(self.tool_count)));
         }
         // A sealed section is sealed by its first list (the measured ones verify).
-        if let (Path::Sealed, Kind::Prompts(n)) = (self.path, self.kind) {
-            setup.push(workload::section_exchange(2, true, n, self.framing));
+        match (self.path, self.kind) {
+            (Path::Sealed, Kind::Prompts(n)) => {
+                setup.push(workload::section_exchange(2, true, n, self.framing));
+            }
+            (Path::Sealed, Kind::Resources(n)) => {
+                setup.push(workload::section_exchange(2, false, n, self.framing));
+            }
+            _ => {}
         }
         setup
     }

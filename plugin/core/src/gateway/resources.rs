@@ -160,7 +160,7 @@ impl Engine {
     /// as served (`served`: its result after screening). A write that fails only leaves those
     /// URIs unreadable until they are listed again.
     pub(crate) fn remember_listed(
-        &self,
+        &mut self,
         store: &mut dyn StateStore,
         exchange: &Exchange,
         method: &str,
@@ -168,8 +168,12 @@ impl Engine {
     ) {
         let section = Section::Resources;
         let server = exchange.server.as_str();
-        let limited = self.config.reads_listed(server) || self.config.reads_approved(server);
-        if method != section.list_method() || !limited {
+        let sealing = self.config.reads_approved(server);
+        if method != section.list_method() || !(self.config.reads_listed(server) || sealing) {
+            return;
+        }
+        // Once sealed, the catalogue is what may be read: nothing to remember.
+        if sealing && self.seals_resources_now(store, server) {
             return;
         }
         let items = served.get(section.items_member()).and_then(Value::as_array);
@@ -180,6 +184,20 @@ impl Engine {
             .collect();
         if !uris.is_empty() {
             let _kept = crate::state::listed::remember(store, &exchange.server, &uris);
+        }
+    }
+
+    /// Whether `server`'s approved catalogue seals its resources (no: it cannot be read).
+    fn seals_resources_now(&mut self, store: &dyn StateStore, server: &str) -> bool {
+        let Ok(Some(record)) = self.record(store, server) else {
+            return false;
+        };
+        let Some(baseline) = record.baseline.clone() else {
+            return false;
+        };
+        match self.approved(store, server, &baseline) {
+            Ok(Some(catalogue)) => catalogue.sealed.contains(&Section::Resources),
+            _ => false,
         }
     }
 

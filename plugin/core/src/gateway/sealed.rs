@@ -58,17 +58,10 @@ impl Engine {
         result: &Value,
     ) -> SectionVerdict {
         let section = pending.section;
-        let mut items = result.get(section.items_member()).unwrap_or(&Value::Null);
+        let items = result.get(section.items_member()).unwrap_or(&Value::Null);
         // A handshake without instructions shows the model nothing to seal.
         if section == Section::Instructions && items.is_null() {
             return SectionVerdict::Checked;
-        }
-        let served;
-        if section == Section::Resources
-            && let Some(screened) = self.served_resources(&exchange.server, items)
-        {
-            served = screened;
-            items = &served;
         }
         let next = result.get("nextCursor").and_then(cursor_text);
         let listing = (exchange, pending);
@@ -157,6 +150,19 @@ impl Engine {
         ) {
             return SectionVerdict::Checked;
         }
+        // The resources screening withholds never reach a client: they are no part of the
+        // surface (a list seen verified before is not screened again here).
+        let served;
+        let items = match section {
+            Section::Resources => match self.served_resources(&exchange.server, items) {
+                Some(screened) => {
+                    served = screened;
+                    &served
+                }
+                None => items,
+            },
+            _ => items,
+        };
         // A server shows one text: an array (a catalogue's form for several) is read as
         // something no catalogue holds, so it is withheld as unreadable.
         let shown = match (section, items) {

@@ -1,5 +1,5 @@
 //! The resource URIs a server listed through this gateway, for a server whose reads are
-//! limited to them (`resources: "listed"`).
+//! limited to them (`resources: "listed"`, and `"seal"` until its resources are sealed).
 //!
 //! Main design decision: one key per server (`ts/v1/listed/<id>`) holding the URIs its
 //! `resources/list` answers served, newest last, at most [`MAX_LISTED`]: a read of a URI
