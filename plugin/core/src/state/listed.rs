@@ -36,19 +36,20 @@ fn held(store: &dyn StateStore, server: &str) -> Result<(Vec<String>, Option<u32
 pub fn remember(store: &mut dyn StateStore, server: &str, uris: &[&str]) -> Result<(), StateError> {
     for _ in 0..CAS_ATTEMPTS {
         let (mut held, version) = held(&*store, server)?;
-        let new: Vec<&str> = uris
-            .iter()
-            .copied()
-            .filter(|uri| !held.iter().any(|h| h == uri))
+        // Looked up in a sorted set, not one by one: n URIs listed against m held cost
+        // n log m comparisons, not n × m.
+        // (An answer's own URIs are equally new: they join in byte order, each once.)
+        let known = crate::wire::order::name_set(held.iter().map(String::as_str));
+        let listed = crate::wire::order::name_set(uris.iter().copied());
+        let new: Vec<String> = listed
+            .into_iter()
+            .filter(|uri| known.binary_search(uri).is_err())
+            .map(str::to_string)
             .collect();
         if new.is_empty() {
             return Ok(());
         }
-        for uri in new {
-            if !held.iter().any(|h| h == uri) {
-                held.push(uri.to_string());
-            }
-        }
+        held.extend(new);
         let excess = held.len().saturating_sub(MAX_LISTED);
         held.drain(..excess);
         let bytes = serde_json::to_vec(&held).map_err(|e| StateError::Corrupt(e.to_string()))?;
