@@ -255,3 +255,70 @@ fn over_stdio_with_listed_reads_a_made_up_uri_is_refused_and_a_listed_or_templat
         "refresh_resources"
     );
 }
+
+#[test]
+fn over_stdio_sealed_resources_are_sealed_over_their_pages_and_a_new_one_closes_the_server() {
+    let (mut policy, sink) =
+        guard(r#"{"views": ["revision"], "servers": {"docs": {"resources": "seal"}}}"#);
+    assert_eq!(
+        to_server(&mut policy, request(1, "tools/list", json!({}))),
+        None
+    );
+    to_client(&mut policy, answer(1, tools("Search the docs."))).unwrap();
+    let page = |uri: &str| json!({"uri": uri, "name": uri, "mimeType": "text/markdown"});
+    // Two pages, listed twice: sealed by the first listing's last page, verified after.
+    let list = |policy: &mut Policy, id: u64, second: Vec<Value>| -> Vec<Value> {
+        let first = json!({"resources": [page("docs://index.md")], "nextCursor": "2"});
+        assert_eq!(
+            to_server(policy, request(id, "resources/list", json!({}))),
+            None
+        );
+        let one = to_client(policy, answer(id, first)).unwrap();
+        let params = json!({"cursor": "2"});
+        assert_eq!(
+            to_server(policy, request(id + 1, "resources/list", params)),
+            None
+        );
+        let two = to_client(policy, answer(id + 1, json!({"resources": second}))).unwrap();
+        let mut shown = one["result"]["resources"].as_array().unwrap().clone();
+        shown.extend(
+            two["result"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .cloned(),
+        );
+        shown
+    };
+    for id in [2, 4] {
+        assert_eq!(
+            list(&mut policy, id, vec![page("docs://setup.md")]).len(),
+            2
+        );
+    }
+    let read = |uri: &str| request(9, "resources/read", json!({"uri": uri}));
+    assert_eq!(to_server(&mut policy, read("docs://setup.md")), None);
+    let refused = to_server(&mut policy, read("docs://secrets.md")).unwrap();
+    assert_eq!(
+        refused["error"]["data"]["error_code"], "RESOURCE_NOT_APPROVED",
+        "{refused}"
+    );
+    // A resource added on the last page closes the server: nothing of that page is written,
+    // and no read reaches the server.
+    let shown = list(
+        &mut policy,
+        6,
+        vec![page("docs://setup.md"), page("docs://secrets.md")],
+    );
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    let refused = to_server(&mut policy, read("docs://setup.md")).unwrap();
+    assert_eq!(refused["error"]["data"]["error_code"], "SCHEMA_CHANGED");
+    let collected = sink.0.lock().unwrap();
+    let named = |name: &str| {
+        let events = collected.events.iter();
+        events
+            .filter(|e| serde_json::from_str::<Value>(e).unwrap()["event"] == name)
+            .count()
+    };
+    assert_eq!((named("section.sealed"), named("schema.changed")), (1, 1));
+}
