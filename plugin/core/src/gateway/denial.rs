@@ -168,7 +168,12 @@ impl Denial {
         let mut error = serde_json::Map::new();
         put(&mut error, "code", Value::from(USE_REFUSED));
         put(&mut error, "message", Value::from(self.message.as_str()));
-        put(&mut error, "data", Value::Object(self.structured(item)));
+        let mut data = self.structured(item);
+        if item == "resource" {
+            // Where a client looks for the URI of a read that found nothing (SEP-2164).
+            put(&mut data, "uri", Value::from(self.tool.as_str()));
+        }
+        put(&mut error, "data", Value::Object(data));
         let mut response = serde_json::Map::new();
         put(&mut response, "jsonrpc", Value::from("2.0"));
         put(&mut response, "id", id.clone());

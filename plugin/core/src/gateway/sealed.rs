@@ -89,7 +89,9 @@ impl Engine {
         next: Option<&str>,
     ) -> SectionVerdict {
         let server = exchange.server.as_str();
-        let owner = format!("{}\0{}", pending.caller, pending.section.name());
+        let caller = Some(pending.caller.as_str()).filter(|c| !c.is_empty());
+        let caller = pages::pages_owner(caller, pending.view.as_ref());
+        let owner = format!("{caller}\0{}", pending.section.name());
         let link = |cursor: &str| pages::chain_link(&owner, cursor);
         let read_from = pending.cursor.as_deref().map(link);
         let limits = &self.config.limits;

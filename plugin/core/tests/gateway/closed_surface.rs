@@ -386,6 +386,7 @@ fn a_read_of_a_uri_no_list_would_show_is_refused_before_the_server_on_both_eras(
                 assert_eq!(error["code"], -32003, "{uri}");
                 assert_eq!(error["data"]["error_code"], "RESOURCE_NOT_LISTED", "{uri}");
                 assert_eq!(error["data"]["resource"], uri);
+                assert_eq!(error["data"]["uri"], uri, "SEP-2164's member");
                 assert_eq!(error["data"]["side_effect_started"], false);
                 assert_eq!(error["data"]["required_action"], "none");
                 assert!(

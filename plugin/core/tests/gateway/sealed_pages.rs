@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use toolseal_core::transcript::NativeReplay;
 
 use super::sealed_sections::{
-    approve_live, ask, ask_at, assert_last_drift_says, audited, gateway_with, summarize, tools,
+    approve_live, ask, ask_as, ask_at, assert_last_drift_says, audited, gateway_with, summarize,
+    tools,
 };
 use crate::support::admin::{schema_status, view};
 
@@ -283,4 +284,51 @@ fn resources_seal_is_named_by_its_own_mode() {
         .unwrap_err()
         .to_string();
     assert!(refused.contains("\"resources\": \"seal\""), "{refused}");
+}
+
+#[test]
+fn callers_without_a_key_shown_different_pages_under_the_same_cursors_never_mix_them() {
+    // Two kinds of caller told apart by a header, stateless and without a snapshot key: each
+    // is shown its own prompts on two pages, under the very same cursor.
+    let mut gw = gateway_with(json!({"seal": ["prompts"],
+        "views": ["revision", {"header": "x-mcp-toolsets"}]}));
+    let as_a = (Some(STATELESS), Some("a"));
+    let as_b = (Some(STATELESS), Some("b"));
+    let weather = json!({"tools": [super::sealed_sections::weather("Weather for a city.")]});
+    for who in [as_a, as_b] {
+        let got = ask_as(&mut gw, who, "tools/list", json!({}), weather.clone());
+        assert_eq!(got["tools"].as_array().map(Vec::len), Some(1));
+    }
+    let page = |name: &str, next: bool| {
+        let mut page =
+            json!({"prompts": [{"name": name, "description": format!("The {name} prompt.")}]});
+        if next {
+            page["nextCursor"] = json!("page-2");
+        }
+        page
+    };
+    let first = |gw: &mut NativeReplay, who, name: &str| {
+        let got = ask_as(gw, who, "prompts/list", json!({}), page(name, true));
+        names(&got, "prompts", "name")
+    };
+    let last = |gw: &mut NativeReplay, who, name: &str| {
+        let params = json!({"cursor": "page-2"});
+        let got = ask_as(gw, who, "prompts/list", params, page(name, false));
+        names(&got, "prompts", "name")
+    };
+    let tool_views = audited(&gw, "view.baselined");
+    // A seals the section with its two prompts.
+    first(&mut gw, as_a, "a1");
+    assert_eq!(last(&mut gw, as_a, "a2"), ["a2"]);
+    assert_eq!(audited(&gw, "section.sealed"), 1);
+    // Interleaved: A, B, A, B. A's listing is A's pages alone and verifies; B's, its own
+    // first list of the section, is trusted on first use as a new view's.
+    assert_eq!(first(&mut gw, as_a, "a1"), ["a1"]);
+    first(&mut gw, as_b, "b1");
+    assert_eq!(last(&mut gw, as_a, "a2"), ["a2"]);
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+    assert_eq!(last(&mut gw, as_b, "b2"), ["b2"]);
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+    assert_eq!(audited(&gw, "schema.changed"), 0);
+    assert_eq!(audited(&gw, "view.baselined"), tool_views + 1);
 }

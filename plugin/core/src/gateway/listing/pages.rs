@@ -48,15 +48,13 @@ impl Engine {
                 request.view.as_ref(),
             );
         };
-        // Pages accumulate per caller (its snapshot key; without one, per server) along the
+        // Pages accumulate per caller (its snapshot key; without one, per view) along the
         // chain of cursors: a page is added to what was kept for the cursor that asked for it
         // and kept for the cursor it hands out, so two listings of one caller (or of callers
         // without a key) that run at once never mix their pages into a set no server listed.
-        let caller = request
-            .key
-            .as_ref()
-            .map(|k| state::key_identity(k).into_owned())
-            .unwrap_or_default();
+        let key = request.key.as_ref().map(state::key_identity);
+        let view = request.view.as_ref().and_then(|v| v.as_ref().ok());
+        let caller = pages_owner(key.as_deref(), view);
         let page = Page {
             exchange,
             now_ms,
@@ -382,6 +380,20 @@ pub(crate) fn add_page(
         }
     }
     Ok(acc)
+}
+
+/// Whose pages a listing's are: the caller's snapshot key; without one (a stateless caller
+/// with no key source), its view, so that kinds of caller shown different pages under the same
+/// cursors never add their pages to each other's.
+pub(crate) fn pages_owner(
+    key: Option<&str>,
+    view: Option<&crate::policy::views::ViewId>,
+) -> String {
+    match (key, view) {
+        (Some(key), _) => key.to_string(),
+        (None, Some(view)) => format!("\0view\0{}", view.key),
+        (None, None) => String::new(),
+    }
 }
 
 /// The identity pages are kept under: the caller's and the cursor's (hashed, so a cursor of
