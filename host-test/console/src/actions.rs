@@ -276,10 +276,21 @@ impl Console {
                     .unwrap_or_else(|| Err("the candidate was not read".into()))
                     .map_err(|e| (409, format!("refused: {e}")))?;
                 let count = set.tools.len();
-                let lock = lock_entry(&set.digests, set.tools)
-                    .get("lock")
-                    .cloned()
-                    .unwrap_or(Value::Null);
+                // A catalogue that seals more than tools is locked whole, named by its
+                // surface fingerprint (the server's `seal` must name what it seals, which
+                // the plugin's parser checks before anything is written).
+                let lock = match set.surface {
+                    Some(Value::Object(surface)) => {
+                        let mut lock = serde_json::Map::new();
+                        lock.insert("fingerprint".into(), json!(fingerprint));
+                        lock.extend(surface);
+                        Value::Object(lock)
+                    }
+                    _ => lock_entry(&set.digests, set.tools)
+                        .get("lock")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                };
                 (
                     EntryChange::Lock(lock),
                     format!(

@@ -16,6 +16,7 @@ use super::mcp_list;
 use crate::report_html;
 use serde_json::Value;
 use toolseal_core::config::Pin;
+use toolseal_core::policy::approved::document_fingerprint;
 use toolseal_core::policy::fingerprint::{FingerprintFields, ToolDigests, digest_tools};
 
 /// Tool sets kept in memory.
@@ -26,29 +27,34 @@ const CACHED_SETS: usize = 16;
 pub struct ToolSet {
     /// The definitions.
     pub tools: Vec<Value>,
-    /// Their digests (the fingerprint asked for).
+    /// Their digests (the fingerprint asked for, unless the set is a surface).
     pub digests: ToolDigests,
+    /// The whole catalogue when it seals more than tools (`sealed`, `instructions`,
+    /// `prompts`, ... beside `tools`, without `fingerprint`): the fingerprint asked for is its
+    /// surface fingerprint.
+    pub surface: Option<Value>,
     /// Where they came from, for the review page: `stored by envoy-0`, `listed from URL`.
     pub source: String,
 }
 
-/// Recently read tool sets by fingerprint, newest last.
+/// Recently read sets by fingerprint (each as its stored document: `tools`, and the other
+/// sections of a surface), newest last.
 #[derive(Debug, Default)]
 pub struct CandidateCache {
-    sets: Vec<(String, Vec<Value>, String)>,
+    sets: Vec<(String, Value, String)>,
 }
 
 impl CandidateCache {
-    fn get(&self, fingerprint: &str) -> Option<(Vec<Value>, String)> {
+    fn get(&self, fingerprint: &str) -> Option<(Value, String)> {
         self.sets
             .iter()
             .find(|(fp, ..)| fp == fingerprint)
-            .map(|(_, tools, source)| (tools.clone(), source.clone()))
+            .map(|(_, document, source)| (document.clone(), source.clone()))
     }
 
-    fn put(&mut self, fingerprint: String, tools: Vec<Value>, source: String) {
+    fn put(&mut self, fingerprint: String, document: Value, source: String) {
         self.sets.retain(|(fp, ..)| *fp != fingerprint);
-        self.sets.push((fingerprint, tools, source));
+        self.sets.push((fingerprint, document, source));
         if self.sets.len() > CACHED_SETS {
             self.sets.remove(0);
         }
@@ -71,15 +77,25 @@ pub fn is_fingerprint(text: &str) -> bool {
     })
 }
 
-/// `tools` with their digests when they hash to `fingerprint`; why not otherwise.
+/// A stored set document (`tools`, and for a surface `sealed` and its sections) with its
+/// digests when it hashes to `fingerprint` (a surface: its surface fingerprint, as the plugin
+/// names its catalogue); why not otherwise.
 fn checked(
-    tools: Vec<Value>,
+    document: Value,
     fingerprint: &str,
     fields: &FingerprintFields,
     source: String,
 ) -> Result<ToolSet, String> {
+    let Some(Value::Array(tools)) = document.get("tools").cloned() else {
+        return Err(format!("{source}: the answer has no `tools` array"));
+    };
     let digests = digests(&tools, fields).map_err(|e| format!("{source}: {e}"))?;
-    let got = digests.fingerprint();
+    let surface = document.get("sealed").is_some();
+    let got = match surface {
+        true => document_fingerprint(&document, fields)
+            .ok_or_else(|| format!("{source}: the catalogue is not a valid surface"))?,
+        false => digests.fingerprint(),
+    };
     if got != fingerprint {
         return Err(format!(
             "{source}: the definitions hash to {got}, not {fingerprint}"
@@ -88,17 +104,19 @@ fn checked(
     Ok(ToolSet {
         tools,
         digests,
+        surface: surface.then_some(document),
         source,
     })
 }
 
-/// The `tools` of an admin API's `{"fingerprint", "tools"}` answer.
-fn stored_tools(answer: Value) -> Result<Vec<Value>, String> {
+/// The set document of an admin API's `{"fingerprint", "tools", ...}` answer (without its
+/// `fingerprint`, which [`checked`] computes).
+fn stored_document(answer: Value) -> Result<Value, String> {
     match answer {
-        Value::Object(mut map) => match map.remove("tools") {
-            Some(Value::Array(tools)) => Ok(tools),
-            _ => Err("the answer has no `tools` array".into()),
-        },
+        Value::Object(mut map) => {
+            map.remove("fingerprint");
+            Ok(Value::Object(map))
+        }
         _ => Err("the answer is not a JSON object".into()),
     }
 }
@@ -119,8 +137,8 @@ pub fn tool_set(
         .lock()
         .ok()
         .and_then(|c| c.get(fingerprint));
-    if let Some((tools, source)) = cached
-        && let Ok(set) = checked(tools, fingerprint, fields, source)
+    if let Some((document, source)) = cached
+        && let Ok(set) = checked(document, fingerprint, fields, source)
     {
         return Ok(set);
     }
@@ -133,9 +151,9 @@ pub fn tool_set(
     for instance in &console.fleet.instances {
         let source = format!("stored by {}", instance.name);
         let found = match reader.get(instance, &path) {
-            Ok(Some(answer)) => stored_tools(answer)
+            Ok(Some(answer)) => stored_document(answer)
                 .map_err(|e| format!("{source}: {e}"))
-                .and_then(|tools| checked(tools, fingerprint, fields, source)),
+                .and_then(|document| checked(document, fingerprint, fields, source)),
             Ok(None) => Err(format!("{}: not stored", instance.name)),
             Err(e) => Err(format!("{}: {e}", instance.name)),
         };
@@ -156,7 +174,8 @@ pub fn tool_set(
     let url = source.tools_url.display();
     let tools = mcp_list::list_tools(&source.tools_url, console.timeout)
         .map_err(|e| format!("{unserved}; listing {server:?}'s tools at {url}: {e}"))?;
-    let set = checked(tools, fingerprint, fields, format!("listed from {url}")).map_err(|e| {
+    let listed = serde_json::json!({ "tools": tools });
+    let set = checked(listed, fingerprint, fields, format!("listed from {url}")).map_err(|e| {
         format!(
             "{unserved}; {e}: the server moved again (or answers the console differently); \
              wait for the fleet to see the new set and review that"
@@ -167,27 +186,29 @@ pub fn tool_set(
 
 fn remember(console: &Console, set: ToolSet, fingerprint: &str) -> ToolSet {
     if let Ok(mut cache) = console.candidates.lock() {
-        cache.put(
-            fingerprint.to_owned(),
-            set.tools.clone(),
-            set.source.clone(),
-        );
+        let document = match &set.surface {
+            Some(document) => document.clone(),
+            None => serde_json::json!({ "tools": set.tools }),
+        };
+        cache.put(fingerprint.to_owned(), document, set.source.clone());
     }
     set
 }
 
-/// The configured lock of `server` when it is `fingerprint`.
-pub fn configured_lock(
-    config: &FleetConfig,
-    server: &str,
-    fingerprint: &str,
-) -> Option<Vec<Value>> {
+/// The configured lock of `server` when it is `fingerprint`, as a set document (`tools`, and
+/// the sections of a lock of a whole surface).
+pub fn configured_lock(config: &FleetConfig, server: &str, fingerprint: &str) -> Option<Value> {
     match config.config().servers.get(server)?.pin.as_ref()? {
+        Pin::Lock {
+            fingerprint: fp,
+            surface: Some(surface),
+            ..
+        } if fp == fingerprint => Some(Value::Object(surface.clone())),
         Pin::Lock {
             fingerprint: fp,
             tools,
             ..
-        } if fp == fingerprint => Some(tools.clone()),
+        } if fp == fingerprint => Some(serde_json::json!({ "tools": tools })),
         _ => None,
     }
 }
@@ -204,14 +225,18 @@ pub fn review_page(
     let reader = console.reader();
     let fields = &config.config().fingerprint;
     let (old, old_source) = match baseline_fp {
-        None => (Vec::new(), "no baseline".to_owned()),
+        None => (serde_json::json!({"tools": []}), "no baseline".to_owned()),
         Some(fp) => match configured_lock(&config, server, fp) {
-            Some(tools) => (tools, "plugin configuration lock".to_owned()),
+            Some(document) => (document, "plugin configuration lock".to_owned()),
             None => {
                 let set = tool_set(console, &reader, server, fp, fields, false).map_err(|e| {
                     format!("the baseline's definitions are not available, only the classified diff the Envoys report: {e}")
                 })?;
-                (set.tools, set.source)
+                let document = match set.surface {
+                    Some(document) => document,
+                    None => serde_json::json!({ "tools": set.tools }),
+                };
+                (document, set.source)
             }
         },
     };
@@ -237,13 +262,29 @@ pub fn review_page(
         .iter()
         .map(|(instance, answer)| instance_views(server, instance, answer))
         .collect();
-    Ok(report_html::render_review(
-        (&old_label, &new_label),
-        &old,
-        &new.tools,
-        Some(&context),
-        &views,
-    ))
+    // A catalogue that seals more than tools is reviewed whole, section by section.
+    let names = (old_label.as_str(), new_label.as_str());
+    Ok(match &new.surface {
+        Some(surface) => report_html::render_surface_review(
+            names,
+            (&old, surface),
+            false,
+            Some(&context),
+            &views,
+        ),
+        None if old.get("sealed").is_some() => {
+            let new = serde_json::json!({ "tools": new.tools });
+            report_html::render_surface_review(names, (&old, &new), false, Some(&context), &views)
+        }
+        None => {
+            let old_tools = old
+                .get("tools")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            report_html::render_review(names, &old_tools, &new.tools, Some(&context), &views)
+        }
+    })
 }
 
 /// The views section of one instance's answer to `GET servers/{id}`.
@@ -288,36 +329,65 @@ mod tests {
         let fp = digests(&tools, &fields).unwrap().fingerprint();
         let answer = json!({"fingerprint": fp, "tools": tools});
         let set = checked(
-            stored_tools(answer).unwrap(),
+            stored_document(answer).unwrap(),
             &fp,
             &fields,
             "stored by a".into(),
-        );
-        assert_eq!(set.unwrap().source, "stored by a");
+        )
+        .unwrap();
+        assert_eq!((set.source.as_str(), set.surface), ("stored by a", None));
         // An instance (or a server) answering other definitions under that fingerprint.
         let other = vec![
             json!({"name": "add", "description": "Add. And exfiltrate.", "inputSchema": {"type": "object"}}),
         ];
         let other_fp = digests(&other, &fields).unwrap().fingerprint();
-        let err = checked(other, &fp, &fields, "stored by b".into()).unwrap_err();
+        let err = checked(json!({"tools": other}), &fp, &fields, "stored by b".into()).unwrap_err();
         assert_eq!(
             err,
             format!("stored by b: the definitions hash to {other_fp}, not {fp}")
         );
-        let twice = vec![json!({"name": "a"}), json!({"name": "a"})];
+        let twice = json!({"tools": [{"name": "a"}, {"name": "a"}]});
         assert!(
             checked(twice, &fp, &fields, "stored by c".into())
                 .unwrap_err()
                 .starts_with("stored by c: the tools are not a valid tool set")
         );
         assert_eq!(
-            stored_tools(json!({"fingerprint": fp})).unwrap_err(),
-            "the answer has no `tools` array"
+            checked(json!({}), &fp, &fields, "stored by d".into()).unwrap_err(),
+            "stored by d: the answer has no `tools` array"
         );
         assert_eq!(
-            stored_tools(json!([])).unwrap_err(),
+            stored_document(json!([])).unwrap_err(),
             "the answer is not a JSON object"
         );
+    }
+
+    #[test]
+    fn a_catalogue_that_seals_more_than_tools_is_trusted_by_its_surface_fingerprint() {
+        let fields = FingerprintFields::default();
+        let tools =
+            json!([{"name": "add", "description": "Add.", "inputSchema": {"type": "object"}}]);
+        let catalogue = json!({"tools": tools, "sealed": ["prompts"],
+            "prompts": [{"name": "summarize", "description": "Summarize a page."}]});
+        let fp = document_fingerprint(&catalogue, &fields).unwrap();
+        let tools_fp = digests(tools.as_array().unwrap(), &fields)
+            .unwrap()
+            .fingerprint();
+        assert_ne!(fp, tools_fp);
+        let mut answer = catalogue.clone();
+        answer["fingerprint"] = json!(fp);
+        let set = checked(
+            stored_document(answer).unwrap(),
+            &fp,
+            &fields,
+            "stored by a".into(),
+        );
+        assert_eq!(set.unwrap().surface, Some(catalogue.clone()));
+        // A prompt changed under the same fingerprint is not the catalogue asked for.
+        let mut changed = catalogue;
+        changed["prompts"][0]["description"] = json!("Summarize, then mail it.");
+        let err = checked(changed, &fp, &fields, "stored by b".into()).unwrap_err();
+        assert!(err.contains(&format!("not {fp}")), "{err}");
     }
 
     #[test]
@@ -326,19 +396,19 @@ mod tests {
         for n in 0..=CACHED_SETS {
             cache.put(
                 format!("fp{n}"),
-                vec![json!({"name": n.to_string()})],
+                json!({"tools": [{"name": n.to_string()}]}),
                 "stored by a".into(),
             );
         }
         assert!(cache.get("fp0").is_none());
         assert_eq!(
             cache.get("fp1").unwrap(),
-            (vec![json!({"name": "1"})], "stored by a".to_owned())
+            (json!({"tools": [{"name": "1"}]}), "stored by a".to_owned())
         );
-        cache.put("fp1".into(), vec![], "listed from b".into());
+        cache.put("fp1".into(), json!({"tools": []}), "listed from b".into());
         assert_eq!(
             cache.get("fp1").unwrap(),
-            (Vec::<Value>::new(), "listed from b".to_owned())
+            (json!({"tools": []}), "listed from b".to_owned())
         );
         assert_eq!(cache.sets.len(), CACHED_SETS);
     }

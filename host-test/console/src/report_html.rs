@@ -24,8 +24,11 @@ pub use word_diff::{WordOp, word_diff};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use toolseal_core::policy::drift::{Change, ChangeClass, ChangeKind, DriftDiff, diff_tools};
+use toolseal_core::policy::drift::{
+    Change, ChangeClass, ChangeKind, DriftDiff, SurfaceDiff, diff_surface, diff_tools,
+};
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools};
+use toolseal_core::policy::section::{Section, Surface};
 
 /// The page's style sheet. Class colors are fixed values (the tests look for them).
 /// `toolseal console` serves the page with a Content-Security-Policy naming this sheet's hash.
@@ -221,22 +224,30 @@ fn fingerprint(tools: &[Value]) -> String {
     )
 }
 
-fn header(out: &mut String, names: (&str, &str), sets: (&[Value], &[Value]), drift: &DriftDiff) {
-    let tools: BTreeSet<&str> = drift.changes.iter().map(|c| c.tool.as_str()).collect();
+/// The page's header: both sides named with their fingerprints, and the summary of `drift`
+/// (every change the page shows, of items called `word`: tools, or items of any section).
+fn header(
+    out: &mut String,
+    names: (&str, &str),
+    fingerprints: (&str, &str),
+    drift: &DriftDiff,
+    word: &str,
+) {
+    let items: BTreeSet<&str> = drift.changes.iter().map(|c| c.tool.as_str()).collect();
     let _ = write!(
         out,
         "<header><h1>Tool surface drift</h1>\n<p class=\"files\">baseline <code>{}</code> <code>{}</code><br>candidate <code>{}</code> <code>{}</code></p>\n",
         escape(names.0),
-        escape(&fingerprint(sets.0)),
+        escape(fingerprints.0),
         escape(names.1),
-        escape(&fingerprint(sets.1)),
+        escape(fingerprints.1),
     );
     let worst = drift.worst().map_or_else(|| "no change".to_owned(), badge);
     let _ = write!(
         out,
-        "<p class=\"summary\">{} change(s) in {} tool(s); worst: {worst}; release gate exit {}</p>\n<ul class=\"counts\">",
+        "<p class=\"summary\">{} change(s) in {} {word}(s); worst: {worst}; release gate exit {}</p>\n<ul class=\"counts\">",
         drift.changes.len(),
-        tools.len(),
+        items.len(),
         drift.exit_code()
     );
     for class in ChangeClass::ALL {
@@ -405,7 +416,105 @@ pub fn render_review(
     context: Option<&ReportConfig>,
     views: &[ServerViews<'_>],
 ) -> String {
+    render_page(names, (old, new), None, context, views)
+}
+
+/// [`render_review`] of two whole surfaces (JSON objects with `tools`, `instructions`,
+/// `prompts`, `resourceTemplates`, `resources`: what `toolseal fingerprint --surface` reads,
+/// or a stored catalogue): the tools as a tool drift, and every other section's changes, item
+/// by item (`resources` compared when `seal_resources`, or when either catalogue seals them).
+pub fn render_surface_review(
+    names: (&str, &str),
+    (old, new): (&Value, &Value),
+    seal_resources: bool,
+    context: Option<&ReportConfig>,
+    views: &[ServerViews<'_>],
+) -> String {
+    let tools = |surface: &Value| {
+        surface
+            .get("tools")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let seals_resources = |surface: &Value| {
+        let sealed = surface.get("sealed").and_then(Value::as_array);
+        sealed.is_some_and(|s| s.iter().any(|n| n == "resources"))
+    };
+    let resources = seal_resources || seals_resources(old) || seals_resources(new);
+    let sections = diff_surface(old, new, resources);
+    let fields = FingerprintFields::default();
+    // A stored catalogue is named as the gateway names it; a surface file as `toolseal
+    // fingerprint --surface` does.
+    let named = |surface: &Value| {
+        let named = match surface.get("sealed") {
+            Some(_) => toolseal_core::policy::approved::document_fingerprint(surface, &fields),
+            None => Surface::of_document(surface, &fields, resources)
+                .ok()
+                .map(|s| s.fingerprint()),
+        };
+        named.unwrap_or_else(|| "(not a valid surface)".to_owned())
+    };
+    let fingerprints = (named(old), named(new));
+    render_page(
+        names,
+        (&tools(old), &tools(new)),
+        Some((&sections, fingerprints)),
+        context,
+        views,
+    )
+}
+
+/// The changes of every section beyond tools, one table per section, worst class first.
+fn sections_block(out: &mut String, sections: &SurfaceDiff) {
+    for (section, drift) in &sections.sections {
+        if *section == Section::Tools || drift.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "<section class=\"surface\"><h2>{}</h2>",
+            escape(section.name())
+        );
+        let mut changes: Vec<&Change> = drift.changes.iter().collect();
+        changes.sort_by_key(|c| std::cmp::Reverse(c.class));
+        let _ = writeln!(
+            out,
+            "<table class=\"overview\"><tr><th>class</th><th>{}</th><th>change</th><th>where</th><th>what</th></tr>",
+            escape(section.item_word())
+        );
+        for change in changes {
+            let path = match change.path.is_empty() {
+                true => "(whole item)",
+                false => change.path.as_str(),
+            };
+            let _ = writeln!(
+                out,
+                "<tr class=\"change\"><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td class=\"detail\">{}</td></tr>",
+                badge(change.class),
+                escape(&change.tool),
+                change.kind.as_str(),
+                escape(path),
+                detail(change)
+            );
+        }
+        out.push_str("</table></section>\n");
+    }
+}
+
+/// The page: the tools' drift from `old` to `new`, and with `sections` the other sections'.
+fn render_page(
+    names: (&str, &str),
+    (old, new): (&[Value], &[Value]),
+    surfaces: Option<(&SurfaceDiff, (String, String))>,
+    context: Option<&ReportConfig>,
+    views: &[ServerViews<'_>],
+) -> String {
     let drift = diff_tools(old, new);
+    let (sections, sections_fingerprints) = match surfaces {
+        Some((diff, fingerprints)) => (Some(diff), fingerprints),
+        None => (None, (String::new(), String::new())),
+    };
     let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
         out,
@@ -414,7 +523,30 @@ pub fn render_review(
         escape(names.1)
     );
     let _ = write!(out, "<style>{STYLE}</style></head>\n<body>\n");
-    header(&mut out, names, (old, new), &drift);
+    match sections {
+        // Every section's changes, named by the surfaces' fingerprints.
+        Some(sections) => {
+            let all = DriftDiff {
+                changes: sections
+                    .sections
+                    .iter()
+                    .flat_map(|(_, d)| d.changes.iter().cloned())
+                    .collect(),
+            };
+            let (old_fp, new_fp) = &sections_fingerprints;
+            header(&mut out, names, (old_fp, new_fp), &all, "item");
+        }
+        None => {
+            let fingerprints = (fingerprint(old), fingerprint(new));
+            header(
+                &mut out,
+                names,
+                (&fingerprints.0, &fingerprints.1),
+                &drift,
+                "tool",
+            );
+        }
+    }
     out.push_str("<main>\n");
     if let Some(context) = context {
         serving::serving_section(&mut out, context, old, new);
@@ -426,8 +558,23 @@ pub fn render_review(
         views::views_section(&mut out, server_views);
     }
     overview(&mut out, &drift);
-    if drift.is_empty() {
-        out.push_str("<p>The two tool sets are the same (same fingerprint).</p>\n");
+    if let Some(sections) = sections {
+        sections_block(&mut out, sections);
+    }
+    let others_same = sections.is_none_or(|s| {
+        s.sections
+            .iter()
+            .all(|(section, d)| *section == Section::Tools || d.is_empty())
+    });
+    match (drift.is_empty(), others_same, sections.is_some()) {
+        (true, true, false) => {
+            out.push_str("<p>The two tool sets are the same (same fingerprint).</p>\n")
+        }
+        (true, true, true) => {
+            out.push_str("<p>The two surfaces are the same (same fingerprint).</p>\n")
+        }
+        (true, false, _) => out.push_str("<p>The tools are the same.</p>\n"),
+        _ => {}
     }
     let (old_tools, new_tools) = (by_name(old), by_name(new));
     let mut grouped: BTreeMap<&str, Vec<&Change>> = BTreeMap::new();

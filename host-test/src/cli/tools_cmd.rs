@@ -189,7 +189,7 @@ pub fn fingerprint(args: &[OsString]) -> Result<i32> {
 
 /// A surface file: a JSON object whose sections are valid (the surface it seals with
 /// `fields`, and the document).
-fn load_surface(
+pub(crate) fn load_surface(
     file: &Path,
     fields: &FingerprintFields,
     seal_resources: bool,

@@ -20,11 +20,11 @@ use toolseal_core::policy::drift::diff_tools;
 use toolseal_core::wire::json::parse_strict;
 
 /// The synopsis of `toolseal report`.
-const SYNOPSIS: &str = "usage: toolseal report [--config CONFIG.json [--server ID]] [--admin-view SERVER.json] OLD NEW > report.html";
+const SYNOPSIS: &str = "usage: toolseal report [--surface [--seal-resources]] [--config CONFIG.json [--server ID]] [--admin-view SERVER.json] OLD NEW > report.html";
 
 /// Usage of `toolseal report`.
 pub const USAGE: &str = "\
-usage: toolseal report [--config CONFIG.json [--server ID]] [--admin-view SERVER.json] OLD NEW > report.html
+usage: toolseal report [--surface [--seal-resources]] [--config CONFIG.json [--server ID]] [--admin-view SERVER.json] OLD NEW > report.html
   Writes the classified drift between two tool sets as one self-contained HTML page for
   reviewers (no script, no external resource): every change with its class, and both
   definitions of every changed tool; a removed and an added tool with the same inputSchema
@@ -41,6 +41,11 @@ usage: toolseal report [--config CONFIG.json [--server ID]] [--admin-view SERVER
   --admin-view FILE   a saved answer of the admin API's GET {prefix}servers/{id}: the page
                       shows that server's views as that gateway recorded them (instead of
                       replaying the transcripts)
+  --surface           OLD and NEW are whole surfaces (JSON objects with tools, instructions,
+                      prompts, resourceTemplates, resources, as `toolseal fingerprint
+                      --surface` reads them): the page also shows every other section's
+                      changes, item by item, classified as `toolseal diff --surface` does
+  --seal-resources    with --surface: compare `resources` too (default: not sealed)
 exit status: 0 same, 1 additive changes only, 2 anything else or unusable input.";
 
 /// What `toolseal report` was asked.
@@ -50,6 +55,8 @@ struct ReportArgs {
     config: Option<PathBuf>,
     server: Option<String>,
     admin_view: Option<PathBuf>,
+    surface: bool,
+    seal_resources: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Parsed<ReportArgs>, lexopt::Error> {
@@ -61,6 +68,8 @@ fn parse(args: &[OsString]) -> Result<Parsed<ReportArgs>, lexopt::Error> {
             Arg::Long("config") => parsed.config = Some(parser.value()?.into()),
             Arg::Long("server") => parsed.server = Some(text_value(&mut parser, "--server")?),
             Arg::Long("admin-view") => parsed.admin_view = Some(parser.value()?.into()),
+            Arg::Long("surface") => parsed.surface = true,
+            Arg::Long("seal-resources") => parsed.seal_resources = true,
             Arg::Value(file) => parsed.files.push(PathBuf::from(file)),
             other => return Err(other.unexpected()),
         }
@@ -97,12 +106,18 @@ pub fn run(args: &[OsString]) -> Result<i32> {
         }
         None => None,
     };
-    let old_tools = load_tools(old)?;
-    let new_tools = load_tools(new)?;
     let names = (
         old.to_string_lossy().into_owned(),
         new.to_string_lossy().into_owned(),
     );
+    if parsed.seal_resources && !parsed.surface {
+        return Err(InputError("--seal-resources goes with --surface".into()).into());
+    }
+    if parsed.surface {
+        return surface_report(&parsed, (old, new), context.as_ref(), &names);
+    }
+    let old_tools = load_tools(old)?;
+    let new_tools = load_tools(new)?;
     let answer = views_answer(&parsed, context.as_ref(), (old, new))?;
     let views: Vec<ServerViews<'_>> = match &answer {
         ViewsAnswer::Answer(Some(view), source, note) => vec![ServerViews {
@@ -126,6 +141,45 @@ pub fn run(args: &[OsString]) -> Result<i32> {
         &views,
     ))?;
     Ok(diff_tools(&old_tools, &new_tools).exit_code())
+}
+
+/// `toolseal report --surface OLD NEW`: the page of two whole surfaces; the views only from
+/// `--admin-view` (a surface file is no recording to replay).
+fn surface_report(
+    parsed: &ReportArgs,
+    (old, new): (&Path, &Path),
+    context: Option<&ReportConfig>,
+    names: &(String, String),
+) -> Result<i32> {
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    let load =
+        |file: &Path| crate::cli::tools_cmd::load_surface(file, &fields, parsed.seal_resources);
+    let ((_, old_surface), (_, new_surface)) = (load(old)?, load(new)?);
+    let answer = match parsed.admin_view {
+        Some(_) => views_answer(parsed, context, (old, new))?,
+        None => ViewsAnswer::NotAsked,
+    };
+    let views: Vec<ServerViews<'_>> = match &answer {
+        ViewsAnswer::Answer(Some(view), source, note) => vec![ServerViews {
+            admin_view: Some(view),
+            source: source.clone(),
+            note: note.map(str::to_owned),
+        }],
+        _ => Vec::new(),
+    };
+    print(&super::render_surface_review(
+        (&names.0, &names.1),
+        (&old_surface, &new_surface),
+        parsed.seal_resources,
+        context,
+        &views,
+    ))?;
+    let diff = toolseal_core::policy::drift::diff_surface(
+        &old_surface,
+        &new_surface,
+        parsed.seal_resources,
+    );
+    Ok(diff.exit_code())
 }
 
 /// Where the page's views come from.
