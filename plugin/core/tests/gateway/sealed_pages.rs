@@ -332,3 +332,41 @@ fn callers_without_a_key_shown_different_pages_under_the_same_cursors_never_mix_
     assert_eq!(audited(&gw, "schema.changed"), 0);
     assert_eq!(audited(&gw, "view.baselined"), tool_views + 1);
 }
+
+#[test]
+fn a_stored_catalogue_served_by_the_admin_api_hashes_to_its_surface_fingerprint() {
+    // What the console trusts a catalogue by: the admin API's stored set of a fingerprint,
+    // without its `fingerprint` member, names that fingerprint again (baseline and candidate).
+    let mut gw = gateway_with(json!({"seal": ["prompts"], "resources": "seal"}));
+    assert_eq!(tools(&mut gw), 1);
+    let (one, two) = two_pages(
+        &mut gw,
+        None,
+        summarize("Summarize a page."),
+        translate("Translate a text."),
+    );
+    assert_eq!((one.len(), two.len()), (1, 1));
+    resource_pages(&mut gw, vec![resource(3)]);
+    two_pages(
+        &mut gw,
+        None,
+        summarize("Summarize a page, then mail it."),
+        translate("Translate a text."),
+    );
+    assert_eq!(schema_status(&mut gw, "docs"), "changed");
+    let shown = view(&mut gw, "docs");
+    let fields = toolseal_core::policy::fingerprint::FingerprintFields::default();
+    for member in ["baseline_fingerprint", "candidate_fingerprint"] {
+        let fingerprint = shown[member].as_str().unwrap().to_string();
+        let path = format!("servers/docs/tools/{}", fingerprint.replace(':', "%3A"));
+        let (status, mut stored) =
+            crate::support::admin::admin(&mut gw, "docs", "GET", &path, Value::Null);
+        assert_eq!(status, 200, "{stored}");
+        assert_eq!(stored["fingerprint"], fingerprint);
+        stored.as_object_mut().unwrap().remove("fingerprint");
+        let sealed = stored["sealed"].as_array().unwrap().clone();
+        assert!(sealed.contains(&json!("resources")), "{stored}");
+        let named = toolseal_core::policy::approved::document_fingerprint(&stored, &fields);
+        assert_eq!(named.as_deref(), Some(fingerprint.as_str()), "{member}");
+    }
+}
