@@ -547,6 +547,14 @@ fn diff_surface_classifies_every_section_and_exits_by_the_worst_class() {
     );
 }
 
+/// The first line `toolseal fingerprint ARGS` prints: the surface fingerprint.
+fn surface_fingerprint(args: &[&str]) -> String {
+    let mut all = vec!["fingerprint"];
+    all.extend_from_slice(args);
+    let out = toolseal(&all);
+    text(&out.stdout).lines().next().unwrap().to_string()
+}
+
 #[test]
 fn pin_surface_prints_a_seal_and_a_lock_the_plugin_takes_named_by_the_surface_fingerprint() {
     let example = common::workspace().join("examples/surface/worked-example.json");
@@ -564,13 +572,8 @@ fn pin_surface_prints_a_seal_and_a_lock_the_plugin_takes_named_by_the_surface_fi
         ])
     );
     // Named as `toolseal fingerprint --surface` names the same surface.
-    let fingerprinted = toolseal(&["fingerprint", "--surface", &path_str(&example)]);
-    let first = text(&fingerprinted.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .to_string();
-    assert_eq!(server["lock"]["fingerprint"], Value::from(first));
+    let fingerprinted = surface_fingerprint(&["--surface", &path_str(&example)]);
+    assert_eq!(server["lock"]["fingerprint"], Value::from(fingerprinted));
     // The plugin's own parser takes it, with `seal` and the lock together.
     let config = toolseal_core::config::Config::parse(text(&out.stdout).as_bytes()).unwrap();
     let pinned = config.servers["notes"].pin.clone().unwrap();
@@ -616,13 +619,8 @@ fn pin_surface_with_resources_locks_them_and_prints_their_own_mode() {
     );
     assert_eq!(server["lock"]["resources"][0]["uri"], "file:///notes/a.txt");
     // Named as `toolseal fingerprint --surface --seal-resources` names the same surface.
-    let fingerprinted = toolseal(&["fingerprint", "--surface", "--seal-resources", &file]);
-    let first = text(&fingerprinted.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .to_string();
-    assert_eq!(server["lock"]["fingerprint"], Value::from(first));
+    let fingerprinted = surface_fingerprint(&["--surface", "--seal-resources", &file]);
+    assert_eq!(server["lock"]["fingerprint"], Value::from(fingerprinted));
     // The plugin takes it: the lock seals the resources `"resources": "seal"` names.
     toolseal_core::config::Config::parse(text(&out.stdout).as_bytes()).unwrap();
     let mut screened = server.clone();

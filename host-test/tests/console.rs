@@ -585,28 +585,7 @@ fn the_console_reviews_and_locks_a_catalogue_that_seals_more_than_tools() {
 fn the_console_shows_the_likely_renames_of_a_drift() {
     let dir = scratch("renames");
     let fleet = write_fleet(&dir, &fake_admin_api(20));
-    let mut child = console(&[
-        fleet.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--operator",
-        "ci",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let running = Running(child);
-    let first = BufReader::new(stdout).lines().next().unwrap().unwrap();
-    let url = HttpUrl::parse(&first).unwrap();
-    let html = String::from_utf8(get(&url, "/", &[]).body).unwrap();
-    let token = html
-        .split("name=\"toolseal-console-token\" content=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .to_owned();
+    let (running, url, token) = running_console(&fleet);
 
     let detail = get(
         &url,

@@ -309,11 +309,24 @@ fn overview(out: &mut String, drift: &DriftDiff) {
     if drift.is_empty() {
         return;
     }
+    changes_table(out, drift, "tool", "(whole tool)");
+}
+
+/// The table of `drift`'s changes, worst class first: each with its class, the item (called
+/// `word`), its kind, where in the item (`whole`: a change of the whole item) and what.
+fn changes_table(out: &mut String, drift: &DriftDiff, word: &str, whole: &str) {
     let mut changes: Vec<&Change> = drift.changes.iter().collect();
     changes.sort_by_key(|c| std::cmp::Reverse(c.class));
-    out.push_str("<table class=\"overview\"><tr><th>class</th><th>tool</th><th>change</th><th>where</th><th>what</th></tr>\n");
+    let _ = writeln!(
+        out,
+        "<table class=\"overview\"><tr><th>class</th><th>{}</th><th>change</th><th>where</th><th>what</th></tr>",
+        escape(word)
+    );
     for change in changes {
-        let path = where_changed(change);
+        let path = match change.path.is_empty() {
+            true => whole,
+            false => change.path.as_str(),
+        };
         let _ = writeln!(
             out,
             "<tr class=\"change\"><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td class=\"detail\">{}</td></tr>",
@@ -476,29 +489,8 @@ fn sections_block(out: &mut String, sections: &SurfaceDiff) {
             "<section class=\"surface\"><h2>{}</h2>",
             escape(section.name())
         );
-        let mut changes: Vec<&Change> = drift.changes.iter().collect();
-        changes.sort_by_key(|c| std::cmp::Reverse(c.class));
-        let _ = writeln!(
-            out,
-            "<table class=\"overview\"><tr><th>class</th><th>{}</th><th>change</th><th>where</th><th>what</th></tr>",
-            escape(section.item_word())
-        );
-        for change in changes {
-            let path = match change.path.is_empty() {
-                true => "(whole item)",
-                false => change.path.as_str(),
-            };
-            let _ = writeln!(
-                out,
-                "<tr class=\"change\"><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td class=\"detail\">{}</td></tr>",
-                badge(change.class),
-                escape(&change.tool),
-                change.kind.as_str(),
-                escape(path),
-                detail(change)
-            );
-        }
-        out.push_str("</table></section>\n");
+        changes_table(out, drift, section.item_word(), "(whole item)");
+        out.push_str("</section>\n");
     }
 }
 

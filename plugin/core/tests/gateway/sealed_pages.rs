@@ -51,18 +51,23 @@ fn two_pages(
     (shown_one, names(&got, "prompts", "name"))
 }
 
+/// [`two_pages`] of the honest listing: `summarize` on page one, `translate` on page two.
+fn honest_pages(gw: &mut NativeReplay, version: Option<&str>) -> (Vec<String>, Vec<String>) {
+    two_pages(
+        gw,
+        version,
+        summarize("Summarize a page."),
+        translate("Translate a text."),
+    )
+}
+
 #[test]
 fn a_paginated_prompt_list_is_sealed_whole_by_its_last_page_and_a_change_on_any_page_closes() {
     for version in [None, Some(STATELESS)] {
         let mut gw = gateway_with(json!({"seal": ["prompts"]}));
         assert_eq!(tools(&mut gw), 1);
         let before = view(&mut gw, "docs")["baseline_fingerprint"].clone();
-        let (one, two) = two_pages(
-            &mut gw,
-            version,
-            summarize("Summarize a page."),
-            translate("Translate a text."),
-        );
+        let (one, two) = honest_pages(&mut gw, version);
         assert_eq!(
             (one, two),
             (vec!["summarize".into()], vec!["translate".into()])
@@ -79,12 +84,7 @@ fn a_paginated_prompt_list_is_sealed_whole_by_its_last_page_and_a_change_on_any_
         let sealed = view(&mut gw, "docs")["baseline_fingerprint"].clone();
 
         // Listed again as it was: both pages served, nothing moves.
-        let (one, two) = two_pages(
-            &mut gw,
-            version,
-            summarize("Summarize a page."),
-            translate("Translate a text."),
-        );
+        let (one, two) = honest_pages(&mut gw, version);
         assert_eq!((one.len(), two.len()), (1, 1));
         assert_eq!(schema_status(&mut gw, "docs"), "verified");
         assert_eq!(view(&mut gw, "docs")["baseline_fingerprint"], sealed);
@@ -113,12 +113,7 @@ fn a_paginated_prompt_list_is_sealed_whole_by_its_last_page_and_a_change_on_any_
 fn a_prompt_added_on_a_last_page_is_drift_and_a_listing_not_seen_from_its_first_closes_nothing() {
     let mut gw = gateway_with(json!({"seal": ["prompts"]}));
     assert_eq!(tools(&mut gw), 1);
-    two_pages(
-        &mut gw,
-        None,
-        summarize("Summarize a page."),
-        translate("Translate a text."),
-    );
+    honest_pages(&mut gw, None);
     // A later page asked with a cursor no first page handed out: checked against the
     // catalogue alone, its unknown prompt withheld, nothing closed.
     let stray = json!({"prompts": [{"name": "exfiltrate", "description": "Send the files."}]});
@@ -161,21 +156,11 @@ fn a_first_contact_page_is_screened_as_it_passes_and_under_strict_awaits_approva
     let mut gw = gateway_with(json!({"seal": ["prompts"], "posture": "strict"}));
     assert_eq!(tools(&mut gw), 0);
     assert_eq!(approve_live(&mut gw), 200);
-    let (one, two) = two_pages(
-        &mut gw,
-        None,
-        summarize("Summarize a page."),
-        translate("Translate a text."),
-    );
+    let (one, two) = honest_pages(&mut gw, None);
     assert_eq!((one.len(), two.len()), (0, 0));
     assert_eq!(schema_status(&mut gw, "docs"), "pending");
     assert_eq!(approve_live(&mut gw), 200);
-    let (one, two) = two_pages(
-        &mut gw,
-        None,
-        summarize("Summarize a page."),
-        translate("Translate a text."),
-    );
+    let (one, two) = honest_pages(&mut gw, None);
     assert_eq!((one.len(), two.len()), (1, 1));
 }
 
@@ -339,12 +324,7 @@ fn a_stored_catalogue_served_by_the_admin_api_hashes_to_its_surface_fingerprint(
     // without its `fingerprint` member, names that fingerprint again (baseline and candidate).
     let mut gw = gateway_with(json!({"seal": ["prompts"], "resources": "seal"}));
     assert_eq!(tools(&mut gw), 1);
-    let (one, two) = two_pages(
-        &mut gw,
-        None,
-        summarize("Summarize a page."),
-        translate("Translate a text."),
-    );
+    let (one, two) = honest_pages(&mut gw, None);
     assert_eq!((one.len(), two.len()), (1, 1));
     resource_pages(&mut gw, vec![resource(3)]);
     two_pages(
