@@ -14,7 +14,9 @@ reviewed set; then Quarantine and Release the same way. Every action rewrites bo
 (each Envoy reloads both filters), the admin block as it was. Screenshots are decoded and
 checked by color; the hostile text is on screen as text and no script of it ran. The console's
 own defenses (Host, token, Origin), the approval's binding to the reviewed fingerprint and the
-operator's name in the identity header are checked with direct requests.
+operator's name in the identity header are checked with direct requests. A server that seals its
+prompts: a prompt rug pull is reviewed section by section and approved as a lock of the whole
+catalogue, which both Envoys load and serve.
 
 Chromium comes from scripts/setup-chromium.sh; without it the test skips, unless
 TOOLSEAL_REQUIRE_CHROMIUM=1 (CI), where it fails.
@@ -125,18 +127,29 @@ def tool_scoped_rig_config() -> dict[str, Any]:
     return config
 
 
+def sealed_rig_config() -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The rig's configuration with the server trusted on first use and sealing its prompts,
+    and the upstream's arguments that give it prompts (``--sections``)."""
+    config = rig_config()
+    config["servers"] = {"demo": {"posture": "discovery", "seal": ["prompts"]}}
+    return config, ("--sections",)
+
+
 @pytest.fixture
 def rig(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]:
     """The fleet at rev 1 (pinned) with the console running; everything stopped by PID after.
-    Indirect parametrization replaces the plugin configuration."""
-    upstream = Upstream(tmp_path, rev=1, extra_args=("--poisoned-description", HOSTILE))
+    Indirect parametrization replaces the plugin configuration (or, as a pair, the
+    configuration and more arguments of the upstream)."""
+    param = getattr(request, "param", None) or rig_config()
+    config, more_args = param if isinstance(param, tuple) else (param, ())
+    upstream = Upstream(tmp_path, rev=1, extra_args=("--poisoned-description", HOSTILE, *more_args))
     upstream.start()
     fleet = Fleet(upstream, [], tmp_path / "ecds" / "toolseal.ecds.json",
                   admin_headers={OPERATOR_HEADER: "test-harness"})
     fleet.ecds_path.parent.mkdir()
     console = None
     try:
-        fleet.publish(getattr(request, "param", None) or rig_config())
+        fleet.publish(config)
         route = McpRoute("demo", upstream.port)
         for i in range(2):
             ports = envoyctl.free_port(), envoyctl.free_port(), envoyctl.free_port()
@@ -445,3 +458,50 @@ async def test_a_contained_drift_shows_what_each_instance_still_serves(rig: Rig)
                          "the review page's serving section")
         serving = browser.evaluate(f"{frame}.contentDocument.querySelector('section.serving').innerText")
         assert "drift_scope: \"tool\"" in serving and "TOOL_CHANGED" in serving, serving
+
+
+async def _prompts(envoy: envoyctl.EnvoyProcess) -> list[dict[str, Any]]:
+    """The prompts a fresh session through ``envoy`` is listed (after its tools)."""
+    async with mcp_client(f"{envoy.url}/mcp") as client:
+        await client.tool_names()
+        listed = await client.session.list_prompts()
+        return [p.model_dump(mode="json", exclude_none=True) for p in listed.prompts]
+
+
+@pytest.mark.parametrize("rig", [sealed_rig_config()], indirect=True)
+async def test_a_prompt_drift_is_reviewed_and_approved_as_a_lock_of_the_whole_catalogue(rig: Rig) -> None:
+    """A server that seals its prompts: both Envoys seal them on first use, the prompt is
+    rug-pulled and both close; the console's review shows the prompt's change, and approving
+    writes a lock of the whole catalogue (named by its surface fingerprint) that both Envoys
+    load and serve: the reviewed prompt, every section verified."""
+    honest = [await _prompts(envoy) for envoy in rig.fleet.envoys]
+    assert honest[0] == honest[1] and honest[0], honest
+    sealed = [baseline_of(v) for v in rig.fleet.views()]
+    assert sealed[0] == sealed[1], sealed
+    rig.fleet.upstream.poison_sections(["prompts"])
+    for envoy in rig.fleet.envoys:
+        assert await _prompts(envoy) == []
+    views = rig.fleet.views()
+    assert [status_of(v) for v in views] == ["changed"] * 2, views
+    candidate = candidate_of(views[0])
+    assert candidate_of(views[1]) == candidate
+
+    with Browser(chromium()) as browser:
+        browser.goto(rig.url)
+        token = browser.evaluate("document.querySelector('meta[name=\"toolseal-console-token\"]').content")
+    review = rig.api("GET", f"/report?server=demo&baseline={sealed[0]}&candidate={candidate}", None)
+    assert review.status_code == 200, review.text
+    assert '<section class="surface"><h2>prompts</h2>' in review.text
+    assert "<p>The tools are the same.</p>" in review.text
+    approve = rig.api("POST", "/api/servers/demo/approve", token, origin=rig.url.rstrip("/"),
+                      body=json.dumps({"fingerprint": candidate}),
+                      **{"content-type": "application/json"})
+    assert approve.status_code == 200, approve.text
+    await _converge(rig, ("verified", candidate), "the surface lock approved")
+    lock = json.loads(json.loads(rig.fleet.ecds_path.read_text())["resources"][0]["typed_config"]
+                      ["config"]["configuration"]["value"])["servers"]["demo"]["lock"]
+    assert (lock["fingerprint"], lock["sealed"]) == (candidate, ["prompts"])
+    for envoy in rig.fleet.envoys:
+        served = await _prompts(envoy)
+        assert served and served != honest[0], "the reviewed prompt is what is served"
+    assert [status_of(v) for v in rig.fleet.views()] == ["verified"] * 2
