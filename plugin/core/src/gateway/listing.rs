@@ -508,21 +508,26 @@ impl Engine {
         let mut record = record?;
         // A server that seals its tools' other fields has them checked once the tools are
         // (a list served again byte for byte known by its remembered digests, which stay the
-        // same allocation while it is remembered).
+        // same allocation while it is remembered); a tool whose fields a closed server's list
+        // cannot decide is withheld from it.
+        let mut fields_differ = Vec::new();
         if let Some(digests) = known.or(checked.as_ref())
             && self.config.seals(&server, Section::ToolFields)
-            && let Some(after) =
-                self.check_tool_fields(store, out, now_ms, exchange, tools, digests)?
         {
-            record = after;
+            let (after, differ) =
+                self.check_tool_fields(store, out, now_ms, exchange, tools, digests)?;
+            if let Some(after) = after {
+                record = after;
+            }
+            fields_differ = differ;
         }
         if drifted {
             out.count(Counter::ListsChanged, None);
         }
-        let Some((withheld, past_bound)) = alone else {
+        let Some((mut withheld, past_bound)) = alone else {
             return Ok(Evaluated {
                 record,
-                unreviewed: Vec::new(),
+                unreviewed: fields_differ,
                 checked,
             });
         };
@@ -542,6 +547,7 @@ impl Engine {
             );
             self.emit(store, out, &event);
         }
+        withheld.extend(fields_differ);
         Ok(Evaluated {
             record,
             unreviewed: withheld,

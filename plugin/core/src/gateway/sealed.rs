@@ -195,11 +195,13 @@ impl Engine {
                 let Some(baseline) = record.baseline.as_deref() else {
                     return Ok(None);
                 };
-                // A closed server's answer is closed whatever it lists (and its candidate
-                // under review is another section's, which this list does not move).
-                if whole && !movable(record, section) {
-                    return Ok(None);
-                }
+                // A list decides into the lifecycle when it is whole and the server's state
+                // is this section's to move. A server closed by something else (another
+                // section's drift, a tool drift, approval awaited, quarantine) keeps its
+                // candidate under review, and its list is checked against the catalogue alone:
+                // closed whole under server scope, and under tool scope, where the server
+                // still serves, without the items the catalogue lacks or has otherwise.
+                let decides = whole && movable(record, section);
                 let Some(catalogue) =
                     cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
                 else {
@@ -223,11 +225,11 @@ impl Engine {
                     verified = Some(baseline.to_string());
                     // A view's first list of a sealed section is recorded once.
                     return Ok(new_view
-                        .filter(|_| whole)
+                        .filter(|_| decides)
                         .cloned()
                         .map(Event::SectionViewed));
                 }
-                if !whole {
+                if !decides {
                     // Only a whole list seals a section. A page of a section not sealed yet
                     // reaches the client before its listing is whole, so it is screened on
                     // its own (a flagged string never reaches the client on an early page),
@@ -307,7 +309,9 @@ impl Engine {
     /// they are the approved definitions' own fields); a difference is drift, its candidate
     /// the catalogue with those tools as listed. A tool the catalogue lacks or has otherwise
     /// is the tool check's. Returns the record after the decision (`None`: nothing to
-    /// decide).
+    /// decide), and the tools whose fields differ on a server closed by something else, which
+    /// this list cannot decide: they are withheld from it (under tool scope the server still
+    /// serves its other tools).
     pub(crate) fn check_tool_fields(
         &mut self,
         store: &mut dyn StateStore,
@@ -316,7 +320,8 @@ impl Engine {
         exchange: &Exchange,
         tools: &Value,
         digests: &std::rc::Rc<live::LiveDigests>,
-    ) -> Result<Option<crate::policy::status::ServerRecord>, crate::state::StateError> {
+    ) -> Result<(Option<crate::policy::status::ServerRecord>, Vec<String>), crate::state::StateError>
+    {
         let section = Section::ToolFields;
         let baseline = match self.record(store, &exchange.server) {
             Ok(Some(record)) => record.baseline.clone(),
@@ -327,15 +332,16 @@ impl Engine {
                 .sealed_memo
                 .tools_verified(&exchange.server, digests, &baseline)
         {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         }
         let listed = digests.pairs();
         let Ok(fields) = digest_section(section, tools, &self.config.fingerprint) else {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         };
         let server = exchange.server.clone();
         let mut decided = false;
         let mut verified = None;
+        let mut unreviewed: Vec<String> = Vec::new();
         let record = self.transition_deciding(
             store,
             out,
@@ -345,12 +351,13 @@ impl Engine {
             &Map::new(),
             &mut |store, cache, config, record| {
                 (decided, verified) = (false, None);
+                unreviewed.clear();
                 let Some(baseline) = record.baseline.as_deref() else {
                     return Ok(None);
                 };
-                if !movable(record, section) {
-                    return Ok(None);
-                }
+                // A server closed by something else keeps that candidate under review: this
+                // list decides nothing, and a tool whose fields differ is withheld from it.
+                let movable = movable(record, section);
                 let Some(catalogue) =
                     cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
                 else {
@@ -374,6 +381,10 @@ impl Engine {
                     .map(|(name, _)| name.as_str())
                     .filter(|name| fields.get(name) != approved.get(name))
                     .collect();
+                if !movable {
+                    unreviewed = changed.iter().map(|name| (*name).to_string()).collect();
+                    return Ok(None);
+                }
                 if changed.is_empty() && sealed {
                     verified = Some(baseline.to_string());
                     return Ok(None);
@@ -418,7 +429,7 @@ impl Engine {
         if let Some(baseline) = &verified {
             self.sealed_memo.remember_tools(&server, digests, baseline);
         }
-        Ok(decided.then_some(record))
+        Ok((decided.then_some(record), unreviewed))
     }
 
     /// Whether `items` of `section` verified on this worker against the server's baseline of

@@ -648,7 +648,7 @@ fn a_prompt_is_used_only_as_approved_with_exactly_its_declared_arguments() {
     assert_eq!(got, json!({"messages": []}));
 }
 
-fn forecast(annotations: Value, output_type: &str) -> Value {
+pub(crate) fn forecast(annotations: Value, output_type: &str) -> Value {
     json!({"name": "forecast", "description": "Forecast for a city.",
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
         "annotations": annotations,
@@ -656,7 +656,7 @@ fn forecast(annotations: Value, output_type: &str) -> Value {
 }
 
 /// The tools a `tools/list` answered with `tools` shows the client.
-fn tool_names(gw: &mut NativeReplay, tools: Value) -> Vec<String> {
+pub(crate) fn tool_names(gw: &mut NativeReplay, tools: Value) -> Vec<String> {
     let got = ask(gw, "tools/list", json!({}), json!({"tools": tools}));
     got["tools"]
         .as_array()
