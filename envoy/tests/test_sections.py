@@ -12,6 +12,9 @@
   covers untouched. The server closes: the poisoned part never reaches the client, its tools
   and prompt are refused before the server, and the reviewer sees the classified change;
   approving the reviewed candidate serves it.
+- Under ``drift_scope: "tool"``, a deploy that changes two tools leaves the unchanged tool and
+  the honest sections served; a rug pull of the prompt, the instructions or the unchanged
+  tool's annotations while that drift awaits review reaches no client.
 - Instructions written per toolset (the rug-pull server names the ``X-MCP-Toolsets`` a
   session asked for): the second caller's text is approved once, or trusted on first use as a
   new view when the header is a view source; then callers of both toolsets alternate and
@@ -319,3 +322,32 @@ async def test_a_locked_surface_is_served_at_once_under_strict_and_a_rug_pull_of
         assert (await session.list_prompts()).prompts == []
         assert (await session.list_tools()).tools == []
     assert status_of(stack.admin.server("demo")) == "changed"
+
+
+async def test_under_tool_scope_a_tool_drift_leaves_no_sealed_section_unchecked(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    """``drift_scope: "tool"``: a deploy changes two tools, and the server keeps serving its
+    unchanged tool and its honest prompts and instructions; then the prompt, the
+    instructions and the unchanged tool's annotations are rug-pulled while that drift awaits
+    review: none of them reaches the client, and the drift under review stays the tools'."""
+    config = _config("demo")
+    config["servers"]["demo"]["drift_scope"] = "tool"
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
+    for _ in range(2):
+        async with _client(stack.mcp_url) as (session, init):
+            honest = await _surface(session, init)
+    stack.upstream.set_revision(2)
+    async with _client(stack.mcp_url) as (session, init):
+        assert init.instructions == honest["instructions"]
+        assert [t.name for t in (await session.list_tools()).tools] == ["add"]
+        assert _dump((await session.list_prompts()).prompts) == honest["prompts"]
+    drifted = stack.admin.server("demo")
+    assert status_of(drifted) == "changed", drifted
+    stack.upstream.poison_sections(["prompts", "instructions", "tool-fields"])
+    async with _client(stack.mcp_url) as (session, init):
+        assert init.instructions is None, "poisoned instructions reach no model"
+        assert (await session.list_prompts()).prompts == []
+        assert (await session.list_tools()).tools == [], "add turned destructive is withheld"
+    view = stack.admin.server("demo")
+    assert (status_of(view), candidate_of(view)) == ("changed", candidate_of(drifted))
+    assert len(wait_for_audits(stack, "schema.changed", 1)) == 1
