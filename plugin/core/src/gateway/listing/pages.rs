@@ -2,11 +2,14 @@
 //! as it passes, the last one completing the set that is then checked whole.
 //!
 //! Main design decision: a page never reaches the client before it is checked against what it
-//! can be checked against. A page that differs from the baseline is withheld (and moves the
-//! lifecycle) at once; a middle page is served by the server's status, or, at first contact,
-//! only when screening flags nothing on it; pages accumulate per caller in the shared store,
-//! so the last page of a listing seen from its first completes the set, which is compared
-//! whole like an unpaginated list.
+//! can be checked against. A page that redefines a baseline tool is withheld (and moves the
+//! lifecycle) at once, since that tool's calls must stop now; tools the baseline only lacks
+//! are withheld from a page of a listing seen from its first, and its last page decides them
+//! with the whole set (a new kind of caller's first list is trusted on first use there, as an
+//! unpaginated one is); a middle page is served by the server's status, or, at first contact,
+//! only when screening flags nothing on it; pages accumulate per caller (per view for callers
+//! without a key) in the shared store, so the last page of a listing seen from its first
+//! completes the set, which is compared whole like an unpaginated list.
 
 use super::{Verdict, serve_if_open, unchecked};
 use crate::gateway::engine::Engine;
@@ -88,6 +91,19 @@ impl Engine {
                 &self.config.fingerprint,
             )
         {
+            // A tool the baseline has otherwise is drift at once: its calls must stop now.
+            // Tools it only lacks are not callable, and a listing seen from its first page is
+            // decided whole by its last page, as an unpaginated list is (a new kind of
+            // caller's first list trusted on first use there, docs/views.md): they are
+            // withheld from this page, and nothing moves yet.
+            if let (true, LiveSet::Partial { withheld, .. }) = (acc.is_some(), &live)
+                && withheld.changed.is_empty()
+            {
+                let added = withheld.added.clone();
+                let mut verdict = self.middle_page(store, &page, acc, record, unknown);
+                verdict.unreviewed.extend(added);
+                return verdict;
+            }
             return self.page_drifted(store, out, &page, acc.as_ref(), record, live);
         }
         if page.next_cursor {
