@@ -24,6 +24,7 @@ pub use word_diff::{WordOp, word_diff};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use toolseal_core::policy::approved::sealed_of;
 use toolseal_core::policy::drift::{
     Change, ChangeClass, ChangeKind, DriftDiff, SurfaceDiff, diff_surface, diff_tools,
 };
@@ -451,8 +452,8 @@ pub fn render_surface_review(
             .unwrap_or_default()
     };
     let seals_resources = |surface: &Value| {
-        let sealed = surface.get("sealed").and_then(Value::as_array);
-        sealed.is_some_and(|s| s.iter().any(|n| n == "resources"))
+        let sealed = surface.as_object().map(sealed_of).unwrap_or_default();
+        sealed.contains(&Section::Resources)
     };
     let resources = seal_resources || seals_resources(old) || seals_resources(new);
     let sections = diff_surface(old, new, resources);

@@ -119,20 +119,7 @@ pub fn run(args: &[OsString]) -> Result<i32> {
     let old_tools = load_tools(old)?;
     let new_tools = load_tools(new)?;
     let answer = views_answer(&parsed, context.as_ref(), (old, new))?;
-    let views: Vec<ServerViews<'_>> = match &answer {
-        ViewsAnswer::Answer(Some(view), source, note) => vec![ServerViews {
-            admin_view: Some(view),
-            source: source.clone(),
-            note: note.map(str::to_owned),
-        }],
-        ViewsAnswer::Answer(None, source, _) => vec![ServerViews {
-            admin_view: None,
-            source: format!("{source}: the gateway recorded nothing of this server"),
-            note: None,
-        }],
-        ViewsAnswer::Untold(why) => vec![replayed::untold(why)],
-        ViewsAnswer::NotAsked => Vec::new(),
-    };
+    let views = page_views(&answer);
     print(&render_review(
         (&names.0, &names.1),
         &old_tools,
@@ -159,14 +146,7 @@ fn surface_report(
         Some(_) => views_answer(parsed, context, (old, new))?,
         None => ViewsAnswer::NotAsked,
     };
-    let views: Vec<ServerViews<'_>> = match &answer {
-        ViewsAnswer::Answer(Some(view), source, note) => vec![ServerViews {
-            admin_view: Some(view),
-            source: source.clone(),
-            note: note.map(str::to_owned),
-        }],
-        _ => Vec::new(),
-    };
+    let views = page_views(&answer);
     print(&super::render_surface_review(
         (&names.0, &names.1),
         (&old_surface, &new_surface),
@@ -180,6 +160,24 @@ fn surface_report(
         parsed.seal_resources,
     );
     Ok(diff.exit_code())
+}
+
+/// The views sections the page shows for `answer`.
+fn page_views(answer: &ViewsAnswer) -> Vec<ServerViews<'_>> {
+    match answer {
+        ViewsAnswer::Answer(Some(view), source, note) => vec![ServerViews {
+            admin_view: Some(view),
+            source: source.clone(),
+            note: note.map(str::to_owned),
+        }],
+        ViewsAnswer::Answer(None, source, _) => vec![ServerViews {
+            admin_view: None,
+            source: format!("{source}: the gateway recorded nothing of this server"),
+            note: None,
+        }],
+        ViewsAnswer::Untold(why) => vec![replayed::untold(why)],
+        ViewsAnswer::NotAsked => Vec::new(),
+    }
 }
 
 /// Where the page's views come from.

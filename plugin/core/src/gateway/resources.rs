@@ -87,13 +87,11 @@ impl Engine {
         decision.decision = "rewrite";
         out.decision(&decision);
         let mut rewritten = result.as_object()?.clone();
-        let kept: Vec<Value> = items
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| !flagged.iter().any(|(f, _)| f == index))
-            .map(|(_, item)| item.clone())
-            .collect();
-        put(&mut rewritten, section.items_member(), Value::Array(kept));
+        put(
+            &mut rewritten,
+            section.items_member(),
+            unflagged(items, &flagged),
+        );
         let mut note = Map::new();
         put(&mut note, "server", Value::from(exchange.server.as_str()));
         put(&mut note, "reason", Value::from(reason));
@@ -144,15 +142,7 @@ impl Engine {
         }
         let list = items.as_array()?;
         let flagged = self.flagged_resources(list);
-        if flagged.is_empty() {
-            return None;
-        }
-        let served = list
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| !flagged.iter().any(|(f, _)| f == index))
-            .map(|(_, item)| item.clone());
-        Some(Value::Array(served.collect()))
+        (!flagged.is_empty()).then(|| unflagged(list, &flagged))
     }
 
     /// For a server whose reads are limited to what it listed (`resources: "listed"`, and
@@ -249,6 +239,16 @@ impl Engine {
             Err(e) => Some((ErrorCode::SchemaUnverified, e.to_string())),
         }
     }
+}
+
+/// The listed resources screening serves: `items` without those `flagged` (by index).
+fn unflagged(items: &[Value], flagged: &[(usize, String)]) -> Value {
+    let kept = items
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| !flagged.iter().any(|(f, _)| f == index))
+        .map(|(_, item)| item.clone());
+    Value::Array(kept.collect())
 }
 
 /// What a listed resource's verdict is remembered by: its screened strings, each ended by a

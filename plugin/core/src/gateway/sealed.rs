@@ -1,5 +1,6 @@
-//! The sections a server seals beyond tools: its prompts, its resource templates and the
-//! instructions of its handshake answer, held to the catalogue as its tools are.
+//! The sections a server seals beyond tools: its prompts, its resource templates, its
+//! resources (`"resources": "seal"`) and the instructions of its handshake answer, held to the
+//! catalogue as its tools are.
 //!
 //! Main design decision: a section's list is one more way of seeing the catalogue, decided
 //! inside the compare-and-swap from the very record being swapped, like a tool list. The
@@ -8,13 +9,16 @@
 //! does not show kept as approved) is the candidate otherwise: the first list of a section
 //! the catalogue does not seal yet seals it (trusted on first use under discovery, awaiting
 //! approval under strict or when screening flags it), and any other difference is drift,
-//! which closes the server as a whole. What cannot be decided whole never moves the
-//! lifecycle: a later page, or a list whose items cannot be read (duplicate keys, an item
-//! that is not an object), is checked against the catalogue alone, and what it does not
-//! hold is withheld from that answer. Items a list leaves out stay in the catalogue (a
-//! caller shown fewer prompts than another is not a drift), so no view is recorded per
-//! section: what a server lists to one caller and not to another is sealed by the first list
-//! that shows it, and a list that adds an item to a sealed section is drift for an admin to
+//! which closes the server as a whole. The pages of a paginated listing accumulate as a tool
+//! list's do, and its last page decides the whole list. What cannot be decided whole never
+//! moves the lifecycle: a page before the last, a page seen without its first, a list whose
+//! items cannot be read (duplicate keys, an item that is not an object), or a list of a
+//! server another change closed (under tool scope it still serves) is checked against the
+//! catalogue alone, and what it does not hold is withheld from that answer. Items a list
+//! leaves out stay in the catalogue (a caller shown fewer prompts than another is not a
+//! drift), so no item is recorded per view (only which views listed each section): what a
+//! server lists to one caller and not to another is sealed by the first list that shows it,
+//! and a list of a known view that adds an item to a sealed section is drift for an admin to
 //! approve.
 
 use crate::gateway::engine::Engine;
