@@ -312,19 +312,42 @@ def validate(config_path: Path, cwd: Path = REPO, timeout: float = 60) -> subpro
 # outgoing connections.
 _LISTEN_PORTS = (20000, 32000)
 _port_rng = random.Random()
+_handed_out: set[int] = set()
+
+
+def _port_slice() -> tuple[int, int]:
+    """This test worker's own part of ``_LISTEN_PORTS``. pytest-xdist workers run side by
+    side, each drawing ports that stay free until the process it starts binds them; two
+    workers drawing from the same range can both pick one port in that window (a CI run lost
+    an Envoy that way: "exited with 1" at start-up). Each worker draws from its own slice, so
+    only one process draws a given port; outside pytest-xdist the whole range is used."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit()):
+        return _LISTEN_PORTS
+    index, workers = int(worker[2:]), max(int(count), 1)
+    width = (_LISTEN_PORTS[1] - _LISTEN_PORTS[0]) // workers
+    low = _LISTEN_PORTS[0] + min(index, workers - 1) * width
+    return low, low + width
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1, outside the ephemeral range, that was free a moment ago."""
+    """A TCP port on 127.0.0.1, outside the ephemeral range, in this worker's slice, that was
+    free a moment ago and that this process never handed out before (three ports drawn for
+    one Envoy are three ports, not one twice)."""
+    low, high = _port_slice()
     for _ in range(200):
-        port = _port_rng.randrange(*_LISTEN_PORTS)
+        port = _port_rng.randrange(low, high)
+        if port in _handed_out:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
-    raise EnvoyError(f"no free port in {_LISTEN_PORTS[0]}-{_LISTEN_PORTS[1]} after 200 tries")
+        _handed_out.add(port)
+        return port
+    raise EnvoyError(f"no free port in {low}-{high} after 200 tries")
 
 
 def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
@@ -438,6 +461,19 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _tail(workdir: Path, lines: int = 20) -> str:
+    """The last lines Envoy wrote (its log and its stderr), for an error that names the cause
+    instead of a path on a machine that is gone when the report is read."""
+    said = []
+    for name in ("envoy.log", "envoy.stderr"):
+        try:
+            text = (workdir / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        said.extend(f"{name}: {line}" for line in text.splitlines()[-lines:])
+    return "\n".join(said) or "(nothing)"
+
+
 def start(
     config_text: str,
     workdir: Path,
@@ -470,7 +506,8 @@ def start(
 
     def ready() -> bool:
         if popen.poll() is not None:
-            raise EnvoyError(f"Envoy exited with {popen.returncode}; see {log_path}")
+            raise EnvoyError(f"Envoy exited with {popen.returncode}; see {log_path}; "
+                             f"it said:\n{_tail(workdir)}")
         return http_get(f"http://127.0.0.1:{admin_port}/ready", timeout=0.5)[0] == 200
 
     try:
