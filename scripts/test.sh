@@ -89,8 +89,11 @@ nice -n 19 scripts/fuzz-smoke.sh --build-only >"$fuzz_build_log" 2>&1 &
 fuzz_build_pid=$!
 set +m
 trap 'kill -- "-$installs_pid" "-$fuzz_build_pid" 2>/dev/null || true; rm -f "$installs_log" "$fuzz_build_log"' EXIT
-# The toolseal command the e2e tests call (pin, check-config, report) was built by cargo test.
-TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 TOOLSEAL_REQUIRE_BENCH=1 \
+# The toolseal command the e2e tests call (pin, check-config, report) and the stdio guard were
+# built by cargo test. Left to itself, the guard's fixture runs `cargo build -p toolseal-stdio`,
+# whose features differ from the workspace's: on a fresh machine that rebuilt dependencies
+# while every pytest worker waited on cargo's lock (158 s in one CI run).
+TOOLSEAL_BIN="$repo/target/debug/toolseal" TOOLSEAL_STDIO_BIN="$repo/target/debug/toolseal-stdio" TOOLSEAL_REQUIRE_PLUGIN=1 TOOLSEAL_REQUIRE_CHROMIUM=1 TOOLSEAL_REQUIRE_OCI=1 TOOLSEAL_REQUIRE_BENCH=1 \
   .venv/bin/python -m pytest -q -rs --durations=15 -n "$e2e_workers" envoy/tests examples/stdio-guard/tests
 
 step "fuzz smoke (every target, bounded)"

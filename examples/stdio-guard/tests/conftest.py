@@ -32,6 +32,7 @@ def _target_dir() -> Path:
 def guard_bin() -> Path:
     given = os.environ.get("TOOLSEAL_STDIO_BIN")
     if given:
+        assert Path(given).is_file(), f"TOOLSEAL_STDIO_BIN={given} is not a file"
         return Path(given)
     release = os.environ.get("TOOLSEAL_STDIO_RELEASE") == "1"
     subprocess.run(
