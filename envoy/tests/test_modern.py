@@ -471,7 +471,7 @@ async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_pr
                           plugin_config=config(py={"seal": SEALED}))
     url = stack.url("py")
     honest = {}
-    for _ in range(2):  # the first discover comes before any baseline; the second seals it
+    for _ in range(2):  # the first session seals every section, the second verifies them
         client = sdk_clients(kind, url)
         assert client.tool_names() == NAMES
         honest = client.surface()
@@ -502,3 +502,48 @@ async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_pr
     client = sdk_clients(kind, url)
     assert client.tool_names() == NAMES
     assert client.surface()["prompts"] != honest["prompts"]
+
+
+@pytest.mark.parametrize("kind", SDK_KINDS)
+async def test_a_surface_read_before_any_tool_list_is_sealed_and_the_tools_join_it(
+        modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
+        kind: str) -> None:
+    """A 2026-07-28 client that reads the instructions (``server/discover``), prompts and
+    templates before it ever lists tools, as a client of a server of prompts alone does: the
+    first lists seal them (no tool baseline needed), a prompt nobody listed is refused before
+    the server, a rug pull of the prompt closes the server; approved, the tools listed after
+    are trusted with the catalogue, nothing drifting."""
+    stack = modern_stacks(py=("python", {"extra_args": ("--sections",)}),
+                          plugin_config=config(py={"seal": SEALED[1:]}))
+    url = stack.url("py")
+    client = sdk_clients(kind, url)
+    honest = client.surface()
+    assert honest["instructions"] and honest["prompts"] and honest["resourceTemplates"]
+    assert len(wait_for_audits(stack, "section.sealed", 3)) == 3
+    assert status_of(stack.admin.server("py")) == "verified"
+    with Untouched(stack, "py"):
+        with pytest.raises(ClientRaised, match="PROMPT_NOT_APPROVED|not an approved prompt"):
+            client.get_prompt("exfiltrate", {})
+    assert client.get_prompt("forecast_brief", {"city": "Paris"})["messages"]
+    client.close()
+
+    stack.upstreams["py"].poison_sections(["prompts"])
+    client = sdk_clients(kind, url)
+    shown = client.surface()
+    assert shown["prompts"] == [], shown
+    assert shown["instructions"] == honest["instructions"]
+    with Untouched(stack, "py"):
+        with pytest.raises(ClientRaised, match="SCHEMA_CHANGED|changed"):
+            client.get_prompt("forecast_brief", {"city": "Paris"})
+    view = stack.admin.server("py")
+    assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
+    assert stack.admin.approve("py", candidate_of(view)).status_code == 200
+    client.close()
+
+    client = sdk_clients(kind, url)
+    assert client.tool_names() == NAMES
+    assert client.surface()["prompts"] != honest["prompts"]
+    client.close()
+    assert status_of(stack.admin.server("py")) == "verified"
+    assert len(wait_for_audits(stack, "view.baselined", 1)) == 1
+    assert len(wait_for_audits(stack, "schema.changed", 1)) == 1, "only the rug pull drifted"

@@ -146,8 +146,8 @@ async def test_a_rug_pull_moved_out_of_the_tool_list_closes_the_server(
         wasm: Any, stacks: Callable[..., Stack], part: str) -> None:
     config = _config("demo", resources="seal")
     stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
-    # The first session baselines the tools and seals the prompts, templates and resources;
-    # the second's handshake seals the instructions (the first came before any baseline).
+    # The first session seals every section (its handshake's instructions first, the
+    # catalogue its tools then join); the second verifies them.
     honest = {}
     for _ in range(2):
         async with _client(stack.mcp_url) as (session, init):
@@ -220,7 +220,8 @@ async def test_instructions_written_per_toolset_never_flap_and_a_told_view_is_tr
         config["servers"]["demo"]["views"] = ["revision", {"header": "x-mcp-toolsets"}]
     stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
     repos, issues = {"x-mcp-toolsets": "repos"}, {"x-mcp-toolsets": "issues"}
-    # Tools baselined by the first session; the second's handshake seals its instructions.
+    # The first session's handshake seals its instructions (the server's first catalogue),
+    # and its tool list joins them as the view's first list.
     for _ in range(2):
         async with _client(stack.mcp_url, headers=repos) as (session, init):
             assert (await session.list_tools()).tools
@@ -233,8 +234,10 @@ async def test_instructions_written_per_toolset_never_flap_and_a_told_view_is_tr
     view = stack.admin.server("demo")
     if told:
         assert status_of(view) == "verified", view
-        trusted = wait_for_audits(stack, "view.baselined", 1)
-        assert "instructions" in trusted[-1]["reason"], trusted
+        # Two views trusted on first use: the tools the first session listed, and the second
+        # toolset's handshake.
+        trusted = wait_for_audits(stack, "view.baselined", 2)
+        assert ["instructions" in t["reason"] for t in trusted] == [False, True], trusted
     else:
         assert status_of(view) == "changed", view
         change = view["sections_diff"]["instructions"]["changes"]
@@ -351,3 +354,43 @@ async def test_under_tool_scope_a_tool_drift_leaves_no_sealed_section_unchecked(
     view = stack.admin.server("demo")
     assert (status_of(view), candidate_of(view)) == ("changed", candidate_of(drifted))
     assert len(wait_for_audits(stack, "schema.changed", 1)) == 1
+
+
+async def test_a_surface_read_before_any_tool_list_is_sealed_and_a_rug_pull_of_it_closes_the_server(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    """A 2025 session that reads the instructions, prompts and templates and never lists
+    tools (what a server of prompts alone looks like to toolseal): its first lists seal them,
+    a prompt nobody listed is refused before the server, and a rug pull of the prompt closes
+    the server; approved, the tools listed next are trusted with the catalogue."""
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=_config("demo"))
+    async with _client(stack.mcp_url) as (session, init):
+        assert init.instructions
+        honest = _dump((await session.list_prompts()).prompts)
+        assert honest and (await session.list_resource_templates()).resourceTemplates
+        before = stack.upstream_requests()
+        with pytest.raises(McpError) as refused:
+            await session.get_prompt("exfiltrate", {})
+        assert refused.value.error.data["error_code"] == "PROMPT_NOT_APPROVED"
+        assert stack.upstream_requests() == before, "the server never sees it"
+        assert (await session.get_prompt("forecast_brief", {"city": "Paris"})).messages
+    assert len(wait_for_audits(stack, "section.sealed", 3)) == 3
+    assert status_of(stack.admin.server("demo")) == "verified"
+
+    stack.upstream.poison_sections(["prompts"])
+    async with _client(stack.mcp_url) as (session, init):
+        listed = await session.list_prompts()
+        assert listed.prompts == []
+        assert list_status_meta(listed)["schema_status"] == "changed"
+        before = stack.upstream_requests()
+        with pytest.raises(McpError) as refused:
+            await session.get_prompt("forecast_brief", {"city": "Paris"})
+        assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
+        assert stack.upstream_requests() == before, "the server never sees it"
+    view = stack.admin.server("demo")
+    assert "prompts" in view["sections_diff"], view
+    assert stack.admin.approve("demo", candidate_of(view)).status_code == 200
+    async with _client(stack.mcp_url) as (session, init):
+        served = await _surface(session, init)
+    assert served["tools"] and served["prompts"] != honest
+    assert status_of(stack.admin.server("demo")) == "verified"
+    assert len(wait_for_audits(stack, "schema.changed", 1)) == 1, "only the rug pull drifted"

@@ -9,9 +9,9 @@
 //! `server/discover` answer goes to the client without `instructions`, and a `prompts/get` or
 //! `resources/read` is refused before it reaches the server, as a JSON-RPC error carrying the
 //! fields of a tool denial. Only the server's status decides here (the prompts and resources
-//! themselves are not fingerprinted): a server never closed, or one without a baseline yet (a
-//! server with prompts and no tools has none), is left alone, so this never closes what a
-//! tools-only seal would not.
+//! themselves are not fingerprinted): a server never closed, or one without a baseline yet
+//! (nothing of it listed), is left alone, so this never closes what a tools-only seal would
+//! not.
 
 use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::Engine;

@@ -8,8 +8,9 @@
 //! matches it verifies, and the catalogue with that section as listed (every item the list
 //! does not show kept as approved) is the candidate otherwise: the first list of a section
 //! the catalogue does not seal yet seals it (trusted on first use under discovery, awaiting
-//! approval under strict or when screening flags it), and any other difference is drift,
-//! which closes the server as a whole. The pages of a paginated listing accumulate as a tool
+//! approval under strict or when screening flags it; on a server whose tools were never
+//! listed, it begins the catalogue, with no tools, which the first tool list joins as a new
+//! view's), and any other difference is drift, which closes the server as a whole. The pages of a paginated listing accumulate as a tool
 //! list's do, and its last page decides the whole list. What cannot be decided whole never
 //! moves the lifecycle: a page before the last, a page seen without its first, a list whose
 //! items cannot be read (duplicate keys, an item that is not an object), or a list of a
@@ -196,9 +197,6 @@ impl Engine {
             &Map::new(),
             &mut |store, cache, config, record| {
                 (outcome, verified) = (Outcome::Checked, None);
-                let Some(baseline) = record.baseline.as_deref() else {
-                    return Ok(None);
-                };
                 // A list decides into the lifecycle when it is whole and the server's state
                 // is this section's to move. A server closed by something else (another
                 // section's drift, a tool drift, approval awaited, quarantine) keeps its
@@ -206,9 +204,18 @@ impl Engine {
                 // closed whole under server scope, and under tool scope, where the server
                 // still serves, without the items the catalogue lacks or has otherwise.
                 let decides = whole && movable(record, section);
-                let Some(catalogue) =
-                    cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
-                else {
+                // A server without a baseline (its tools never listed: a server of prompts
+                // alone, or a client that lists prompts before tools) begins its catalogue
+                // here, with no tools: its first tool list is then a new view's, trusted on
+                // first use under discovery like a first contact.
+                let catalogue = match record.baseline.as_deref() {
+                    Some(baseline) => {
+                        cache.get_or_load(&*store, &server, baseline, &config.fingerprint)?
+                    }
+                    None => Some(Approved::empty()),
+                };
+                let Some(catalogue) = catalogue else {
+                    let baseline = record.baseline.as_deref().unwrap_or_default();
                     outcome = Outcome::Withheld(format!(
                         "the approved catalogue {baseline} is not stored"
                     ));
@@ -226,7 +233,7 @@ impl Engine {
                     .as_ref()
                     .filter(|v| !record.lists_section(section, &v.key));
                 if made.verifies(&catalogue) {
-                    verified = Some(baseline.to_string());
+                    verified = Some(catalogue.fingerprint.clone());
                     // A view's first list of a sealed section is recorded once.
                     return Ok(new_view
                         .filter(|_| decides)
@@ -464,8 +471,12 @@ impl Engine {
 /// Whether a list of `section` may move `record`: a verified server, or one whose candidate
 /// under review this section made.
 fn movable(record: &crate::policy::status::ServerRecord, section: Section) -> bool {
-    record.status == crate::policy::status::SchemaStatus::Verified
-        || record.live_section == Some(section)
+    use crate::policy::status::SchemaStatus;
+    match record.status {
+        SchemaStatus::Verified => true,
+        SchemaStatus::Unbaselined => record.baseline.is_none(),
+        _ => record.live_section == Some(section),
+    }
 }
 
 /// The verdict when the server's state cannot be read: nothing of the answer is served.

@@ -136,6 +136,20 @@ impl Approved {
         })
     }
 
+    /// The catalogue of a server whose tools were never listed: no tools, no sections.
+    pub fn empty() -> Rc<Approved> {
+        let fingerprint = ToolDigests::default().fingerprint();
+        Rc::new(Approved {
+            tool_fingerprint: fingerprint.clone(),
+            fingerprint,
+            tools: BTreeMap::new(),
+            sealed: Vec::new(),
+            items: Vec::new(),
+            parts: Vec::new(),
+            tool_fields: ToolDigests::default(),
+        })
+    }
+
     /// Builds from a surface document (`tools`, `instructions`, `prompts`,
     /// `resourceTemplates`, `resources`, and `sealed`: the names of the sections beyond tools
     /// it seals); `None` unless they form a valid surface whose fingerprint is `fingerprint`.

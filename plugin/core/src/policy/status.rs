@@ -610,7 +610,8 @@ fn observe_live(
 }
 
 /// A list of a sealed section beyond tools that does not verify. A first sealing under
-/// discovery makes the catalogue with the section the baseline (`section.sealed`), unless
+/// discovery makes the catalogue with the section the baseline (`section.sealed`; on a server
+/// without a baseline, a catalogue without tools, and the server `verified`), unless
 /// screening flags it; under strict (or flagged) it awaits approval (`pending`). Any other
 /// difference is drift (`changed`, sticky), the server closed as a whole. A server already
 /// closed keeps the candidate under review, but for one made by this section, which moves.
@@ -620,13 +621,15 @@ fn observe_section(
     posture: Posture,
     now_ms: u64,
 ) -> Vec<Note> {
-    if next.quarantine.is_some() || next.baseline.is_none() {
+    if next.quarantine.is_some() {
         return Vec::new();
     }
     let word = live.section.name();
     let moved = next.live.as_deref() != Some(live.fingerprint.as_str());
     match next.status {
         SchemaStatus::Verified => {}
+        // A server whose tools were never listed: the section begins its catalogue.
+        SchemaStatus::Unbaselined if next.baseline.is_none() && live.first => {}
         SchemaStatus::Changed | SchemaStatus::Pending
             if next.live_section == Some(live.section) && moved =>
         {
@@ -648,6 +651,7 @@ fn observe_section(
         next.live_matches = true;
         next.live_section = None;
         next.live_section_view = None;
+        next.status = SchemaStatus::Verified;
         if let Some(view) = &live.view {
             next.record_section_view(view.recorded());
         }

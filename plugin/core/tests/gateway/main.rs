@@ -22,6 +22,7 @@ mod containment;
 mod lifecycle;
 mod records;
 mod results;
+mod sealed_first;
 mod sealed_pages;
 mod sealed_sections;
 mod stream;

@@ -657,3 +657,79 @@ fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue()
         },
     );
 }
+
+/// A server whose tools were never listed: a sealed section's first list begins its
+/// catalogue, and the first tool list, on the other worker at once, is trusted with it. In
+/// either order and wherever one worker is pre-empted by the other, nothing drifts and the
+/// catalogue ends holding both the tools and the section.
+#[test]
+fn a_section_and_the_tools_first_listed_at_once_on_two_workers_never_drift() {
+    let config = config(json!({"views": ["revision"],
+        "servers": {"demo": {"seal": ["instructions", "prompts"]}}}));
+    let tools = asked(
+        "tools/list",
+        json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]}),
+    );
+    let prompts = asked(
+        "prompts/list",
+        json!({"prompts": [{"name": "greet", "description": "Greets."}]}),
+    );
+    let handshake = asked(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "serverInfo": {"name": "d", "version": "1"}, "instructions": "Be brief."}),
+    );
+    let turns = [
+        (prompts.clone(), tools.clone()),
+        (tools.clone(), prompts.clone()),
+        (handshake.clone(), tools.clone()),
+    ];
+    for (a_turn, b_turn) in turns {
+        every_point(
+            |at| {
+                race(
+                    &config,
+                    &[],
+                    vec![a_turn.clone()],
+                    std::slice::from_ref(&b_turn),
+                    at,
+                )
+            },
+            |at, raced| {
+                let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
+                assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
+                assert_eq!(status(&raced.shared), SchemaStatus::Verified, "at {at}");
+                let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
+                let b_served = served(raced.b_answers.last().unwrap());
+                assert!(
+                    b_served.contains("echo") || b_served.contains("greet"),
+                    "at {at}: {b_served}"
+                );
+                // Listed again by either worker, everything verifies against one catalogue.
+                let baseline = record_of(&raced.shared).baseline;
+                let mut store = raced.shared.borrow_mut();
+                let (mut a, mut b) = (raced.a, raced.b);
+                for exchange in [&a_turn, &b_turn] {
+                    let by_a = a.exchange_on(&mut *store, SERVER, exchange, 4096);
+                    let by_b = b.exchange_on(&mut *store, SERVER, exchange, 4096);
+                    for again in [by_a, by_b] {
+                        let text = served(&again);
+                        assert!(
+                            text.contains("echo") || text.contains("greet") || text.contains("Be brief"),
+                            "at {at}: {text}"
+                        );
+                    }
+                }
+                drop(store);
+                let again = record_of(&raced.shared);
+                assert_eq!(
+                    (again.status, again.baseline),
+                    (SchemaStatus::Verified, baseline),
+                    "at {at}"
+                );
+                let sealed = sealed(&a) + sealed(&b);
+                assert!(sealed >= 1, "at {at}: the section was never sealed");
+            },
+        );
+    }
+}
