@@ -547,3 +547,34 @@ async def test_a_surface_read_before_any_tool_list_is_sealed_and_the_tools_join_
     assert status_of(stack.admin.server("py")) == "verified"
     assert len(wait_for_audits(stack, "view.baselined", 1)) == 1
     assert len(wait_for_audits(stack, "schema.changed", 1)) == 1, "only the rug pull drifted"
+
+
+@pytest.mark.parametrize("kind", SDK_KINDS)
+async def test_under_tool_scope_a_prompt_rug_pull_withholds_the_prompt_alone_for_the_2026_client(
+        modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
+        kind: str) -> None:
+    """``drift_scope: "tool"`` on a server that seals its surface, through each 2026-07-28 SDK
+    client: the prompt rug-pulled in place is withheld and refused before the server, while
+    the tools, the instructions and the templates are served and a tool call goes through."""
+    stack = modern_stacks(py=("python", {"extra_args": ("--sections",)}),
+                          plugin_config=config(py={"seal": SEALED, "drift_scope": "tool"}))
+    url = stack.url("py")
+    client = sdk_clients(kind, url)
+    assert client.tool_names() == NAMES
+    honest = client.surface()
+    client.close()
+    stack.upstreams["py"].poison_sections(["prompts"])
+    client = sdk_clients(kind, url)
+    shown = client.surface()
+    assert shown["prompts"] == [], shown
+    assert (shown["instructions"], shown["resourceTemplates"]) == (
+        honest["instructions"], honest["resourceTemplates"])
+    assert client.tool_names(cache_mode="refresh") == NAMES
+    with Untouched(stack, "py"):
+        with pytest.raises(ClientRaised, match="SCHEMA_CHANGED|changed"):
+            client.get_prompt("forecast_brief", {"city": "Paris"})
+    assert client.call("add", {"a": 1, "b": 2})["content"] == [{"type": "text", "text": "3"}]
+    client.close()
+    view = stack.admin.server("py")
+    assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
+    assert [w["tool"] for w in view["withheld_tools"]] == ["prompts/forecast_brief"], view

@@ -394,3 +394,43 @@ async def test_a_surface_read_before_any_tool_list_is_sealed_and_a_rug_pull_of_i
     assert served["tools"] and served["prompts"] != honest
     assert status_of(stack.admin.server("demo")) == "verified"
     assert len(wait_for_audits(stack, "schema.changed", 1)) == 1, "only the rug pull drifted"
+
+
+@pytest.mark.parametrize("part", ["prompts", "resource-templates", "instructions"])
+async def test_under_tool_scope_a_section_drift_withholds_only_what_it_changed(
+        wasm: Any, stacks: Callable[..., Stack], part: str) -> None:
+    """``drift_scope: "tool"``: a rug pull of the prompt, the template or the instructions
+    is drift that withholds that item alone: every other section and every tool is served
+    as before and a tool call goes through, while the drifted prompt, or a read of a URI the
+    drifted template names, is refused before the server; approved, it is served."""
+    config = _config("demo")
+    config["servers"]["demo"]["drift_scope"] = "tool"
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
+    async with _client(stack.mcp_url) as (session, init):
+        honest = await _surface(session, init)
+    stack.upstream.poison_sections([part])
+    member = {"prompts": "prompts", "resource-templates": "templates",
+              "instructions": "instructions"}[part]
+    async with _client(stack.mcp_url) as (session, init):
+        shown = await _surface(session, init)
+        assert not shown[member], shown
+        assert {k: v for k, v in shown.items() if k != member} == {
+            k: v for k, v in honest.items() if k != member}
+        assert not (await session.call_tool("add", {"a": 2, "b": 3})).isError
+        before = stack.upstream_requests()
+        if part == "prompts":
+            with pytest.raises(McpError) as refused:
+                await session.get_prompt("forecast_brief", {"city": "Paris"})
+            assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
+        if part == "resource-templates":
+            with pytest.raises(McpError) as refused:
+                await session.read_resource("weather://paris/today")
+            assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
+        assert stack.upstream_requests() == before, "the server never sees a refused use"
+    view = stack.admin.server("demo")
+    assert status_of(view) == "changed" and part in view["sections_diff"], view
+    assert stack.admin.approve("demo", candidate_of(view)).status_code == 200
+    async with _client(stack.mcp_url) as (session, init):
+        served = await _surface(session, init)
+    assert served[member] and served[member] != honest[member]
+    assert status_of(stack.admin.server("demo")) == "verified"

@@ -80,7 +80,12 @@ impl Engine {
             let denial = self.use_denial(code, exchange, &what, record.as_deref(), &finding, item);
             return Some(Box::new(denial));
         }
-        let (code, record, detail) = match self.closed_record(store, &exchange.server) {
+        let closed = match self.closed_record(store, &exchange.server) {
+            // Under tool scope a drifted server serves on, but not the items its drift reaches.
+            Ok(None) => self.drifted_item(store, &exchange.server, section, item).map(Ok),
+            other => other.transpose(),
+        };
+        let (code, record, detail) = match closed.transpose() {
             Ok(None) if section == Section::Prompts => {
                 return self.prompt_refusal(store, exchange, item, params);
             }
@@ -98,6 +103,36 @@ impl Engine {
         };
         let denial = self.use_denial(code, exchange, &what, record.as_deref(), &detail, item);
         Some(Box::new(denial))
+    }
+
+    /// The record of a server whose drift, under `drift_scope: "tool"`, reaches `item` of
+    /// `section` (a prompt; a sealed resource, or a URI a drifted template names): its use is
+    /// refused as a closed server's (`None`: not so, or the record cannot be read, which the
+    /// checks after this one refuse).
+    fn drifted_item(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        section: Section,
+        item: &str,
+    ) -> Option<std::rc::Rc<ServerRecord>> {
+        let record = self.record(store, server).ok().flatten()?;
+        if record.status != SchemaStatus::Changed {
+            return None;
+        }
+        // A section's drift names its items among the changed ones (`SECTION/KEY`).
+        let reached = record.drift_changed.iter().any(|name| {
+            match name.split_once('/') {
+                Some((kind, key)) if kind == section.name() => key == item,
+                Some((kind, template)) => {
+                    section == Section::Resources
+                        && kind == Section::ResourceTemplates.name()
+                        && crate::policy::uri_template::matches(template, item)
+                }
+                None => false,
+            }
+        });
+        reached.then_some(record)
     }
 
     /// The refusal of a `prompts/get` of a server that seals its prompts (`None`: it does

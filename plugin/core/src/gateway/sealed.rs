@@ -28,6 +28,7 @@ use crate::gateway::listing::cursor_text;
 use crate::gateway::listing::pages::{self, NotAdded};
 use crate::gateway::live;
 use crate::policy::approved::Approved;
+use crate::policy::containment::DriftScope;
 use crate::policy::screening::{self, Role};
 use crate::policy::section::{Section, digest_section, item_digest};
 use crate::policy::status::{Event, Posture, SectionLive};
@@ -246,11 +247,7 @@ impl Engine {
                     // its own (a flagged string never reaches the client on an early page),
                     // and under strict nothing unapproved is served.
                     outcome = match made.first {
-                        false => {
-                            let mut unreviewed = made.added.clone();
-                            unreviewed.extend(made.redefined.iter().cloned());
-                            Outcome::Unreviewed(unreviewed)
-                        }
+                        false => Outcome::Unreviewed(made.unreviewed()),
                         true if config.posture_of(&server) == Posture::Strict => {
                             Outcome::Withheld(format!(
                                 "strict posture: the server's {} await approval of a whole list",
@@ -281,6 +278,17 @@ impl Engine {
                     (false, false) => Vec::new(),
                 };
                 let reason = drift_reason(section, &made, seen.as_ref());
+                // A drift: this answer is served without the items the catalogue lacks or
+                // has otherwise (under server scope the closed server's answer replaces it),
+                // and under tool scope those items are all the drift reaches.
+                let mut reach = None;
+                if !made.first && !grows {
+                    let unreviewed = made.unreviewed();
+                    if config.drift_scope_of(&server) == DriftScope::Tool {
+                        reach = Some(unreviewed.iter().map(|k| section.item_name(k)).collect());
+                    }
+                    outcome = Outcome::Unreviewed(unreviewed);
+                }
                 Ok(Some(Event::Section(SectionLive {
                     section,
                     fingerprint,
@@ -290,6 +298,7 @@ impl Engine {
                     reason,
                     view: seen,
                     grows,
+                    reach,
                 })))
             },
         );
@@ -425,6 +434,10 @@ impl Engine {
                         "the other fields (annotations, outputSchema, title, execution, icons) of tool(s) {changed:?} differ from the approved ones"
                     ),
                 };
+                // Under tool scope the drift reaches the tools whose fields differ.
+                let reach = (!changed.is_empty()
+                    && config.drift_scope_of(&server) == DriftScope::Tool)
+                    .then(|| changed.iter().map(|name| (*name).to_string()).collect());
                 Ok(Some(Event::Section(SectionLive {
                     section,
                     fingerprint,
@@ -434,6 +447,7 @@ impl Engine {
                     reason,
                     view: None,
                     grows: false,
+                    reach,
                 })))
             },
         )?;

@@ -65,6 +65,12 @@ impl Section {
         }
     }
 
+    /// How an item of the section is named where tools are named by theirs (a drift's
+    /// reach under `drift_scope: "tool"`): `SECTION/KEY`, e.g. `prompts/summarize`.
+    pub fn item_name(self, key: &str) -> String {
+        format!("{}/{key}", self.name())
+    }
+
     /// The request whose result shows the section: a list, or the handshake for
     /// instructions (`initialize`; `server/discover` on 2026-07-28).
     pub fn list_method(self) -> &'static str {

@@ -318,6 +318,10 @@ pub struct SectionLive {
     /// catalogue lacks (and no item otherwise): `fingerprint` is the grown catalogue, trusted
     /// on first use unless `findings`.
     pub grows: bool,
+    /// Under `drift_scope: "tool"`, what a drift reaches: tools by name (their other fields),
+    /// other items as `SECTION/KEY` ([`Section::item_name`]), withheld on their own (as
+    /// changed) while the server serves the rest. `None`: the server as a whole.
+    pub reach: Option<Vec<String>>,
 }
 
 /// One thing that happens to a server.
@@ -494,6 +498,11 @@ fn observe_live(
                 next.reverify = false;
                 return Vec::new();
             }
+            // A tool list that drifts while a section's drift awaits review replaces that
+            // candidate: what the section's drift withheld is no longer told, so the drift
+            // reaches the server as a whole.
+            let section_drift =
+                next.status == SchemaStatus::Changed && next.live_section.is_some() && !*matches;
             next.live_section = None;
             next.live_section_view = None;
             let same_candidate = next.live.as_deref() == Some(fingerprint.as_str());
@@ -527,9 +536,16 @@ fn observe_live(
                 _ => next.live_views_also.clear(),
             }
             next.live_view = seen_by;
-            next.set_reach(match next.live_matches {
-                true => &DriftReach::Unknown,
-                false => reach,
+            let whole;
+            next.set_reach(match (next.live_matches, section_drift) {
+                (true, _) => &DriftReach::Unknown,
+                (false, true) => {
+                    whole = DriftReach::Server(
+                        "the tool list changed while a section's drift awaited review".into(),
+                    );
+                    &whole
+                }
+                (false, false) => reach,
             });
         }
     }
@@ -635,6 +651,7 @@ fn observe_section(
         {
             next.live = Some(live.fingerprint.clone());
             next.live_matches = false;
+            section_reach(next, live);
             return vec![note("schema.changed", live.reason.clone())];
         }
         _ => return Vec::new(),
@@ -680,7 +697,7 @@ fn observe_section(
     next.live_matches = false;
     next.live_section = Some(live.section);
     next.live_section_view = live.view.as_ref().map(SectionView::recorded);
-    next.set_reach(&DriftReach::Server(live.reason.clone()));
+    section_reach(next, live);
     if grows {
         // A new view's items flagged by first-contact screening.
         next.status = SchemaStatus::Pending;
@@ -715,6 +732,24 @@ fn observe_section(
     next.status = SchemaStatus::Changed;
     next.drift_at_ms = Some(now_ms);
     vec![note("schema.changed", live.reason.clone())]
+}
+
+/// Records how far a section's list reaches when it does not verify: the items it names under tool
+/// scope, the server as a whole otherwise (a first sealing awaiting approval, a new view's
+/// flagged items).
+fn section_reach(next: &mut ServerRecord, live: &SectionLive) {
+    next.drift_added.clear();
+    next.drift_removed.clear();
+    match (&live.reach, live.first || live.grows) {
+        (Some(items), false) => {
+            next.drift_changed.clone_from(items);
+            next.drift_whole = None;
+        }
+        _ => {
+            next.drift_changed.clear();
+            next.drift_whole = Some(live.reason.clone());
+        }
+    }
 }
 
 /// A view that had not listed a section listed it, and it verified: it is recorded, so its

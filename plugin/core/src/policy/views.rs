@@ -379,6 +379,13 @@ impl SectionCandidate {
     pub fn verifies(&self, catalogue: &Approved) -> bool {
         !self.first && self.fingerprint == catalogue.fingerprint
     }
+
+    /// The listed items that are not the catalogue's own: added, then redefined.
+    pub fn unreviewed(&self) -> Vec<String> {
+        let mut unreviewed = self.added.clone();
+        unreviewed.extend(self.redefined.iter().cloned());
+        unreviewed
+    }
 }
 
 /// The candidate a complete list of `section` (its digests `listed`) makes of `catalogue`:
