@@ -360,7 +360,10 @@ fn over_stdio_a_server_of_prompts_alone_is_sealed_by_its_first_list_and_a_rug_pu
         Some(answer(3, json!({"messages": []})))
     );
     let refused = get(&mut policy, 4, "exfiltrate").expect("answered by the guard");
-    assert_eq!(refused["error"]["data"]["error_code"], "PROMPT_NOT_APPROVED");
+    assert_eq!(
+        refused["error"]["data"]["error_code"],
+        "PROMPT_NOT_APPROVED"
+    );
     // The rug pull closes the server: the answer is emptied, the prompt refused.
     assert_eq!(
         to_server(&mut policy, request(5, "prompts/list", json!({}))),

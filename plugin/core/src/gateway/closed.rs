@@ -82,7 +82,9 @@ impl Engine {
         }
         let closed = match self.closed_record(store, &exchange.server) {
             // Under tool scope a drifted server serves on, but not the items its drift reaches.
-            Ok(None) => self.drifted_item(store, &exchange.server, section, item).map(Ok),
+            Ok(None) => self
+                .drifted_item(store, &exchange.server, section, item)
+                .map(Ok),
             other => other.transpose(),
         };
         let (code, record, detail) = match closed.transpose() {
@@ -121,8 +123,10 @@ impl Engine {
             return None;
         }
         // A section's drift names its items among the changed ones (`SECTION/KEY`).
-        let reached = record.drift_changed.iter().any(|name| {
-            match name.split_once('/') {
+        let reached = record
+            .drift_changed
+            .iter()
+            .any(|name| match name.split_once('/') {
                 Some((kind, key)) if kind == section.name() => key == item,
                 Some((kind, template)) => {
                     section == Section::Resources
@@ -130,8 +134,7 @@ impl Engine {
                         && crate::policy::uri_template::matches(template, item)
                 }
                 None => false,
-            }
-        });
+            });
         reached.then_some(record)
     }
 

@@ -10,8 +10,9 @@
 //! the catalogue does not seal yet seals it (trusted on first use under discovery, awaiting
 //! approval under strict or when screening flags it; on a server whose tools were never
 //! listed, it begins the catalogue, with no tools, which the first tool list joins as a new
-//! view's), and any other difference is drift, which closes the server as a whole. The pages of a paginated listing accumulate as a tool
-//! list's do, and its last page decides the whole list. What cannot be decided whole never
+//! view's), and any other difference is drift, which closes the server as a whole (under
+//! `drift_scope: "tool"`, the items that differ). The pages of a paginated listing accumulate
+//! as a tool list's do, and its last page decides the whole list. What cannot be decided whole never
 //! moves the lifecycle: a page before the last, a page seen without its first, a list whose
 //! items cannot be read (duplicate keys, an item that is not an object), or a list of a
 //! server another change closed (under tool scope it still serves) is checked against the

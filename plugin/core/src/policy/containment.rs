@@ -14,8 +14,8 @@
 //! keeps serving every other tool; in every other case a drifted server is closed whole, as
 //! with `"server"`. A drift of a sealed section reaches its items the same way, named
 //! `SECTION/KEY` among the changed ones ([`crate::policy::section::Section::item_name`]),
-//! and a tool drift on top of it reaches the server as a whole. The reach follows the last live set (a server that fixes one tool gets
-//! it back once listed), while the status stays `changed` until an admin acts; a drift whose
+//! and a tool drift on top of it reaches the server as a whole. The reach follows the last
+//! live set (a server that fixes one tool gets it back once listed), while the status stays `changed` until an admin acts; a drift whose
 //! reach is not known (a new pin moved the baseline, a record written before drift scopes)
 //! serves nothing.
 

@@ -734,9 +734,9 @@ fn observe_section(
     vec![note("schema.changed", live.reason.clone())]
 }
 
-/// Records how far a section's list reaches when it does not verify: the items it names under tool
-/// scope, the server as a whole otherwise (a first sealing awaiting approval, a new view's
-/// flagged items).
+/// Records how far a section's list reaches when it does not verify: the items it names under
+/// tool scope, the server as a whole otherwise (a first sealing awaiting approval, a new
+/// view's flagged items).
 fn section_reach(next: &mut ServerRecord, live: &SectionLive) {
     next.drift_added.clear();
     next.drift_removed.clear();

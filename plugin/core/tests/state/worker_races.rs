@@ -715,7 +715,9 @@ fn a_section_and_the_tools_first_listed_at_once_on_two_workers_never_drift() {
                     for again in [by_a, by_b] {
                         let text = served(&again);
                         assert!(
-                            text.contains("echo") || text.contains("greet") || text.contains("Be brief"),
+                            text.contains("echo")
+                                || text.contains("greet")
+                                || text.contains("Be brief"),
                             "at {at}: {text}"
                         );
                     }
