@@ -11,6 +11,7 @@ instance's admin view and audit events, the record etcd holds, and that a refuse
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,14 +30,30 @@ SYNC_MS = 200
 SEALED = ["instructions", "prompts"]
 
 
+def _fleet(tmp_path: Path, request: pytest.FixtureRequest,
+           **settings: Any) -> contextlib.AbstractContextManager[StoreFleet]:
+    """etcd and the ``--sections`` rug-pull server, whose ``demo`` seals ``SEALED`` (and has
+    ``settings``); Envoys are added by the test."""
+    prefix = f"/toolseal/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}/"
+    servers = {"demo": {"seal": SEALED, **settings}}
+    config = fleet_plugin_config(prefix, sync_ms=SYNC_MS, servers=servers)
+    upstreams = {"demo": Upstream(tmp_path / "up-demo", rev=1, extra_args=("--sections",))}
+    return running_fleet(tmp_path, upstreams, prefix=prefix, sync_ms=SYNC_MS,
+                         plugin_config=config)
+
+
 @pytest.fixture
 def fleet(wasm: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
-    """etcd and the ``--sections`` rug-pull server; Envoys are added by the test."""
-    prefix = f"/toolseal/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}/"
-    config = fleet_plugin_config(prefix, sync_ms=SYNC_MS, servers={"demo": {"seal": SEALED}})
-    upstreams = {"demo": Upstream(tmp_path / "up-demo", rev=1, extra_args=("--sections",))}
-    with running_fleet(tmp_path, upstreams, prefix=prefix, sync_ms=SYNC_MS,
-                       plugin_config=config) as started:
+    """The fleet of :func:`_fleet`."""
+    with _fleet(tmp_path, request) as started:
+        yield started
+
+
+@pytest.fixture
+def tool_scoped_fleet(wasm: Path, tmp_path: Path,
+                      request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
+    """The fleet of :func:`_fleet`, its server under ``drift_scope: "tool"``."""
+    with _fleet(tmp_path, request, drift_scope="tool") as started:
         yield started
 
 
@@ -55,8 +72,8 @@ async def test_a_sealed_surface_is_one_catalogue_for_the_fleet_and_a_prompt_rug_
     a = fleet.add_envoy("A")
     b = fleet.add_envoy("B")
     fleet.start_envoys(a, b)
-    # A's first session baselines the tools and seals the prompts; its second handshake seals
-    # the instructions. B is then shown the same surface, verified against that catalogue.
+    # A's first session seals the instructions (its handshake), its tools join them and its
+    # prompts are sealed. B is then shown the same surface, verified against that catalogue.
     first = await _shown(a)
     assert first["tools"] and first["prompts"] == ["forecast_brief"]
     honest = await _shown(a)
@@ -97,5 +114,48 @@ async def test_a_sealed_surface_is_one_catalogue_for_the_fleet_and_a_prompt_rug_
                   "A's approval")
     served = await _shown(b)
     assert served["prompts"] == ["forecast_brief"] and served["tools"] == honest["tools"]
+    for member in (a, b):
+        assert_in_step(member, "demo", fleet)
+
+
+@pytest.mark.timeout(90, method="signal")
+async def test_under_tool_scope_a_prompt_rug_pull_withholds_the_prompt_alone_on_every_instance(
+        tool_scoped_fleet: StoreFleet) -> None:
+    """``drift_scope: "tool"``: the prompt rug-pulled in place, seen through B, is withheld and
+    refused on A too (the drift's reach is the fleet's record), while both serve the tools and
+    the instructions; a restart of both re-trusts nothing, and an approval on A serves on B."""
+    fleet = tool_scoped_fleet
+    a = fleet.add_envoy("A")
+    b = fleet.add_envoy("B")
+    fleet.start_envoys(a, b)
+    honest = await _shown(a)
+    assert honest["tools"] and honest["prompts"] == ["forecast_brief"]
+    sealed = baseline_of(a.admin.server("demo"))
+    wait_for_view(b, "demo", lambda v: baseline_of(v) == sealed, "A's catalogue")
+
+    fleet.upstreams["demo"].poison_sections(["prompts"])
+    assert await _shown(b) == {**honest, "prompts": []}
+    wait_for_view(a, "demo", lambda v: status_of(v) == "changed", "B's drift")
+    async with mcp_client(a.url("demo")) as agent:
+        assert await agent.tool_names() == honest["tools"]
+        with NotForwarded(fleet, "demo"):
+            with pytest.raises(McpError) as refused:
+                await agent.session.get_prompt("forecast_brief", {"city": "Paris"})
+        assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
+        assert not (await agent.session.call_tool("add", {"a": 2, "b": 3})).isError
+    _, doc = fleet.wait_for_record("demo", lambda r: r.get("status") == "changed", "the drift")
+    assert doc["record"]["drift_changed"] == ["prompts/forecast_brief"], doc
+
+    a.restart()
+    b.restart()
+    for member in (a, b):
+        assert await _shown(member) == {**honest, "prompts": []}, member.name
+
+    view = a.admin.server("demo")
+    assert a.admin.approve("demo", candidate_of(view)).status_code == 200
+    approved = candidate_of(view)
+    wait_for_view(b, "demo", lambda v: (status_of(v), baseline_of(v)) == ("verified", approved),
+                  "A's approval")
+    assert await _shown(b) == honest
     for member in (a, b):
         assert_in_step(member, "demo", fleet)
