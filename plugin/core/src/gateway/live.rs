@@ -291,9 +291,12 @@ impl LiveCheck<'_> {
             return Ok(verified(candidate.fingerprint.clone(), seen));
         }
         let seen = view_record(view, made.names(listed), known, at.now_ms);
+        // A catalogue another section began (its tools never listed) grows by its first tool
+        // list under either posture: under strict it then awaits approval, as a first contact.
+        let never_listed = record.views.is_empty() && catalogue.tools.is_empty();
         let grows = known.is_none()
             && candidate.redefined.is_empty()
-            && config.posture_of(at.server) == Posture::Discovery
+            && (never_listed || config.posture_of(at.server) == Posture::Discovery)
             && record.status == SchemaStatus::Verified;
         if !grows {
             return drift(

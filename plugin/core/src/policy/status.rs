@@ -274,7 +274,9 @@ pub enum LiveSet {
         /// that cannot be told).
         view: Option<ViewRecord>,
         /// Under discovery, a new view lists tools the catalogue lacks: `fingerprint` is the
-        /// grown catalogue, trusted on first use as the new baseline (unless screening holds it).
+        /// grown catalogue, trusted on first use as the new baseline (unless screening holds
+        /// it). Also the first tool list of a catalogue another section began (no tools, no
+        /// view): trusted so under discovery, awaiting approval under strict.
         grows: bool,
     },
     /// An invalid set (duplicate names, a tool without a name, ...): it never verifies.
@@ -490,10 +492,11 @@ fn observe_live(
                 && next.live_view.as_ref().is_some_and(|drifted| {
                     view.as_ref().map(|v| v.key.as_str()) != Some(drifted.key.as_str())
                 });
-            // Nor is a drift of another section's list (prompts, instructions): a tool list
-            // that verifies leaves it for review.
+            // Nor is a drift of another section's list (prompts, instructions), or its first
+            // sealing awaiting approval: a tool list that verifies leaves it for review.
             let under_review = under_review
-                || (next.status == SchemaStatus::Changed && next.live_section.is_some());
+                || (matches!(next.status, SchemaStatus::Changed | SchemaStatus::Pending)
+                    && next.live_section.is_some());
             if *matches && under_review {
                 next.reverify = false;
                 return Vec::new();
@@ -616,7 +619,12 @@ fn observe_live(
                 grows: true,
                 ..
             },
-        ) => grow(next, fingerprint, findings, view),
+        ) => grow(next, fingerprint, findings, view, posture),
+        // A new view awaiting approval is sticky, as a first contact is: its candidate moves.
+        (SchemaStatus::Pending, LiveSet::Valid { .. }) => match moved {
+            true => vec![note("schema.pending", drift_reason(live))],
+            false => Vec::new(),
+        },
         (_, LiveSet::Valid { .. }) => {
             next.status = SchemaStatus::Changed;
             next.drift_at_ms = Some(now_ms);
@@ -807,19 +815,24 @@ fn grow(
     fingerprint: &str,
     findings: &[String],
     view: &ViewRecord,
+    posture: Posture,
 ) -> Vec<Note> {
-    if !findings.is_empty() {
+    if !findings.is_empty() || posture == Posture::Strict {
         next.status = SchemaStatus::Pending;
         next.findings = findings.to_vec();
         next.live_matches = false;
-        return vec![note(
-            "schema.pending",
-            format!(
+        let why = match findings.is_empty() {
+            true => format!(
+                "strict posture: the server's first tool list ({}) awaits approval",
+                view.describe()
+            ),
+            false => format!(
                 "first-contact screening flagged the tools a new view ({}) adds: {}",
                 view.describe(),
                 findings.join("; ")
             ),
-        )];
+        };
+        return vec![note("schema.pending", why)];
     }
     if next.baseline.as_deref() != Some(fingerprint) {
         next.previous = next.baseline.take();

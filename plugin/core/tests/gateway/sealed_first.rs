@@ -133,8 +133,24 @@ fn under_strict_prompts_listed_before_tools_are_each_approved_and_nothing_is_ser
     assert_eq!(prompts_shown(&mut gw, None, honest.clone()), 0);
     assert_eq!(schema_status(&mut gw, "docs"), "pending");
     assert_eq!(approve_live(&mut gw), 200);
-    assert_eq!(prompts_shown(&mut gw, None, honest), 1);
+    assert_eq!(prompts_shown(&mut gw, None, honest.clone()), 1);
     assert_eq!(tools(&mut gw), 1);
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+
+    // The prompts approved before any tool list: the first tool list awaits approval as a
+    // first contact does (`pending`, listed again still pending), never drift.
+    let mut gw = gateway_with(json!({"seal": ["prompts"], "posture": "strict"}));
+    assert_eq!(prompts_shown(&mut gw, None, honest.clone()), 0);
+    assert_eq!(approve_live(&mut gw), 200);
+    assert_eq!(prompts_shown(&mut gw, None, honest.clone()), 1);
+    for _ in 0..2 {
+        assert_eq!(tools(&mut gw), 0);
+        assert_eq!(schema_status(&mut gw, "docs"), "pending");
+    }
+    assert_eq!(audited(&gw, "schema.changed"), 0);
+    assert_eq!(approve_live(&mut gw), 200);
+    assert_eq!(tools(&mut gw), 1);
+    assert_eq!(prompts_shown(&mut gw, None, honest), 1);
     assert_eq!(schema_status(&mut gw, "docs"), "verified");
 }
 
@@ -171,4 +187,31 @@ fn instructions_read_before_any_tool_list_are_sealed_and_a_change_closes_the_ser
     );
     assert_eq!(got.get("instructions"), None);
     assert_eq!(schema_status(&mut gw, "docs"), "changed");
+}
+
+#[test]
+fn under_strict_a_sections_sealing_awaiting_approval_is_not_undone_by_a_tool_list() {
+    let mut gw = gateway_with(json!({"seal": ["prompts"], "posture": "strict"}));
+    assert_eq!(tools(&mut gw), 0);
+    assert_eq!(approve_live(&mut gw), 200);
+    assert_eq!(tools(&mut gw), 1);
+    let honest = json!([summarize("Summarize a page.")]);
+    assert_eq!(prompts_shown(&mut gw, None, honest.clone()), 0);
+    let reviewed = view(&mut gw, "docs")["live_fingerprint"].clone();
+    // Clients list tools while the admin reviews: the server stays pending, the candidate
+    // stays the one reviewed (before, a tool list verified the server and dropped it, and the
+    // approval of what was reviewed failed).
+    assert_eq!(tools(&mut gw), 0);
+    assert_eq!(schema_status(&mut gw, "docs"), "pending");
+    assert_eq!(view(&mut gw, "docs")["live_fingerprint"], reviewed);
+    let (status, body) = crate::support::admin::admin(
+        &mut gw,
+        "docs",
+        "POST",
+        "servers/docs/approve",
+        json!({"fingerprint": reviewed}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(prompts_shown(&mut gw, None, honest), 1);
+    assert_eq!(tools(&mut gw), 1);
 }
