@@ -486,17 +486,16 @@ fn observe_live(
             view,
             ..
         } => {
-            // A drift under review is not moved by another view's list that verifies: its
-            // candidate stays the one to approve.
-            let under_review = next.status == SchemaStatus::Changed
+            // A drift, or a new view awaiting approval, is not moved by another view's list
+            // that verifies: its candidate stays the one to approve.
+            let held = matches!(next.status, SchemaStatus::Changed | SchemaStatus::Pending);
+            let under_review = held
                 && next.live_view.as_ref().is_some_and(|drifted| {
                     view.as_ref().map(|v| v.key.as_str()) != Some(drifted.key.as_str())
                 });
             // Nor is a drift of another section's list (prompts, instructions), or its first
             // sealing awaiting approval: a tool list that verifies leaves it for review.
-            let under_review = under_review
-                || (matches!(next.status, SchemaStatus::Changed | SchemaStatus::Pending)
-                    && next.live_section.is_some());
+            let under_review = under_review || (held && next.live_section.is_some());
             if *matches && under_review {
                 next.reverify = false;
                 return Vec::new();

@@ -695,6 +695,10 @@ fn a_new_view_held_pending_by_screening_stays_pending_when_listed_again() {
         assert_eq!(listed(&b), [0]);
         assert_eq!(record(&gw).status, SchemaStatus::Pending);
     }
+    // The known view listing its unchanged tools leaves the held candidate under review.
+    let a = replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    assert_eq!(listed(&a), [0]);
+    assert_eq!(record(&gw).status, SchemaStatus::Pending);
     // A held new view is not a drift: nothing says so, and approving it serves it.
     assert_eq!(events(&gw, "schema.changed"), Vec::<&str>::new());
     let candidate = record(&gw).live.unwrap();
