@@ -59,6 +59,13 @@ fn guard(config: &str) -> (Policy, SharedCollected) {
     (policy, sink)
 }
 
+/// How many audit events named `event` the guard wrote to `sink`.
+fn audited(sink: &SharedCollected, event: &str) -> usize {
+    let collected = sink.0.lock().unwrap();
+    let named = |e: &&String| serde_json::from_str::<Value>(e).unwrap()["event"] == event;
+    collected.events.iter().filter(named).count()
+}
+
 fn request(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
@@ -162,14 +169,7 @@ fn over_stdio_a_sealed_prompt_or_annotation_that_changes_closes_the_server() {
             let honest = answer(id + 1, prompts("Summarize a page."));
             assert_eq!(to_client(&mut policy, honest.clone()), Some(honest));
         }
-        let sealed = sink
-            .0
-            .lock()
-            .unwrap()
-            .events
-            .iter()
-            .filter(|e| serde_json::from_str::<Value>(e).unwrap()["event"] == "section.sealed")
-            .count();
+        let sealed = audited(&sink, "section.sealed");
         assert_eq!(sealed, 2, "{rug_pull}");
         // One part rug-pulled: that answer is closed, and so is the whole server.
         match rug_pull {
@@ -344,14 +344,7 @@ fn over_stdio_a_server_of_prompts_alone_is_sealed_by_its_first_list_and_a_rug_pu
         let honest = answer(id, prompts("Summarize a page."));
         assert_eq!(to_client(&mut policy, honest.clone()), Some(honest));
     }
-    let sealed = sink
-        .0
-        .lock()
-        .unwrap()
-        .events
-        .iter()
-        .filter(|e| serde_json::from_str::<Value>(e).unwrap()["event"] == "section.sealed")
-        .count();
+    let sealed = audited(&sink, "section.sealed");
     assert_eq!(sealed, 1);
     // An approved prompt goes to the server; one nobody listed is refused before it.
     assert_eq!(get(&mut policy, 3, "summarize"), None);

@@ -910,7 +910,7 @@ fn under_tool_scope_a_tool_whose_other_fields_drift_is_withheld_on_its_own() {
 }
 
 /// The `instructions` a handshake answered with `text` shows the client (`None`: withheld).
-fn instructions(gw: &mut NativeReplay, text: &str) -> Option<String> {
+pub(crate) fn instructions(gw: &mut NativeReplay, text: &str) -> Option<String> {
     let got = ask(gw, "initialize", json!({}), handshake(text));
     got.get("instructions")
         .and_then(Value::as_str)

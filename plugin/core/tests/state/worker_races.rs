@@ -199,6 +199,28 @@ fn every_point(mut one: impl FnMut(usize) -> Option<Raced>, mut check: impl FnMu
     assert!(points > 3, "only {points} pre-emption points explored");
 }
 
+/// [`every_point`] of one race: `prepare`, then worker A's single exchange `a_turn`
+/// pre-empting worker B's `b_turn`.
+fn every_race(
+    config: &Config,
+    prepare: &[HttpExchange],
+    (a_turn, b_turn): (&HttpExchange, &HttpExchange),
+    check: impl FnMut(usize, Raced),
+) {
+    every_point(
+        |at| {
+            race(
+                config,
+                prepare,
+                vec![a_turn.clone()],
+                std::slice::from_ref(b_turn),
+                at,
+            )
+        },
+        check,
+    );
+}
+
 fn changed_events(worker: &NativeReplay) -> Vec<String> {
     worker
         .out
@@ -510,6 +532,14 @@ fn asked(method: &str, result: Value) -> HttpExchange {
     }
 }
 
+/// A `tools/list` answered with one `echo` tool.
+fn echo_list() -> HttpExchange {
+    asked(
+        "tools/list",
+        json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]}),
+    )
+}
+
 /// How many sections `worker` sealed.
 fn sealed(worker: &NativeReplay) -> usize {
     let sealed = |e: &&toolseal_core::state::audit::AuditEvent| e.event == "section.sealed";
@@ -521,10 +551,7 @@ fn two_workers_sealing_sections_at_once_seal_both_and_never_close_the_server() {
     // Views by revision: these sessions skip the handshake, so capabilities are never known.
     let config = config(json!({"views": ["revision"],
         "servers": {"demo": {"seal": ["instructions", "prompts"]}}}));
-    let tools = asked(
-        "tools/list",
-        json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]}),
-    );
+    let tools = echo_list();
     let prompts = json!({"prompts": [{"name": "greet", "description": "Greets."}]});
     let handshake = json!({"protocolVersion": "2025-06-18", "capabilities": {},
         "serverInfo": {"name": "d", "version": "1"}, "instructions": "Be brief."});
@@ -540,16 +567,10 @@ fn two_workers_sealing_sections_at_once_seal_both_and_never_close_the_server() {
         ),
     ];
     for (a_turn, b_turn) in turns {
-        every_point(
-            |at| {
-                race(
-                    &config,
-                    std::slice::from_ref(&tools),
-                    vec![a_turn.clone()],
-                    std::slice::from_ref(&b_turn),
-                    at,
-                )
-            },
+        every_race(
+            &config,
+            std::slice::from_ref(&tools),
+            (&a_turn, &b_turn),
             |at, mut raced| {
                 let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
                 assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
@@ -611,51 +632,40 @@ fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue()
         "prompts/list",
         json!({"prompts": [prompt("greet"), prompt("triage")]}),
     );
-    every_point(
-        |at| {
-            race(
-                &config,
-                &prepare,
-                vec![repos.clone()],
-                std::slice::from_ref(&issues),
-                at,
-            )
-        },
-        |at, raced| {
-            let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
-            assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
-            let record = record_of(&raced.shared);
-            assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
-            assert_eq!(
-                record.section_views.len(),
-                3,
-                "at {at}: {:?}",
-                record.section_views
-            );
-            let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
-            assert!(
-                served(raced.b_answers.last().unwrap()).contains("triage"),
-                "at {at}"
-            );
-            assert!(
-                served(raced.a_answers.borrow().last().unwrap()).contains("review"),
-                "at {at}"
-            );
-            // Listed again, each verifies against the grown catalogue: nothing moves.
-            let baseline = record.baseline.clone();
-            let (mut a, mut store) = (raced.a, raced.shared.borrow_mut());
-            for exchange in [&repos, &issues, &prepare[1]] {
-                a.exchange_on(&mut *store, SERVER, exchange, 4096);
-            }
-            drop(store);
-            let again = record_of(&raced.shared);
-            assert_eq!(
-                (again.status, again.baseline),
-                (SchemaStatus::Verified, baseline),
-                "at {at}"
-            );
-        },
-    );
+    every_race(&config, &prepare, (&repos, &issues), |at, raced| {
+        let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
+        assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
+        let record = record_of(&raced.shared);
+        assert_eq!(record.status, SchemaStatus::Verified, "pre-empted at {at}");
+        assert_eq!(
+            record.section_views.len(),
+            3,
+            "at {at}: {:?}",
+            record.section_views
+        );
+        let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
+        assert!(
+            served(raced.b_answers.last().unwrap()).contains("triage"),
+            "at {at}"
+        );
+        assert!(
+            served(raced.a_answers.borrow().last().unwrap()).contains("review"),
+            "at {at}"
+        );
+        // Listed again, each verifies against the grown catalogue: nothing moves.
+        let baseline = record.baseline.clone();
+        let (mut a, mut store) = (raced.a, raced.shared.borrow_mut());
+        for exchange in [&repos, &issues, &prepare[1]] {
+            a.exchange_on(&mut *store, SERVER, exchange, 4096);
+        }
+        drop(store);
+        let again = record_of(&raced.shared);
+        assert_eq!(
+            (again.status, again.baseline),
+            (SchemaStatus::Verified, baseline),
+            "at {at}"
+        );
+    });
 }
 
 /// A server whose tools were never listed: a sealed section's first list begins its
@@ -666,10 +676,7 @@ fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue()
 fn a_section_and_the_tools_first_listed_at_once_on_two_workers_never_drift() {
     let config = config(json!({"views": ["revision"],
         "servers": {"demo": {"seal": ["instructions", "prompts"]}}}));
-    let tools = asked(
-        "tools/list",
-        json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]}),
-    );
+    let tools = echo_list();
     let prompts = asked(
         "prompts/list",
         json!({"prompts": [{"name": "greet", "description": "Greets."}]}),
@@ -685,54 +692,43 @@ fn a_section_and_the_tools_first_listed_at_once_on_two_workers_never_drift() {
         (handshake.clone(), tools.clone()),
     ];
     for (a_turn, b_turn) in turns {
-        every_point(
-            |at| {
-                race(
-                    &config,
-                    &[],
-                    vec![a_turn.clone()],
-                    std::slice::from_ref(&b_turn),
-                    at,
-                )
-            },
-            |at, raced| {
-                let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
-                assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
-                assert_eq!(status(&raced.shared), SchemaStatus::Verified, "at {at}");
-                let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
-                let b_served = served(raced.b_answers.last().unwrap());
-                assert!(
-                    b_served.contains("echo") || b_served.contains("greet"),
-                    "at {at}: {b_served}"
-                );
-                // Listed again by either worker, everything verifies against one catalogue.
-                let baseline = record_of(&raced.shared).baseline;
-                let mut store = raced.shared.borrow_mut();
-                let (mut a, mut b) = (raced.a, raced.b);
-                for exchange in [&a_turn, &b_turn] {
-                    let by_a = a.exchange_on(&mut *store, SERVER, exchange, 4096);
-                    let by_b = b.exchange_on(&mut *store, SERVER, exchange, 4096);
-                    for again in [by_a, by_b] {
-                        let text = served(&again);
-                        assert!(
-                            text.contains("echo")
-                                || text.contains("greet")
-                                || text.contains("Be brief"),
-                            "at {at}: {text}"
-                        );
-                    }
+        every_race(&config, &[], (&a_turn, &b_turn), |at, raced| {
+            let changed = [changed_events(&raced.a), changed_events(&raced.b)].concat();
+            assert!(changed.is_empty(), "pre-empted at {at}: {changed:?}");
+            assert_eq!(status(&raced.shared), SchemaStatus::Verified, "at {at}");
+            let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
+            let b_served = served(raced.b_answers.last().unwrap());
+            assert!(
+                b_served.contains("echo") || b_served.contains("greet"),
+                "at {at}: {b_served}"
+            );
+            // Listed again by either worker, everything verifies against one catalogue.
+            let baseline = record_of(&raced.shared).baseline;
+            let mut store = raced.shared.borrow_mut();
+            let (mut a, mut b) = (raced.a, raced.b);
+            for exchange in [&a_turn, &b_turn] {
+                let by_a = a.exchange_on(&mut *store, SERVER, exchange, 4096);
+                let by_b = b.exchange_on(&mut *store, SERVER, exchange, 4096);
+                for again in [by_a, by_b] {
+                    let text = served(&again);
+                    assert!(
+                        text.contains("echo")
+                            || text.contains("greet")
+                            || text.contains("Be brief"),
+                        "at {at}: {text}"
+                    );
                 }
-                drop(store);
-                let again = record_of(&raced.shared);
-                assert_eq!(
-                    (again.status, again.baseline),
-                    (SchemaStatus::Verified, baseline),
-                    "at {at}"
-                );
-                let sealed = sealed(&a) + sealed(&b);
-                assert!(sealed >= 1, "at {at}: the section was never sealed");
-            },
-        );
+            }
+            drop(store);
+            let again = record_of(&raced.shared);
+            assert_eq!(
+                (again.status, again.baseline),
+                (SchemaStatus::Verified, baseline),
+                "at {at}"
+            );
+            let sealed = sealed(&a) + sealed(&b);
+            assert!(sealed >= 1, "at {at}: the section was never sealed");
+        });
     }
 }
 
@@ -744,10 +740,7 @@ fn a_section_and_the_tools_first_listed_at_once_on_two_workers_never_drift() {
 fn a_section_drift_under_tool_scope_racing_a_tool_list_reaches_the_item_alone() {
     let config = config(json!({"views": ["revision"],
         "servers": {"demo": {"seal": ["prompts"], "drift_scope": "tool"}}}));
-    let tools = asked(
-        "tools/list",
-        json!({"tools": [{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}}]}),
-    );
+    let tools = echo_list();
     let prompt = |description: &str| {
         asked(
             "prompts/list",
@@ -760,33 +753,22 @@ fn a_section_drift_under_tool_scope_racing_a_tool_list_reaches_the_item_alone() 
         (pulled.clone(), tools.clone()),
         (tools.clone(), pulled.clone()),
     ] {
-        every_point(
-            |at| {
-                race(
-                    &config,
-                    &prepare,
-                    vec![a_turn.clone()],
-                    std::slice::from_ref(&b_turn),
-                    at,
-                )
-            },
-            |at, raced| {
-                let record = record_of(&raced.shared);
-                assert_eq!(record.status, SchemaStatus::Changed, "at {at}");
-                assert_eq!(record.drift_changed, ["prompts/greet"], "at {at}");
-                assert_eq!(record.drift_whole, None, "at {at}");
-                let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
-                let answers = [
-                    served(raced.a_answers.borrow().last().unwrap()),
-                    served(raced.b_answers.last().unwrap()),
-                ];
-                for answer in answers {
-                    assert!(!answer.contains("mails"), "at {at}: {answer}");
-                    if answer.contains("\"tools\"") {
-                        assert!(answer.contains("echo"), "at {at}: {answer}");
-                    }
+        every_race(&config, &prepare, (&a_turn, &b_turn), |at, raced| {
+            let record = record_of(&raced.shared);
+            assert_eq!(record.status, SchemaStatus::Changed, "at {at}");
+            assert_eq!(record.drift_changed, ["prompts/greet"], "at {at}");
+            assert_eq!(record.drift_whole, None, "at {at}");
+            let served = |r: &Replayed| String::from_utf8_lossy(&r.response_body).into_owned();
+            let answers = [
+                served(raced.a_answers.borrow().last().unwrap()),
+                served(raced.b_answers.last().unwrap()),
+            ];
+            for answer in answers {
+                assert!(!answer.contains("mails"), "at {at}: {answer}");
+                if answer.contains("\"tools\"") {
+                    assert!(answer.contains("echo"), "at {at}: {answer}");
                 }
-            },
-        );
+            }
+        });
     }
 }
