@@ -69,7 +69,7 @@ def main():
             ctl1 = method | (0 if header(e.get("request_headers"), "content-type") else 12) \
                 | (16 if ctype.startswith("text/event-stream") else 0)
             steps.append(bytes([ctl1, 6]) + req + SEP + resp)
-        for selector in range(4):
+        for selector in range(6):
             engine.append(bytes([selector]) + SEP + SEP.join(steps[:8]))
     # Drift: the two server-everything releases one after the other, and approvals.
     a = [s for s in engine if s[0] == 0]

@@ -1,6 +1,6 @@
 //! The engine fuzz target's input format and its two safety invariants.
 //!
-//! Input: segments separated by `0xFF 0xFF`. Segment 0 picks one of four gateway configs
+//! Input: segments separated by `0xFF 0xFF`. Segment 0 picks one of six gateway configs
 //! (its first byte). Then each exchange is two segments: `[ctl1, ctl2, request body...]`
 //! and the response body. `ctl1`: bits 0-1 HTTP method (POST, POST, GET, DELETE), bits 2-3
 //! request content type (JSON, JSON with parameters, text/plain, none), bits 4-5 response
@@ -11,7 +11,9 @@
 //!
 //! Invariants, judged with a lenient peer's eyes ([`crate::lenient`]):
 //! 1. A `tools/call` that reaches the server was sent while the server was `verified`, not
-//!    awaiting verification, and the tool is in its approved baseline.
+//!    awaiting verification, and the tool is in its approved baseline (under
+//!    `drift_scope: "tool"`, also while `changed` by a drift its record confines to items
+//!    other than that tool).
 //! 2. A response that a client would file under one of its outstanding `tools/list` ids
 //!    carries only tools whose digest is in the approved baseline (trust on first use
 //!    aside: discovery posture, no baseline before the exchange).
@@ -20,6 +22,7 @@ use crate::lenient;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use toolseal_core::config::Config;
+use toolseal_core::policy::containment::{self, Serving};
 use toolseal_core::policy::fingerprint::{FingerprintFields, digest_tools, tool_digest};
 use toolseal_core::policy::status::{Posture, SchemaStatus, ServerRecord};
 use toolseal_core::state;
@@ -45,7 +48,7 @@ pub fn locked_tools() -> Value {
     ])
 }
 
-/// The four gateway configs the first byte chooses from.
+/// The six gateway configs the first byte chooses from.
 pub fn config(selector: u8) -> Config {
     let tools = locked_tools();
     let fp = digest_tools(&tools, &FingerprintFields::default())
@@ -53,7 +56,7 @@ pub fn config(selector: u8) -> Config {
         .unwrap_or_default();
     let admin =
         json!({"token_sha256": toolseal_core::policy::fingerprint::sha256_hex(TOKEN.as_bytes())});
-    let doc = match selector % 4 {
+    let doc = match selector % 6 {
         0 => json!({"admin": admin}),
         1 => json!({"posture": "strict", "admin": admin,
             "servers": {SERVER: {"lock": {"fingerprint": fp, "tools": tools}}},
@@ -63,10 +66,17 @@ pub fn config(selector: u8) -> Config {
             "limits": {"max_request_bytes": 2048, "max_response_bytes": 4096, "max_depth": 12, "session_slots": 2},
             "policy": {"rules": [{"action": "deny", "annotations": {"destructiveHint": true}},
                 {"action": "deny", "tool": "echo", "arguments": {"/message": {"max_length": 8}}}]}}),
-        _ => json!({"posture": "strict", "admin": admin, "servers": {SERVER: {"pin": fp}}}),
+        3 => json!({"posture": "strict", "admin": admin, "servers": {SERVER: {"pin": fp}}}),
+        // Every section sealed, prompts and instructions possibly before any tool list.
+        4 => json!({"admin": admin, "servers": {SERVER: {"seal": SEALED, "resources": "seal"}}}),
+        _ => json!({"admin": admin, "servers": {SERVER: {"seal": SEALED, "resources": "seal",
+            "drift_scope": "tool"}}}),
     };
     Config::parse(doc.to_string().as_bytes()).unwrap_or_default()
 }
+
+/// The sections configs 4 and 5 seal beyond tools.
+const SEALED: [&str; 4] = ["tool-fields", "instructions", "prompts", "resource-templates"];
 
 /// One decoded exchange.
 pub struct Step {
@@ -266,8 +276,19 @@ fn check_calls(gw: &NativeReplay, exchange: &HttpExchange, before: Option<&Serve
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let open = before
-            .is_some_and(|r| r.status == SchemaStatus::Verified && !r.awaiting_verification());
+        let scope = gw.engine.config.drift_scope_of(SERVER);
+        let open = before.is_some_and(|r| {
+            let serving = containment::serving(r, scope);
+            let served = match r.status {
+                SchemaStatus::Verified => true,
+                SchemaStatus::Changed => {
+                    serving == Serving::All
+                        || (serving == Serving::AllBut && r.withheld(name).is_none())
+                }
+                _ => false,
+            };
+            served && !r.awaiting_verification()
+        });
         let approved =
             baseline_digest(gw, before.and_then(|r| r.baseline.as_deref()), name).is_some();
         assert!(
