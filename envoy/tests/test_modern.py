@@ -459,6 +459,20 @@ async def test_mismatched_routing_headers_and_batches_never_reach_the_upstream(
 SEALED = ["tool-fields", "instructions", "prompts", "resource-templates"]
 
 
+def _prompt_refused_before_the_server(stack: ModernStack, client: SdkClient) -> None:
+    """``prompts/get forecast_brief`` is refused as changed, and the server never sees it."""
+    with Untouched(stack, "py"):
+        with pytest.raises(ClientRaised, match="SCHEMA_CHANGED|changed"):
+            client.get_prompt("forecast_brief", {"city": "Paris"})
+
+
+def _approve_the_prompt_drift(stack: ModernStack) -> None:
+    """The server is ``changed`` by its prompts; the reviewed candidate is approved."""
+    view = stack.admin.server("py")
+    assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
+    assert stack.admin.approve("py", candidate_of(view)).status_code == 200
+
+
 @pytest.mark.parametrize("kind", SDK_KINDS)
 async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_prompt_closes_it(
         modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
@@ -491,13 +505,9 @@ async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_pr
     shown = client.surface()
     assert shown["prompts"] == [], shown
     assert shown["_meta"]["prompts"][STATUS_META_KEY]["schema_status"] == "changed"
-    with Untouched(stack, "py"):
-        with pytest.raises(ClientRaised, match="SCHEMA_CHANGED|changed"):
-            client.get_prompt("forecast_brief", {"city": "Paris"})
+    _prompt_refused_before_the_server(stack, client)
     assert client.tool_names(cache_mode="refresh") == []
-    view = stack.admin.server("py")
-    assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
-    assert stack.admin.approve("py", candidate_of(view)).status_code == 200
+    _approve_the_prompt_drift(stack)
     client.close()
     client = sdk_clients(kind, url)
     assert client.tool_names() == NAMES
@@ -532,12 +542,8 @@ async def test_a_surface_read_before_any_tool_list_is_sealed_and_the_tools_join_
     shown = client.surface()
     assert shown["prompts"] == [], shown
     assert shown["instructions"] == honest["instructions"]
-    with Untouched(stack, "py"):
-        with pytest.raises(ClientRaised, match="SCHEMA_CHANGED|changed"):
-            client.get_prompt("forecast_brief", {"city": "Paris"})
-    view = stack.admin.server("py")
-    assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
-    assert stack.admin.approve("py", candidate_of(view)).status_code == 200
+    _prompt_refused_before_the_server(stack, client)
+    _approve_the_prompt_drift(stack)
     client.close()
 
     client = sdk_clients(kind, url)
@@ -570,9 +576,7 @@ async def test_under_tool_scope_a_prompt_rug_pull_withholds_the_prompt_alone_for
     assert (shown["instructions"], shown["resourceTemplates"]) == (
         honest["instructions"], honest["resourceTemplates"])
     assert client.tool_names(cache_mode="refresh") == NAMES
-    with Untouched(stack, "py"):
-        with pytest.raises(ClientRaised, match="SCHEMA_CHANGED|changed"):
-            client.get_prompt("forecast_brief", {"city": "Paris"})
+    _prompt_refused_before_the_server(stack, client)
     assert client.call("add", {"a": 1, "b": 2})["content"] == [{"type": "text", "text": "3"}]
     client.close()
     view = stack.admin.server("py")

@@ -31,12 +31,15 @@ pub(crate) fn is_use(method: &str) -> bool {
 }
 
 impl Engine {
-    /// The record of a closed server (`None`: not closed, or never seen). A record that
-    /// cannot be read closes: what the server may show is unknown.
+    /// The record of a closed server (`None`: not closed, or never seen), or, for a use of
+    /// `item`, of one whose drift reaches that item (under tool scope a drifted server serves
+    /// on, but not what its drift reaches). A record that cannot be read closes: what the
+    /// server may show is unknown.
     fn closed_record(
         &mut self,
         store: &dyn StateStore,
         server: &str,
+        item: Option<(Section, &str)>,
     ) -> Result<Option<std::rc::Rc<ServerRecord>>, String> {
         let record = match self.record(store, server) {
             Ok(Some(record)) => record,
@@ -45,7 +48,8 @@ impl Engine {
         };
         let scope = self.config.drift_scope_of(server);
         let closed = ErrorCode::for_closed(record.status).is_some()
-            && containment::serving(&record, scope) == Serving::Nothing;
+            && (containment::serving(&record, scope) == Serving::Nothing
+                || item.is_some_and(|(section, item)| record.reaches_item(section, item)));
         Ok(closed.then_some(record))
     }
 
@@ -80,14 +84,8 @@ impl Engine {
             let denial = self.use_denial(code, exchange, &what, record.as_deref(), &finding, item);
             return Some(Box::new(denial));
         }
-        let closed = match self.closed_record(store, &exchange.server) {
-            // Under tool scope a drifted server serves on, but not the items its drift reaches.
-            Ok(None) => self
-                .drifted_item(store, &exchange.server, section, item)
-                .map(Ok),
-            other => other.transpose(),
-        };
-        let (code, record, detail) = match closed.transpose() {
+        let closed = self.closed_record(store, &exchange.server, Some((section, item)));
+        let (code, record, detail) = match closed {
             Ok(None) if section == Section::Prompts => {
                 return self.prompt_refusal(store, exchange, item, params);
             }
@@ -105,37 +103,6 @@ impl Engine {
         };
         let denial = self.use_denial(code, exchange, &what, record.as_deref(), &detail, item);
         Some(Box::new(denial))
-    }
-
-    /// The record of a server whose drift, under `drift_scope: "tool"`, reaches `item` of
-    /// `section` (a prompt; a sealed resource, or a URI a drifted template names): its use is
-    /// refused as a closed server's (`None`: not so, or the record cannot be read, which the
-    /// checks after this one refuse).
-    fn drifted_item(
-        &mut self,
-        store: &dyn StateStore,
-        server: &str,
-        section: Section,
-        item: &str,
-    ) -> Option<std::rc::Rc<ServerRecord>> {
-        let record = self.record(store, server).ok().flatten()?;
-        if record.status != SchemaStatus::Changed {
-            return None;
-        }
-        // A section's drift names its items among the changed ones (`SECTION/KEY`).
-        let reached = record
-            .drift_changed
-            .iter()
-            .any(|name| match name.split_once('/') {
-                Some((kind, key)) if kind == section.name() => key == item,
-                Some((kind, template)) => {
-                    section == Section::Resources
-                        && kind == Section::ResourceTemplates.name()
-                        && crate::policy::uri_template::matches(template, item)
-                }
-                None => false,
-            });
-        reached.then_some(record)
     }
 
     /// The refusal of a `prompts/get` of a server that seals its prompts (`None`: it does
@@ -280,7 +247,7 @@ impl Engine {
         if section == Section::Instructions && result.get("instructions").is_none() {
             return None;
         }
-        let (record, reason) = match self.closed_record(store, &exchange.server) {
+        let (record, reason) = match self.closed_record(store, &exchange.server, None) {
             Ok(None) => return None,
             Ok(Some(record)) => {
                 let scope = self.config.drift_scope_of(&exchange.server);

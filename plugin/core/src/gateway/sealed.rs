@@ -12,8 +12,8 @@
 //! listed, it begins the catalogue, with no tools, which the first tool list joins as a new
 //! view's), and any other difference is drift, which closes the server as a whole (under
 //! `drift_scope: "tool"`, the items that differ). The pages of a paginated listing accumulate
-//! as a tool list's do, and its last page decides the whole list. What cannot be decided whole never
-//! moves the lifecycle: a page before the last, a page seen without its first, a list whose
+//! as a tool list's do, and its last page decides the whole list. What cannot be decided
+//! whole never moves the lifecycle: a page before the last, a page seen without its first, a list whose
 //! items cannot be read (duplicate keys, an item that is not an object), or a list of a
 //! server another change closed (under tool scope it still serves) is checked against the
 //! catalogue alone, and what it does not hold is withheld from that answer. Items a list
@@ -312,7 +312,7 @@ impl Engine {
             (Ok(_), Outcome::Withheld(reason)) => SectionVerdict::Withhold { keys: None, reason },
             (Ok(_), Outcome::Unreviewed(keys)) => SectionVerdict::Withhold {
                 reason: format!(
-                    "{} {}(s) of this page are not the approved ones (a later page is checked against the catalogue alone)",
+                    "{} {}(s) of this answer are not the approved ones and were withheld",
                     keys.len(),
                     section.item_word()
                 ),

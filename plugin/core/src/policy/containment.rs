@@ -21,6 +21,7 @@
 
 use crate::policy::approved::Approved;
 use crate::policy::fingerprint::ToolDigests;
+use crate::policy::section::Section;
 use crate::policy::status::{SchemaStatus, ServerRecord};
 
 /// How much of a drifted server is closed (`servers.<id>.drift_scope`).
@@ -140,6 +141,24 @@ impl ServerRecord {
             .into_iter()
             .find(|(list, _)| list.iter().any(|name| name == tool))
             .map(|(_, change)| change)
+    }
+
+    /// Whether the record's drift reaches `item` of `section` (a prompt's name, a resource's
+    /// URI): a section's drift names its items among the changed ones as `SECTION/KEY`
+    /// ([`crate::policy::section::Section::item_name`]), and a drifted resource template
+    /// reaches every URI it names.
+    pub fn reaches_item(&self, section: Section, item: &str) -> bool {
+        self.drift_changed
+            .iter()
+            .any(|name| match name.split_once('/') {
+                Some((kind, key)) if kind == section.name() => key == item,
+                Some((kind, template)) => {
+                    section == Section::Resources
+                        && kind == Section::ResourceTemplates.name()
+                        && crate::policy::uri_template::matches(template, item)
+                }
+                None => false,
+            })
     }
 
     /// Every tool the record says differs from the baseline: added, changed, then removed.

@@ -745,17 +745,12 @@ fn observe_section(
 /// tool scope, the server as a whole otherwise (a first sealing awaiting approval, a new
 /// view's flagged items).
 fn section_reach(next: &mut ServerRecord, live: &SectionLive) {
-    next.drift_added.clear();
-    next.drift_removed.clear();
     match (&live.reach, live.first || live.grows) {
         (Some(items), false) => {
+            next.set_reach(&DriftReach::Unknown);
             next.drift_changed.clone_from(items);
-            next.drift_whole = None;
         }
-        _ => {
-            next.drift_changed.clear();
-            next.drift_whole = Some(live.reason.clone());
-        }
+        _ => next.set_reach(&DriftReach::Server(live.reason.clone())),
     }
 }
 

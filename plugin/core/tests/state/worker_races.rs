@@ -540,6 +540,16 @@ fn echo_list() -> HttpExchange {
     )
 }
 
+/// The server is still `verified` on `baseline` after the race at `at` and the lists after it.
+fn assert_still_verified(shared: &Rc<RefCell<MemoryStore>>, baseline: Option<String>, at: usize) {
+    let again = record_of(shared);
+    assert_eq!(
+        (again.status, again.baseline),
+        (SchemaStatus::Verified, baseline),
+        "at {at}"
+    );
+}
+
 /// How many sections `worker` sealed.
 fn sealed(worker: &NativeReplay) -> usize {
     let sealed = |e: &&toolseal_core::state::audit::AuditEvent| e.event == "section.sealed";
@@ -659,12 +669,7 @@ fn two_new_views_of_a_sealed_section_trusted_at_once_both_end_in_the_catalogue()
             a.exchange_on(&mut *store, SERVER, exchange, 4096);
         }
         drop(store);
-        let again = record_of(&raced.shared);
-        assert_eq!(
-            (again.status, again.baseline),
-            (SchemaStatus::Verified, baseline),
-            "at {at}"
-        );
+        assert_still_verified(&raced.shared, baseline, at);
     });
 }
 
@@ -720,12 +725,7 @@ fn a_section_and_the_tools_first_listed_at_once_on_two_workers_never_drift() {
                 }
             }
             drop(store);
-            let again = record_of(&raced.shared);
-            assert_eq!(
-                (again.status, again.baseline),
-                (SchemaStatus::Verified, baseline),
-                "at {at}"
-            );
+            assert_still_verified(&raced.shared, baseline, at);
             let sealed = sealed(&a) + sealed(&b);
             assert!(sealed >= 1, "at {at}: the section was never sealed");
         });

@@ -96,12 +96,12 @@ impl Engine {
             // decided whole by its last page, as an unpaginated list is (a new kind of
             // caller's first list trusted on first use there, docs/views.md): they are
             // withheld from this page, and nothing moves yet.
-            if let (true, LiveSet::Partial { withheld, .. }) = (acc.is_some(), &live)
+            if acc.is_some()
+                && let LiveSet::Partial { withheld, .. } = &live
                 && withheld.changed.is_empty()
             {
-                let added = withheld.added.clone();
                 let mut verdict = self.middle_page(store, &page, acc, record, unknown);
-                verdict.unreviewed.extend(added);
+                verdict.unreviewed.extend(withheld.added.iter().cloned());
                 return verdict;
             }
             return self.page_drifted(store, out, &page, acc.as_ref(), record, live);
