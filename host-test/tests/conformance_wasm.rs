@@ -278,3 +278,42 @@ fn a_tool_list_the_worker_remembers_is_scanned_as_any_body_however_its_repeat_en
         );
     }
 }
+
+#[test]
+fn a_remembered_list_changed_in_the_callback_that_ends_it_is_read_as_changed() {
+    // While held, the body repeats the remembered `result` bytes; the byte that differs
+    // arrives with the end of the stream, where only the bytes not compared yet are compared.
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
+    let answer = |id: u64, pad: usize, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+            "tools": [{"description": "x".repeat(pad), "inputSchema": {"type": "object"},
+                "name": name}]}})
+        .to_string()
+    };
+    // A description whose length puts the tool's name in the last chunk, with bytes of the
+    // same `result` before it in that chunk.
+    let pad = (1..=CHUNK)
+        .find(|pad| {
+            let body = answer(2, *pad, "echo");
+            let last = (body.len() - 1) / CHUNK * CHUNK;
+            body.len() - last == CHUNK && body.rfind("echo").unwrap() > last
+        })
+        .unwrap();
+    let first = answer(1, pad, "echo");
+    let renamed = answer(2, pad, "exec");
+    let reports = replay(vec![
+        exchange(0, &list(1), first.as_bytes()),
+        exchange(1, &list(2), renamed.as_bytes()),
+    ]);
+    assert_eq!(reports[0].outcome.response_body, first.as_bytes());
+    let report = &reports[1];
+    assert_eq!(report.outcome.stop, None, "{:?}", report.outcome);
+    assert_ne!(report.outcome.response_body, renamed.as_bytes());
+    assert_eq!(last_decision(report)["tools_out"], json!(0));
+    assert!(
+        report.records.iter().any(|r| matches!(r,
+            PluginRecord::Audit(a) if a["event"] == "schema.changed")),
+        "{:?}",
+        report.records
+    );
+}

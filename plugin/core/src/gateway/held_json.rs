@@ -18,7 +18,10 @@ use std::rc::Rc;
 #[derive(Debug, Default, Clone)]
 pub struct HeldJson {
     scan: FirstValue,
+    /// The remembered list the body repeats so far, while its `result` bytes arrive.
     repeats: Option<Repeats>,
+    /// The remembered list the body was seen to repeat whole (the scan passed over it).
+    repeated: Option<Repeats>,
     /// Whether the head of the body was looked at for the remembered list's `result`.
     looked: bool,
     /// The head of the body held while it is looked at (at most [`HEAD_BYTES`]).
@@ -29,7 +32,10 @@ pub struct HeldJson {
 #[derive(Debug, Clone)]
 struct Repeats {
     list: Rc<KnownList>,
-    /// How many of its `result` bytes the body repeated; they start where the scan stands.
+    /// Where in the body its `result` bytes start.
+    at: usize,
+    /// How many of its `result` bytes the body repeated; while they arrive, the scan stands
+    /// at `at`.
     matched: usize,
 }
 
@@ -85,6 +91,15 @@ impl HeldJson {
         self.scan.abandon();
     }
 
+    /// How much of `list`'s `result` bytes this body was seen to repeat as they arrived:
+    /// where they start in the body and how many of them were compared equal. The host's
+    /// held bytes do not change while they are held, so the end of the body need not compare
+    /// them again.
+    pub(crate) fn repeated(&self, list: &Rc<KnownList>) -> Option<(usize, usize)> {
+        let repeats = self.repeated.as_ref().or(self.repeats.as_ref())?;
+        Rc::ptr_eq(&repeats.list, list).then_some((repeats.at, repeats.matched))
+    }
+
     /// Whether more bytes can still change the scan's answer.
     pub(crate) fn watching(&self) -> bool {
         self.scan.watching()
@@ -110,7 +125,12 @@ impl HeldJson {
                     }
                     // Only where a value stands: a `"result":` inside a string is text.
                     if self.scan.between_values() {
-                        self.repeats = Some(Repeats { list, matched: 0 });
+                        let at = self.scan.fed();
+                        self.repeats = Some(Repeats {
+                            list,
+                            at,
+                            matched: 0,
+                        });
                     }
                     rest = after;
                 }
@@ -136,6 +156,8 @@ impl HeldJson {
                     {
                         return Extent::Trailing;
                     }
+                    repeats.matched = bytes.len();
+                    self.repeated = Some(repeats);
                     rest = after;
                 }
                 false => {

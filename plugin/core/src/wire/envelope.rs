@@ -27,8 +27,18 @@ pub struct Envelope {
 /// How the `result` value is read.
 #[derive(Debug, Clone, Copy)]
 pub enum ResultBytes<'a> {
-    /// It must be exactly these bytes (a value known to pass the strict parser).
-    Known(&'a [u8]),
+    /// It must be exactly `known` (a value known to pass the strict parser). A body already
+    /// seen to hold the first `compared` of those bytes from offset `at` (compared as it
+    /// arrived, in bytes the host holds unchanged) has only the rest compared when the value
+    /// starts there; anywhere else, all of them.
+    Known {
+        /// The bytes the value must be.
+        known: &'a [u8],
+        /// Where in the body the bytes already compared start.
+        at: usize,
+        /// How many of `known`'s first bytes were compared there.
+        compared: usize,
+    },
     /// Find its end by matching brackets: only for a body that passed the strict parser.
     Parsed,
 }
@@ -73,6 +83,17 @@ pub fn split_response(body: &[u8], result: ResultBytes<'_>) -> Option<Envelope> 
 struct Scanner<'a> {
     bytes: &'a [u8],
     pos: usize,
+}
+
+impl<'a> ResultBytes<'a> {
+    /// Exactly these bytes, none of them compared yet.
+    pub fn known(known: &'a [u8]) -> Self {
+        ResultBytes::Known {
+            known,
+            at: 0,
+            compared: 0,
+        }
+    }
 }
 
 impl Scanner<'_> {
@@ -128,17 +149,23 @@ impl Scanner<'_> {
     /// The span of the `result` value.
     fn result(&mut self, result: ResultBytes<'_>) -> Option<Range<usize>> {
         let start = self.pos;
-        match result {
-            ResultBytes::Known(known) => {
-                let end = start.checked_add(known.len())?;
-                if known.is_empty() || !same_bytes(self.bytes.get(start..end)?, known) {
-                    return None;
-                }
-                self.pos = end;
-            }
-            ResultBytes::Parsed => self.skip_container()?,
+        let ResultBytes::Known {
+            known,
+            at,
+            compared,
+        } = result
+        else {
+            self.skip_container()?;
+            return Some(start..self.pos);
+        };
+        let from = if at == start { compared } else { 0 };
+        let end = start.checked_add(known.len())?;
+        let rest = start.checked_add(from)?;
+        if known.is_empty() || !same_bytes(self.bytes.get(rest..end)?, known.get(from..)?) {
+            return None;
         }
-        Some(start..self.pos)
+        self.pos = end;
+        Some(start..end)
     }
 
     /// Moves past an object or array by matching brackets outside strings.

@@ -274,7 +274,7 @@ fn every_envelope_around_remembered_bytes_decides_as_a_cold_worker() {
 #[test]
 fn the_scanner_reads_only_the_plain_envelope() {
     let r = result_bytes();
-    let known = ResultBytes::Known(r.as_bytes());
+    let known = ResultBytes::known(r.as_bytes());
     let accepted: Vec<(String, Option<Envelope>)> = envelopes(&r)
         .into_iter()
         .map(|(_, _, answer)| {
@@ -316,7 +316,36 @@ fn the_scanner_reads_only_the_plain_envelope() {
     // One byte short of the known result is not it.
     let short = &r.as_bytes()[..r.len() - 1];
     let answer = plain_answer(1, &r);
-    assert_eq!(split_response(&answer, ResultBytes::Known(short)), None);
+    assert_eq!(split_response(&answer, ResultBytes::known(short)), None);
+}
+
+#[test]
+fn bytes_compared_as_the_body_arrived_are_not_compared_again_where_they_were_compared() {
+    let r = result_bytes();
+    let answer = plain_answer(1, &r);
+    let at = answer.windows(9).position(|w| w == b"\"result\":").unwrap() + 9;
+    // The body's first result byte differs from the known bytes, but a held scan is said to
+    // have compared it: only the bytes after it are compared.
+    let mut other = r.clone().into_bytes();
+    other[0] = b'[';
+    fn said(known: &[u8], at: usize, compared: usize) -> ResultBytes<'_> {
+        ResultBytes::Known {
+            known,
+            at,
+            compared,
+        }
+    }
+    let found = split_response(&answer, said(&other, at, 1)).unwrap();
+    assert_eq!(&answer[found.result], r.as_bytes());
+    // Anywhere else, or with nothing compared, every byte is.
+    assert_eq!(split_response(&answer, said(&other, at + 1, 1)), None);
+    assert_eq!(split_response(&answer, said(&other, at, 0)), None);
+    // The rest is still compared: a byte after those compared differs.
+    other[0] = r.as_bytes()[0];
+    let last = other.len() - 1;
+    other[last] = b' ';
+    assert_eq!(split_response(&answer, said(&other, at, last)), None);
+    assert!(split_response(&answer, said(&other, at, last + 1)).is_some());
 }
 
 #[test]

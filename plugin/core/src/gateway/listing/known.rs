@@ -4,7 +4,7 @@
 
 use super::ListAnswer;
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::Exchange;
+use crate::gateway::exchange::{Exchange, ResponseState};
 use crate::gateway::known_list::KnownList;
 use crate::gateway::live::LiveDigests;
 use crate::gateway::response::Forward;
@@ -59,7 +59,17 @@ impl Engine {
             return None;
         }
         let known = self.known_lists.get(&exchange.server)?;
-        let envelope = split_response(body, ResultBytes::Known(known.result_bytes()?))?;
+        let (at, compared) = match &exchange.response {
+            ResponseState::Json(held) => held.repeated(&known),
+            _ => None,
+        }
+        .unwrap_or_default();
+        let result = ResultBytes::Known {
+            known: known.result_bytes()?,
+            at,
+            compared,
+        };
+        let envelope = split_response(body, result)?;
         let request = exchange.settle_list(&envelope.id)?;
         // The list is remembered already: the digests its check hands back are not needed.
         let verdict = self
