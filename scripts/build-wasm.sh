@@ -26,7 +26,12 @@ cd "$repo"
 # 1,222,000 until a whole surface could be locked in the configuration (+4.6 KB: a lock's
 # surface checked when the configuration loads, and stored as the catalogue):
 # docs/performance.md, "Reads limited to what was listed".
-limit=1235000
+# 1,226,000, 1,230,000 and 1,235,000 as sealed resources, sealed sections over pages, a sealed
+# section before any tool list and tool scope per item came in: docs/performance.md, "Sealed
+# resources, and sealed sections over pages".
+# Lowered to 1,230,000 when the module was built with SIMD (1,234,395 -> 1,223,793 bytes):
+# docs/performance.md, "Lists served again, and SIMD".
+limit=1230000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -15,7 +15,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 "$repo/scripts/setup-rust.sh"
 export CARGO_TARGET_DIR="$repo/target/size-report"
-RUSTFLAGS="-Csymbol-mangling-version=v0" \
+RUSTFLAGS="-Csymbol-mangling-version=v0 -Ctarget-feature=+simd128" \
   cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm-names
 exec python3 "$repo/scripts/wasm_size_report.py" \
   "$CARGO_TARGET_DIR/wasm32-wasip1/wasm-names/toolseal_plugin.wasm" "$@"
