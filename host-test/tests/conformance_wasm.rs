@@ -317,3 +317,56 @@ fn a_remembered_list_changed_in_the_callback_that_ends_it_is_read_as_changed() {
         report.records
     );
 }
+
+#[test]
+fn a_remembered_list_delivered_whole_is_told_from_one_changed_anywhere_in_it() {
+    // A body in one callback is compared with the remembered `result` bytes 64 at a time, as
+    // four 16-byte SIMD lanes in the `.wasm`: a byte changed in any lane of any block, or in the
+    // tail, is a list that was not seen before.
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
+    let answer = |id: u64, description: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+            "tools": [{"name": "echo", "description": description,
+                "inputSchema": {"type": "object"}}]}})
+        .to_string()
+    };
+    let honest = "a".repeat(300);
+    let whole = |exchanges| {
+        let mut replay =
+            Replay::start(common::replay_options(Some("conformance"), &[], 0)).unwrap();
+        let transcript = Transcript {
+            name: "conformance".into(),
+            exchanges,
+        };
+        replay.run(&transcript).unwrap()
+    };
+    let again: Vec<String> = (1..=3).map(|id| answer(id, &honest)).collect();
+    let reports = whole(
+        again
+            .iter()
+            .enumerate()
+            .map(|(i, body)| exchange(i, &list(i as u64 + 1), body.as_bytes()))
+            .collect(),
+    );
+    for (report, body) in reports.iter().zip(&again) {
+        assert_eq!(report.outcome.response_body, body.as_bytes());
+        assert_eq!(last_decision(report)["tools_out"], json!(1));
+    }
+    for at in [0, 1, 15, 16, 17, 31, 32, 47, 48, 63, 64, 150, 255, 299] {
+        let mut changed = honest.clone().into_bytes();
+        changed[at] = b'b';
+        let changed = answer(2, std::str::from_utf8(&changed).unwrap());
+        let first = answer(1, &honest);
+        let reports = whole(vec![
+            exchange(0, &list(1), first.as_bytes()),
+            exchange(1, &list(2), changed.as_bytes()),
+        ]);
+        assert_eq!(last_decision(&reports[0])["tools_out"], json!(1), "{at}");
+        assert_eq!(last_decision(&reports[1])["tools_out"], json!(0), "{at}");
+        assert!(
+            reports[1].records.iter().any(|r| matches!(r,
+                PluginRecord::Audit(a) if a["event"] == "schema.changed")),
+            "a change at {at} was not seen"
+        );
+    }
+}
