@@ -5,7 +5,7 @@ Envoy's native MCP filter + RBAC, in one run, on loopback; calls and lists of bo
 Usage (from the repository root, after scripts/setup-python.sh and scripts/setup-bench.sh):
     .venv/bin/python envoy/bench/run.py [--duration 5] [--repeat 3] [--connections 4]
         [--only call_json,list100_sse] [--json target/bench/envoy.json]
-        [--variant LABEL=PATH.wasm ...]
+        [--variant LABEL=PATH.wasm ...] [--perf]
     .venv/bin/python envoy/bench/run.py --startup-only --repeat 7 --variant before=PATH.wasm
 
 Design decision: the four front Envoys (``--concurrency 2`` each) and one canned upstream
@@ -17,6 +17,13 @@ configuration of the same run. Envoy CPU per request is the front Envoy's utime+
 steadier than throughput. Every run is checked: all answers 2xx, and toolseal's own counters
 show the path under test (lists verified, calls allowed), so a benchmark cannot silently
 measure refusals.
+
+With ``--perf`` (Linux ``perf``), each run of a Wasm configuration is also sampled with the
+software CPU clock (no hardware counters needed, so it works in a VM), and the samples that
+fall in V8's compiled code (``[JIT]``: the module's functions, nothing of Envoy's) give the
+guest's microseconds per request: the share of a request that differs between two modules,
+without the kernel's and Envoy's own noise around it. Sampling costs CPU itself, so the CPU
+columns of such a run are higher than without it.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -84,6 +92,22 @@ def cpu_ticks(pid: int) -> int:
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         fields = stat.read().rsplit(") ", 1)[1].split()
     return int(fields[11]) + int(fields[12])
+
+
+PERF_HZ = 4000
+
+
+def jit_samples(perf_data: Path) -> int:
+    """The samples of a `perf record` file that fall in V8's compiled code."""
+    report = subprocess.run(["perf", "report", "-i", str(perf_data), "--sort", "dso", "--stdio",
+                             "-F", "sample,dso", "-q"], capture_output=True, text=True, timeout=120,
+                            check=False)
+    samples = 0
+    for line in report.stdout.splitlines():
+        fields = line.split(None, 1)
+        if len(fields) == 2 and fields[0].isdigit() and "[JIT]" in fields[1]:
+            samples += int(fields[0])
+    return samples
 
 
 def wrk(url: str, body_file: Path, headers_file: Path, duration: float,
@@ -204,16 +228,35 @@ class Bench:
                 if status != 200 or body != response:
                     raise EnvoyError(f"{name}: {path} answered {status} with an unexpected body")
 
-    def run(self, config: str, name: str, duration: float, connections: int) -> dict[str, float]:
-        """One measured run of workload ``name`` against configuration ``config``."""
+    def run(self, config: str, name: str, duration: float, connections: int,
+            perf: bool = False) -> dict[str, float]:
+        """One measured run of workload ``name`` against configuration ``config``; with
+        ``perf``, a Wasm configuration's run is sampled too (see the module documentation)."""
         front = self.fronts[config]
         path = WORKLOADS[name][0]
-        stats_before = front.stats()
-        cpu_before = cpu_ticks(front.pid)
-        summary = wrk(front.url + path, self.workdir / f"{name}.request",
-                      self.workdir / f"{name}.headers", duration, connections)
-        cpu_after = cpu_ticks(front.pid)
-        stats_after = front.stats()
+        sampled = perf and config != "router" and config in self.wasm_configs()
+        perf_data = self.workdir / f"perf.{config}.{name}.data"
+        recorder = None
+        if sampled:
+            recorder = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ),
+                                         "-p", str(front.pid), "-o", str(perf_data)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.3)
+        try:
+            stats_before = front.stats()
+            cpu_before = cpu_ticks(front.pid)
+            summary = wrk(front.url + path, self.workdir / f"{name}.request",
+                          self.workdir / f"{name}.headers", duration, connections)
+            cpu_after = cpu_ticks(front.pid)
+            stats_after = front.stats()
+        finally:
+            if recorder is not None:
+                recorder.send_signal(2)
+                try:
+                    recorder.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    recorder.kill()
+                    recorder.wait()
         completed = stats_after.get("http.mcp.downstream_rq_2xx", 0) - stats_before.get("http.mcp.downstream_rq_2xx", 0)
         if summary["errors"] or summary["non2xx"] or completed <= 0:
             raise EnvoyError(f"{config} {name}: {summary['errors']} errors, {summary['non2xx']} non-2xx, "
@@ -221,13 +264,23 @@ class Bench:
         if config.startswith("toolseal"):
             check_toolseal_counters(name, stats_before, stats_after, completed, connections)
         cpu_seconds = (cpu_after - cpu_before) / CLK_TCK
-        return {
+        measured = {
             "requests": completed,
             "rps": completed / (summary["duration_us"] / 1e6),
             "cpu_us_per_request": cpu_seconds * 1e6 / completed,
             "p50_us": summary["p50_us"],
             "p99_us": summary["p99_us"],
         }
+        if sampled:
+            # The samples span the whole recording, a little longer than wrk's run: the few
+            # requests outside it are none (wrk is the only client).
+            measured["jit_us_per_request"] = jit_samples(perf_data) * 1e6 / PERF_HZ / completed
+            perf_data.unlink(missing_ok=True)
+        return measured
+
+    def wasm_configs(self) -> set[str]:
+        """The configurations whose front Envoy runs a Wasm module."""
+        return {name for name in self.names if name.startswith("toolseal") or name in configs.FLOORS}
 
 
 def startup_times(modules: dict[str, Path], workdir: Path, repeat: int) -> dict[str, dict[str, float]]:
@@ -264,8 +317,9 @@ def median_runs(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str]) -> None:
     """One block per workload; ratios to the router-only configuration."""
+    sampled = any("jit_us_per_request" in m for per in results.values() for m in per.values())
     print(f"{'workload':<18} {'config':<16} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
-          f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}")
+          f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}" + (f" {'guest µs':>9}" if sampled else ""))
     for name, per_config in results.items():
         base = per_config.get("router")
         for config in names:
@@ -273,8 +327,10 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str
             cpu_x = m["cpu_us_per_request"] / base["cpu_us_per_request"] if base else float("nan")
             p50_x = m["p50_us"] / base["p50_us"] if base else float("nan")
             p99_x = m["p99_us"] / base["p99_us"] if base else float("nan")
+            guest = f" {m['jit_us_per_request']:>9.1f}" if "jit_us_per_request" in m else (
+                f" {'-':>9}" if sampled else "")
             print(f"{name:<18} {config:<16} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
-                  f"{m['p50_us']:>8.0f} {p50_x:>6.2f}x {m['p99_us']:>8.0f} {p99_x:>6.2f}x")
+                  f"{m['p50_us']:>8.0f} {p50_x:>6.2f}x {m['p99_us']:>8.0f} {p99_x:>6.2f}x{guest}")
 
 
 def main(argv: list[str]) -> int:
@@ -292,7 +348,13 @@ def main(argv: list[str]) -> int:
                         help="the floor filter's .wasm (configs wasm_empty, wasm_read)")
     parser.add_argument("--variant", action="append", default=[], metavar="LABEL=PATH",
                         help="also run toolseal with another .wasm, as configuration toolseal@LABEL")
+    parser.add_argument("--perf", action="store_true",
+                        help="also sample each Wasm configuration's runs with `perf record` and "
+                             "print the guest's (V8 compiled code) µs per request; the sampling "
+                             "adds CPU to every column")
     args = parser.parse_args(argv)
+    if args.perf and shutil.which("perf") is None:
+        raise EnvoyError("--perf needs Linux perf (the linux-perf package) on PATH")
     names = [c for c in args.configs.split(",") if c]
     if "router" not in names:
         names.insert(0, "router")
@@ -327,7 +389,8 @@ def main(argv: list[str]) -> int:
             for rep in range(args.repeat):
                 for name in selected:
                     for config in names:
-                        results[name][config].append(bench.run(config, name, args.duration, args.connections))
+                        results[name][config].append(
+                            bench.run(config, name, args.duration, args.connections, args.perf))
                 print(f"repetition {rep + 1}/{args.repeat} done", file=sys.stderr)
         startup = {} if args.no_startup else startup_times(modules, workdir, max(args.repeat, 3))
     medians = {name: {config: median_runs(runs) for config, runs in per.items()} for name, per in results.items()}
