@@ -39,6 +39,19 @@ fn meta() -> Value {
         "io.modelcontextprotocol/clientCapabilities": {}})
 }
 
+/// A 2026-07-28 `tools/list` request with this id.
+fn list(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}})
+}
+
+/// The answer to [`list`] `id`: one tool, `echo`, described by `description`.
+fn answer(id: u64, description: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+        "tools": [{"name": "echo", "description": description,
+            "inputSchema": {"type": "object"}}]}})
+    .to_string()
+}
+
 /// A 2026-07-28 POST of `body` answered `application/json` with `response`.
 fn exchange(seq: usize, body: &Value, response: &[u8]) -> HttpExchange {
     HttpExchange {
@@ -225,13 +238,6 @@ fn a_tool_list_the_worker_remembers_is_scanned_as_any_body_however_its_repeat_en
     // The list is answered once whole (verified, remembered by this worker), then again: its
     // `result` bytes are compared instead of scanned while the body repeats them, and the
     // answer must be what a scan of every byte gives.
-    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
-    let answer = |id: u64, description: &str| {
-        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
-            "tools": [{"name": "echo", "description": description,
-                "inputSchema": {"type": "object"}}]}})
-        .to_string()
-    };
     let honest = "Echo the \"text\" back: {\\ [x]} \u{e9}";
     let first = answer(1, honest);
     let again = answer(2, honest);
@@ -283,8 +289,7 @@ fn a_tool_list_the_worker_remembers_is_scanned_as_any_body_however_its_repeat_en
 fn a_remembered_list_changed_in_the_callback_that_ends_it_is_read_as_changed() {
     // While held, the body repeats the remembered `result` bytes; the byte that differs
     // arrives with the end of the stream, where only the bytes not compared yet are compared.
-    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
-    let answer = |id: u64, pad: usize, name: &str| {
+    let padded = |id: u64, pad: usize, name: &str| {
         json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
             "tools": [{"description": "x".repeat(pad), "inputSchema": {"type": "object"},
                 "name": name}]}})
@@ -294,13 +299,13 @@ fn a_remembered_list_changed_in_the_callback_that_ends_it_is_read_as_changed() {
     // same `result` before it in that chunk.
     let pad = (1..=CHUNK)
         .find(|pad| {
-            let body = answer(2, *pad, "echo");
+            let body = padded(2, *pad, "echo");
             let last = (body.len() - 1) / CHUNK * CHUNK;
             body.len() - last == CHUNK && body.rfind("echo").unwrap() > last
         })
         .unwrap();
-    let first = answer(1, pad, "echo");
-    let renamed = answer(2, pad, "exec");
+    let first = padded(1, pad, "echo");
+    let renamed = padded(2, pad, "exec");
     let reports = replay(vec![
         exchange(0, &list(1), first.as_bytes()),
         exchange(1, &list(2), renamed.as_bytes()),
@@ -323,13 +328,6 @@ fn a_remembered_list_delivered_whole_is_told_from_one_changed_anywhere_in_it() {
     // A body in one callback is compared with the remembered `result` bytes 64 at a time, as
     // four 16-byte SIMD lanes in the `.wasm`: a byte changed in any lane of any block, or in the
     // tail, is a list that was not seen before.
-    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
-    let answer = |id: u64, description: &str| {
-        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
-            "tools": [{"name": "echo", "description": description,
-                "inputSchema": {"type": "object"}}]}})
-        .to_string()
-    };
     let honest = "a".repeat(300);
     let whole = |exchanges| {
         let mut replay =
