@@ -234,7 +234,7 @@ class Bench:
         ``perf``, a Wasm configuration's run is sampled too (see the module documentation)."""
         front = self.fronts[config]
         path = WORKLOADS[name][0]
-        sampled = perf and config != "router" and config in self.wasm_configs()
+        sampled = perf and config in self.wasm_configs()
         perf_data = self.workdir / f"perf.{config}.{name}.data"
         recorder = None
         if sampled:

@@ -746,10 +746,10 @@ fn observe_section(
 /// view's flagged items).
 fn section_reach(next: &mut ServerRecord, live: &SectionLive) {
     match (&live.reach, live.first || live.grows) {
-        (Some(items), false) => {
-            next.set_reach(&DriftReach::Unknown);
-            next.drift_changed.clone_from(items);
-        }
+        (Some(items), false) => next.set_reach(&DriftReach::Tools(Differing {
+            changed: items.clone(),
+            ..Differing::default()
+        })),
         _ => next.set_reach(&DriftReach::Server(live.reason.clone())),
     }
 }
