@@ -31,7 +31,9 @@ cd "$repo"
 # resources, and sealed sections over pages".
 # Lowered to 1,230,000 when the module was built with SIMD (1,234,395 -> 1,223,793 bytes):
 # docs/performance.md, "Lists served again, and SIMD".
-limit=1230000
+# 1,235,000 again when the items of sections were recorded per view (1,223,538 -> 1,232,152
+# bytes): docs/performance.md, "Prompts and templates per view".
+limit=1235000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -558,3 +558,80 @@ fn the_whole_surface_sealed_for_three_clients_matches_the_core_golden_through_th
         }
     }
 }
+
+/// A POST of a 2025 session `s1` by a caller of `toolsets`, of `method` with `params`,
+/// answered with `result` when it reaches the server.
+fn toolset_request(toolsets: &str, method: &str, params: Value, result: Value) -> HttpExchange {
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params});
+    HttpExchange {
+        seq: method.into(),
+        http_method: "POST".into(),
+        path: "/mcp".into(),
+        request_headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("mcp-session-id".into(), "s1".into()),
+            ("mcp-protocol-version".into(), "2025-11-25".into()),
+            ("x-mcp-toolsets".into(), toolsets.into()),
+        ],
+        request_body: body.to_string().into_bytes(),
+        status: 200,
+        response_headers: vec![("content-type".into(), "application/json".into())],
+        response_body: json!({"jsonrpc": "2.0", "id": 5, "result": result})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+#[test]
+fn a_prompt_listed_to_other_kinds_of_caller_only_is_refused_by_the_module() {
+    let config = config(json!({"servers": {SERVER: {"seal": ["prompts"],
+        "views": ["revision", {"header": "x-mcp-toolsets"}]}}}));
+    let summary = json!({"name": "summarize", "description": "Summarize a page."});
+    let triage = json!({"name": "triage", "description": "Triage an issue."});
+    let prompts = |list: Value| json!({"prompts": list});
+    let get = |name: &str| json!({"name": name});
+    let messages = json!({"messages": []});
+    for chunk in CHUNKS {
+        let mut vm = start(config.clone(), chunk);
+        let lists = vec![
+            toolset_request(
+                "repos",
+                "prompts/list",
+                json!({}),
+                prompts(json!([summary])),
+            ),
+            toolset_request(
+                "issues",
+                "prompts/list",
+                json!({}),
+                prompts(json!([summary, triage])),
+            ),
+        ];
+        let shown: Vec<usize> = replay(&mut vm, "lists", lists)
+            .iter()
+            .map(|r| {
+                let answer: Value = serde_json::from_slice(&r.outcome.response_body).unwrap();
+                answer["result"]["prompts"].as_array().unwrap().len()
+            })
+            .collect();
+        assert_eq!(shown, [1, 2], "chunk {chunk}");
+        let uses = vec![
+            toolset_request("repos", "prompts/get", get("triage"), messages.clone()),
+            toolset_request("issues", "prompts/get", get("triage"), messages.clone()),
+            toolset_request("repos", "prompts/get", get("summarize"), messages.clone()),
+        ];
+        let reports = replay(&mut vm, "uses", uses);
+        let contacted: Vec<bool> = reports
+            .iter()
+            .map(|r| r.outcome.upstream_contacted)
+            .collect();
+        assert_eq!(contacted, [false, true, true], "chunk {chunk}");
+        let reply = reports[0].outcome.local_response.as_ref().unwrap();
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(body["error"]["data"]["error_code"], "PROMPT_NOT_APPROVED");
+        assert_eq!(body["error"]["data"]["required_action"], "none");
+        let says = body["error"]["message"].as_str().unwrap();
+        assert!(says.contains("not listed to this caller's view"), "{says}");
+        assert_eq!(admin_server(&mut vm)["schema_status"], "verified");
+    }
+}

@@ -65,8 +65,10 @@ pub fn drift_scope(
 /// metadata values as SHA-256 prefixes; the names listed to it; when it was first and last
 /// seen), and `drifted_view`: the view whose list made the candidate under review, with the
 /// names it listed (approving the candidate records them); `section_views`: the keys of the
-/// views that listed each sealed section, by section, and `drifted_section_view`: the key of
-/// the view whose list of a section made the candidate.
+/// views that listed each sealed section, by section; `section_view_names`: the items of each
+/// keyed section each view was listed, as `views` shows a view, keyed `SECTION/VIEW-KEY`;
+/// and `drifted_section_view`:
+/// the key of the view whose list of a section made the candidate.
 pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
     let shown = |v: &crate::policy::views::ViewRecord| {
         // Filled by insertion: collecting sorts through a copy of the standard sort.
@@ -96,6 +98,9 @@ pub fn views(view: &mut Map<String, Value>, record: &ServerRecord) {
         }
     }
     view.insert("section_views".into(), Value::Object(sections));
+    // The items of each keyed section listed to each view (keyed `SECTION/VIEW-KEY`).
+    let names: Vec<Value> = record.section_names.iter().map(shown).collect();
+    view.insert("section_view_names".into(), Value::Array(names));
     let drifted = record
         .live_section_view
         .as_deref()

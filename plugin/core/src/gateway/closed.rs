@@ -15,7 +15,7 @@
 
 use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::{Exchange, PendingSection};
+use crate::gateway::exchange::{Exchange, PendingSection, RequestInfo};
 use crate::gateway::listing::answer::{self, ListNote};
 use crate::policy::containment::{self, Serving};
 use crate::policy::section::Section;
@@ -58,7 +58,7 @@ impl Engine {
     pub(crate) fn use_refusal(
         &mut self,
         store: &dyn StateStore,
-        exchange: &Exchange,
+        (exchange, info): (&Exchange, &RequestInfo<'_>),
         method: &str,
         params: Option<&Value>,
     ) -> Option<Box<Denial>> {
@@ -87,10 +87,10 @@ impl Engine {
         let closed = self.closed_record(store, &exchange.server, Some((section, item)));
         let (code, record, detail) = match closed {
             Ok(None) if section == Section::Prompts => {
-                return self.prompt_refusal(store, exchange, item, params);
+                return self.prompt_refusal(store, (exchange, info), item, params);
             }
             Ok(None) => {
-                let (code, why) = self.unlisted_read(store, &exchange.server, item)?;
+                let (code, why) = self.unlisted_read(store, (exchange, info), params, item)?;
                 let record = self.record(store, &exchange.server).ok().flatten();
                 let denial = self.use_denial(code, exchange, &what, record.as_deref(), &why, item);
                 return Some(Box::new(denial));
@@ -106,13 +106,13 @@ impl Engine {
     }
 
     /// The refusal of a `prompts/get` of a server that seals its prompts (`None`: it does
-    /// not, or not yet, or the request names an approved prompt with exactly its declared
-    /// arguments: every `required` one, nothing undeclared). The catalogue is the one
-    /// baseline every caller's prompts are checked against.
+    /// not, or not yet, or the request names an approved prompt listed to the caller's view,
+    /// with exactly its declared arguments: every `required` one, nothing undeclared). The
+    /// catalogue is the one baseline every caller's prompts are checked against.
     fn prompt_refusal(
         &mut self,
         store: &dyn StateStore,
-        exchange: &Exchange,
+        (exchange, info): (&Exchange, &RequestInfo<'_>),
         name: &str,
         params: Option<&Value>,
     ) -> Option<Box<Denial>> {
@@ -146,13 +146,26 @@ impl Engine {
         if !catalogue.sealed.contains(&section) {
             return None;
         }
-        let record = record.as_deref();
         let Some(prompt) = catalogue.item(section, name) else {
             let code = ErrorCode::PromptNotApproved;
+            let record = record.as_deref();
             return Some(Box::new(
                 self.use_denial(code, exchange, &what, record, "", name),
             ));
         };
+        if let Some(record) = record.as_deref()
+            && self.outside_view(store, (exchange, info), params, record, (section, name))
+        {
+            let code = ErrorCode::PromptNotApproved;
+            let mut denial = self.use_denial(code, exchange, &what, Some(record), "", name);
+            // Listing again will not show it: the server does not offer it to this caller.
+            denial.message = format!(
+                "{what} was refused: it is not listed to this caller's view of the server (the server offers it to other kinds of callers only). The server did not receive the request."
+            );
+            denial.required_action = "none";
+            return Some(Box::new(denial));
+        }
+        let record = record.as_deref();
         let declared = prompt.definition.get("arguments").and_then(Value::as_array);
         let declared = declared.map_or(&[][..], Vec::as_slice);
         let arg_name = |a: &Value| a.get("name").and_then(Value::as_str).map(str::to_string);
@@ -180,6 +193,34 @@ impl Engine {
         Some(Box::new(
             self.use_denial(code, exchange, &what, record, &why, name),
         ))
+    }
+
+    /// Whether `item` of `section`, in the catalogue, was never listed to the caller's view
+    /// although that view's items are recorded. Which view the caller is (a capabilities
+    /// slot read and a hash) is asked only when some recorded view was not listed the item;
+    /// a view that cannot be told, or whose items are not recorded, uses the catalogue.
+    #[inline(never)]
+    pub(crate) fn outside_view(
+        &mut self,
+        store: &dyn StateStore,
+        (exchange, info): (&Exchange, &RequestInfo<'_>),
+        params: Option<&Value>,
+        record: &ServerRecord,
+        (section, item): (Section, &str),
+    ) -> bool {
+        if record.section_names.listed_to_all(section, item) {
+            return false;
+        }
+        let read;
+        let view = match &exchange.surface {
+            Some(surface) => surface,
+            None => {
+                read = self.view_of(store, exchange, info, params, None);
+                &read
+            }
+        };
+        view.as_ref()
+            .is_ok_and(|v| record.section_lists(section, &v.key, item) == Some(false))
     }
 
     /// A denial of a use of `item` (a prompt's name, a resource's URI).

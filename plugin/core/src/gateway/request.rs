@@ -247,7 +247,7 @@ impl Engine {
             .iter()
             .map(|message| match message {
                 Message::Request { method, params, .. } if any_use => {
-                    self.use_refusal(store, exchange, method, params.as_ref())
+                    self.use_refusal(store, (exchange, info), method, params.as_ref())
                 }
                 _ => None,
             })

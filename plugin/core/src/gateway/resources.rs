@@ -14,7 +14,7 @@
 
 use crate::gateway::denial::ErrorCode;
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::Exchange;
+use crate::gateway::exchange::{Exchange, RequestInfo};
 use crate::gateway::listing::answer;
 use crate::policy::screening::{self, Kind, Role};
 use crate::policy::section::Section;
@@ -30,6 +30,9 @@ const FINDINGS: [Kind; 3] = [
     Kind::InstructionCue,
     Kind::ToolReference,
 ];
+
+/// Why a read of a resource the catalogue has is refused: it was not listed to this caller.
+const OUTSIDE: &str = "it is not listed to this caller's view of the server (the server offers it, or the template that names it, to other kinds of callers only)";
 
 /// Withheld resources named in one audit event, at most.
 const NAMED: usize = 16;
@@ -192,38 +195,56 @@ impl Engine {
     }
 
     /// Why a `resources/read` of `uri` is refused on a server whose reads are limited
-    /// (`None`: they are not, or a resource template of the approved catalogue names the
-    /// URI, or it is an approved resource of a server that seals them, or, for one that does
-    /// not or not yet, it was listed through this gateway). A store or catalogue that cannot
-    /// be read refuses: what was listed is unknown.
+    /// (`None`: they are not, or a resource template of the approved catalogue listed to the
+    /// caller's view names the URI, or it is an approved resource of a server that seals
+    /// them, listed to the caller's view, or, for one that does not or not yet, it was
+    /// listed through this gateway). A store or catalogue that cannot be read refuses: what
+    /// was listed is unknown.
     pub(crate) fn unlisted_read(
         &mut self,
         store: &dyn StateStore,
-        server: &str,
+        (exchange, info): (&Exchange, &RequestInfo<'_>),
+        params: Option<&Value>,
         uri: &str,
     ) -> Option<(ErrorCode, String)> {
+        let server = exchange.server.as_str();
         let sealing = self.config.reads_approved(server);
         if !self.config.reads_listed(server) && !sealing {
             return None;
         }
-        let baseline = match self.record(store, server) {
-            Ok(record) => record.and_then(|r| r.baseline.clone()),
+        let record = match self.record(store, server) {
+            Ok(record) => record,
             Err(e) => return Some((ErrorCode::SchemaUnverified, e.to_string())),
         };
         let templates = Section::ResourceTemplates;
-        if let Some(baseline) = baseline {
+        let caller = (exchange, info);
+        // A URI listed as a resource is read as listed (below), whatever template names it.
+        let mut why = "";
+        if let Some((record, baseline)) =
+            record.as_ref().and_then(|r| Some((r, r.baseline.clone()?)))
+        {
             match self.approved(store, server, &baseline) {
                 Ok(Some(catalogue)) => {
-                    let mut approved = catalogue.section_items(templates);
-                    if approved.any(|t| uri_template::matches(&t.key, uri)) {
-                        return None;
+                    let named = catalogue.section_items(templates);
+                    let named = named.filter(|t| uri_template::matches(&t.key, uri));
+                    for template in named {
+                        let item = (templates, template.key.as_str());
+                        if !self.outside_view(store, caller, params, record, item) {
+                            return None;
+                        }
+                        // A template names the URI, for other kinds of caller only.
+                        why = OUTSIDE;
                     }
                     // Once a whole list sealed the resources, the catalogue is what may be
                     // read, on every instance of the fleet.
                     if sealing && catalogue.sealed.contains(&Section::Resources) {
+                        let item = (Section::Resources, uri);
                         return match catalogue.item(Section::Resources, uri) {
-                            Some(_) => None,
-                            None => Some((ErrorCode::ResourceNotApproved, String::new())),
+                            Some(_) if !self.outside_view(store, caller, params, record, item) => {
+                                None
+                            }
+                            Some(_) => Some((ErrorCode::ResourceNotApproved, OUTSIDE.into())),
+                            None => Some((ErrorCode::ResourceNotApproved, why.into())),
                         };
                     }
                 }
@@ -235,7 +256,7 @@ impl Engine {
         }
         match crate::state::listed::holds(store, server, uri) {
             Ok(true) => None,
-            Ok(false) => Some((ErrorCode::ResourceNotApproved, String::new())),
+            Ok(false) => Some((ErrorCode::ResourceNotApproved, why.to_string())),
             Err(e) => Some((ErrorCode::SchemaUnverified, e.to_string())),
         }
     }

@@ -230,15 +230,25 @@ impl Engine {
                     record.lists_section(section, &v.key)
                         || record.section_view_count(section) < config.limits.max_views
                 });
-                let seen = view.map(|v| SectionView::new(section, v));
+                let seen = view.map(|v| SectionView::new(section, v, &listed));
                 let new_view = seen
                     .as_ref()
                     .filter(|v| !record.lists_section(section, &v.key));
                 if made.verifies(&catalogue) {
                     verified = Some(catalogue.fingerprint.clone());
-                    // A view's first list of a sealed section is recorded once.
-                    return Ok(new_view
-                        .filter(|_| decides)
+                    // A view's first list of a sealed section is recorded once, and then
+                    // each item it is listed for the first time (also while something else
+                    // closes the server: the catalogue already has the item).
+                    let unrecorded = |v: &&SectionView| {
+                        let names = v.names.iter().map(String::as_str);
+                        match new_view {
+                            Some(_) => decides,
+                            None => whole && record.section_names.lack(&v.recorded(), names),
+                        }
+                    };
+                    return Ok(seen
+                        .as_ref()
+                        .filter(unrecorded)
                         .cloned()
                         .map(Event::SectionViewed));
                 }
@@ -476,10 +486,33 @@ impl Engine {
         if view.is_some_and(|v| room && !record.lists_section(section, &v.key)) {
             return false;
         }
-        match record.baseline.as_deref() {
-            Some(baseline) => self.sealed_memo.verified(server, section, baseline, items),
-            None => false,
+        let Some(baseline) = record.baseline.as_deref() else {
+            return false;
+        };
+        if !self.sealed_memo.verified(server, section, baseline, items) {
+            return false;
         }
+        // A recorded view listed an item it was not listed before: decided, to record it.
+        // Which items a view was listed only grows, so a remembered list is looked up in a
+        // view's names once.
+        let (Some(view), Some(member)) = (view, section.key_member()) else {
+            return true;
+        };
+        if !record.lists_section(section, &view.key)
+            || self.sealed_memo.covers(server, section, &view.key)
+        {
+            return true;
+        }
+        let keys = items.as_array().map_or(&[][..], Vec::as_slice);
+        let keys = keys
+            .iter()
+            .filter_map(|i| i.get(member).and_then(Value::as_str));
+        let recorded = crate::policy::views::recorded_section_view(section, &view.key);
+        if record.section_names.lack(&recorded, keys) {
+            return false;
+        }
+        self.sealed_memo.cover(server, section, &view.key);
+        true
     }
 }
 

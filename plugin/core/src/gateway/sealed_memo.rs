@@ -27,7 +27,15 @@ struct Entry {
     baseline: String,
     /// The section's member of the answer (the tools, for their other fields).
     items: Value,
+    /// The views (keys) whose recorded items hold every item of `items` (what a view was
+    /// listed only grows: a record loses it only with a new catalogue, which this entry is
+    /// not for, or when a version that does not know it writes the record, and the view's
+    /// uses are then checked against the catalogue alone until its next list is decided).
+    covered: Vec<String>,
 }
+
+/// Views an entry remembers as covered, at most (then it forgets them all).
+const COVERED: usize = 64;
 
 /// The lists of sealed sections this worker saw verify lately.
 #[derive(Default)]
@@ -82,6 +90,29 @@ impl SealedMemo {
             .push((server.to_string(), Rc::clone(digests), baseline.to_string()));
     }
 
+    /// Whether the recorded items of the view of `key` hold every item of the list
+    /// remembered for `server` and `section`.
+    pub(crate) fn covers(&self, server: &str, section: Section, key: &str) -> bool {
+        self.entries.iter().any(|e| {
+            e.section == section && e.server == server && e.covered.iter().any(|k| k == key)
+        })
+    }
+
+    /// Remembers that the recorded items of the view of `key` hold every item of the list
+    /// remembered for `server` and `section`.
+    pub(crate) fn cover(&mut self, server: &str, section: Section, key: &str) {
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|e| e.section == section && e.server == server);
+        if let Some(entry) = entry {
+            if entry.covered.len() >= COVERED {
+                entry.covered.clear();
+            }
+            entry.covered.push(key.to_string());
+        }
+    }
+
     /// Remembers that `items` of `section` verified against `baseline`.
     pub(crate) fn remember(
         &mut self,
@@ -100,6 +131,7 @@ impl SealedMemo {
             section,
             baseline: baseline.to_string(),
             items: items.clone(),
+            covered: Vec::new(),
         });
     }
 }
@@ -125,5 +157,23 @@ mod tests {
         }
         assert!(!memo.verified("a", Section::Prompts, "sha256:1", &prompts));
         assert!(memo.verified("s15", Section::Prompts, "sha256:1", &prompts));
+    }
+
+    #[test]
+    fn a_view_covered_is_remembered_with_its_list_and_forgotten_with_it() {
+        let mut memo = SealedMemo::default();
+        let prompts = json!([{"name": "greet"}]);
+        memo.cover("a", Section::Prompts, "k1");
+        assert!(
+            !memo.covers("a", Section::Prompts, "k1"),
+            "no list remembered"
+        );
+        memo.remember("a", Section::Prompts, "sha256:1", &prompts);
+        memo.cover("a", Section::Prompts, "k1");
+        assert!(memo.covers("a", Section::Prompts, "k1"));
+        assert!(!memo.covers("a", Section::Prompts, "k2"));
+        assert!(!memo.covers("a", Section::ResourceTemplates, "k1"));
+        memo.remember("a", Section::Prompts, "sha256:1", &json!([{"name": "bye"}]));
+        assert!(!memo.covers("a", Section::Prompts, "k1"), "another list");
     }
 }

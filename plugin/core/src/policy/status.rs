@@ -7,7 +7,7 @@
 
 use crate::policy::containment::{Differing, DriftReach};
 use crate::policy::section::Section;
-use crate::policy::views::{LAST_SEEN_STEP_MS, SectionView, ViewRecord};
+use crate::policy::views::{LAST_SEEN_STEP_MS, SectionNames, SectionView, ViewRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -151,6 +151,10 @@ pub struct ServerRecord {
     /// [`crate::policy::views::SectionView`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub section_views: Vec<String>,
+    /// The items of each keyed section each view was listed (see
+    /// [`crate::policy::views::SectionNames`]).
+    #[serde(default, skip_serializing_if = "SectionNames::is_empty")]
+    pub section_names: SectionNames,
     /// The view whose list of `live_section` made the live candidate (`SECTION/VIEW-KEY`):
     /// approving it records the view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +196,7 @@ impl ServerRecord {
             live_views_also: Vec::new(),
             live_section: None,
             section_views: Vec::new(),
+            section_names: SectionNames::default(),
             live_section_view: None,
             updated_ms: now_ms,
             fleet_rev: None,
@@ -248,6 +253,18 @@ impl ServerRecord {
         if !self.section_views.contains(&seen) {
             self.section_views.push(seen);
         }
+    }
+
+    /// Records that `seen` listed its section, and the items it was listed.
+    fn record_section_listing(&mut self, seen: &SectionView, now_ms: u64) {
+        self.section_names.record(seen, now_ms);
+        self.record_section_view(seen.recorded());
+    }
+
+    /// Whether the view of `key` was listed the `section` item `name` (`None`: which items
+    /// it was listed is not recorded).
+    pub fn section_lists(&self, section: Section, key: &str, name: &str) -> Option<bool> {
+        self.section_names.lists(section, key, name)
     }
 
     /// Calls are refused until a live list verifies (pin by fingerprint, or list_changed hold).
@@ -436,7 +453,7 @@ pub fn apply(
     let notes = match event {
         Event::Live(live) => observe_live(&mut next, live, posture, now_ms),
         Event::Section(live) => observe_section(&mut next, live, posture, now_ms),
-        Event::SectionViewed(view) => section_viewed(&mut next, view),
+        Event::SectionViewed(view) => section_viewed(&mut next, view, now_ms),
         Event::ListChanged => {
             next.reverify = true;
             vec![note(
@@ -677,7 +694,7 @@ fn observe_section(
         next.live_section_view = None;
         next.status = SchemaStatus::Verified;
         if let Some(view) = &live.view {
-            next.record_section_view(view.recorded());
+            next.record_section_listing(view, now_ms);
         }
         if let (true, Some(view)) = (grows, &live.view) {
             return vec![note(
@@ -704,6 +721,11 @@ fn observe_section(
     next.live_matches = false;
     next.live_section = Some(live.section);
     next.live_section_view = live.view.as_ref().map(SectionView::recorded);
+    // The items the view was listed are recorded now: none is used before the catalogue has
+    // it, and approving the candidate puts them there.
+    if let Some(view) = &live.view {
+        next.section_names.record(view, now_ms);
+    }
     section_reach(next, live);
     if grows {
         // A new view's items flagged by first-contact screening.
@@ -754,11 +776,12 @@ fn section_reach(next: &mut ServerRecord, live: &SectionLive) {
     }
 }
 
-/// A view that had not listed a section listed it, and it verified: it is recorded, so its
-/// next list of the section that adds an item is drift, not a first use.
-fn section_viewed(next: &mut ServerRecord, view: &SectionView) -> Vec<Note> {
+/// A view listed a section it had not listed, or items of it it had not been listed, and the
+/// list verified: the view is recorded, so its next list of the section that adds an item is
+/// drift, not a first use, and so are the items, so that it may use them.
+fn section_viewed(next: &mut ServerRecord, view: &SectionView, now_ms: u64) -> Vec<Note> {
     if next.baseline.is_some() {
-        next.record_section_view(view.recorded());
+        next.record_section_listing(view, now_ms);
     }
     Vec::new()
 }
@@ -987,6 +1010,7 @@ fn pin(
     next.live_view = None;
     next.live_views_also.clear();
     next.section_views.clear();
+    next.section_names.clear();
     next.live_section_view = None;
     // The reach was measured against the old baseline: the next list measures it again.
     next.set_reach(&DriftReach::Unknown);

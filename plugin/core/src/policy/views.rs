@@ -195,10 +195,12 @@ impl ViewRecord {
 }
 
 /// A view that listed a section beyond tools (its prompts, templates or instructions), as its
-/// server's record keeps it ([`SectionView::recorded`]). A section's items are not recorded
-/// per view (an item a list leaves out stays in the catalogue): what a view tells is only
-/// whether its kind of caller has been shown the section before, so that under discovery a
-/// new kind of caller's first list is trusted on first use, as a new view's tool list is.
+/// server's record keeps it ([`SectionView::recorded`]). A view tells whether its kind of
+/// caller has been shown the section before, so that under discovery a new kind of caller's
+/// first list is trusted on first use, as a new view's tool list is, and which items of a
+/// keyed section it has been shown ([`SectionNames`]), so that a prompt or template listed to
+/// other kinds of caller only is not used by this one. An item a list leaves out stays in the
+/// catalogue and in the names of the views it was listed to: a shorter list is not drift.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SectionView {
     /// The section.
@@ -207,15 +209,22 @@ pub struct SectionView {
     pub key: String,
     /// [`ViewId::sources`] (for the audit's words; not recorded).
     pub sources: Vec<(String, Value)>,
+    /// The keys of the items the list showed, sorted (none for the instructions).
+    pub names: Vec<String>,
 }
 
 impl SectionView {
-    /// `view` listing `section`.
-    pub fn new(section: Section, view: &ViewId) -> SectionView {
+    /// `view` listing `section`, its items `listed`.
+    pub fn new(section: Section, view: &ViewId, listed: &ToolDigests) -> SectionView {
+        let names = match section.key_member() {
+            Some(_) => names_of(listed),
+            None => Vec::new(),
+        };
         SectionView {
             section,
             key: view.key.clone(),
             sources: view.sources.clone(),
+            names,
         }
     }
 
@@ -234,6 +243,135 @@ impl SectionView {
 /// The recorded form of the view of `key` listing `section` ([`SectionView::recorded`]).
 pub fn recorded_section_view(section: Section, key: &str) -> String {
     format!("{}/{key}", section.name())
+}
+
+/// The items of each keyed section (prompts, resource templates, sealed resources) each view
+/// has been listed, by `SECTION/VIEW-KEY` ([`SectionView::recorded`]): the names only grow
+/// (a view shown fewer items keeps those it was shown), so recording them is a write per new
+/// item, not per list. A view without names recorded (recorded before names were, or by an
+/// instance that does not know them) uses what the catalogue has until its next list records
+/// them.
+///
+/// Each is kept as a view of the tools is ([`ViewRecord`]), its key `SECTION/VIEW-KEY`, so
+/// the record is read by the one reader it already has.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SectionNames(Vec<ViewRecord>);
+
+/// Names shared by a record and its copy are equal without comparing them name by name (as a
+/// view's tool names, [`same_names`]).
+impl PartialEq for SectionNames {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+/// `known` (sorted) with `names` added, sorted (`None`: it holds them all).
+fn grown(known: &[String], names: &[String]) -> Option<Rc<[String]>> {
+    let mut all: Vec<String> = names.iter().filter(|n| !holds(known, n)).cloned().collect();
+    if all.is_empty() {
+        return None;
+    }
+    // Both hold each name once (a list's keys are unique): so does the sum.
+    all.extend(known.iter().cloned());
+    crate::wire::order::sort(&mut all);
+    Some(all.into())
+}
+
+/// Whether the sorted `names` hold `name`.
+fn holds(names: &[String], name: &str) -> bool {
+    names.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
+}
+
+impl SectionNames {
+    /// Whether no view has names recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The names recorded for `recorded` (`SECTION/VIEW-KEY`).
+    fn of(&self, recorded: &str) -> Option<&[String]> {
+        let found = self.0.iter().find(|v| v.key == recorded);
+        found.map(|v| &v.names[..])
+    }
+
+    /// Whether the view of `key` was listed `name` of `section` (`None`: its names are not
+    /// recorded).
+    pub fn lists(&self, section: Section, key: &str, name: &str) -> Option<bool> {
+        let names = self.of(&recorded_section_view(section, key))?;
+        Some(holds(names, name))
+    }
+
+    /// Whether every view with names recorded for `section` was listed `name` (then which
+    /// view a caller is does not matter).
+    pub fn listed_to_all(&self, section: Section, name: &str) -> bool {
+        let of_section = |v: &&ViewRecord| v.key.split('/').next() == Some(section.name());
+        self.0
+            .iter()
+            .filter(of_section)
+            .all(|v| holds(&v.names, name))
+    }
+
+    /// Whether the names recorded for `recorded` (`SECTION/VIEW-KEY`) lack one of `names`
+    /// (none recorded: they lack every one).
+    pub fn lack<'a>(&self, recorded: &str, mut names: impl Iterator<Item = &'a str>) -> bool {
+        match self.of(recorded) {
+            Some(known) => names.any(|n| !holds(known, n)),
+            None => names.next().is_some(),
+        }
+    }
+
+    /// Adds the items `seen` was listed to those recorded for it, at `now_ms`. Returns
+    /// whether one was new.
+    pub fn record(&mut self, seen: &SectionView, now_ms: u64) -> bool {
+        let recorded = seen.recorded();
+        match self.0.iter_mut().find(|v| v.key == recorded) {
+            Some(view) => {
+                let Some(names) = grown(&view.names, &seen.names) else {
+                    return false;
+                };
+                view.names = names;
+                view.last_ms = now_ms;
+            }
+            None => {
+                let Some(names) = grown(&[], &seen.names) else {
+                    return false;
+                };
+                let sources = seen.sources.clone();
+                let (first_ms, last_ms) = (now_ms, now_ms);
+                let key = recorded;
+                let view = ViewRecord {
+                    key,
+                    sources,
+                    names,
+                    first_ms,
+                    last_ms,
+                };
+                self.0.push(view);
+            }
+        }
+        true
+    }
+
+    /// Adds the views `other` records names for that this does not (a view recorded in both
+    /// keeps these names: its next list records what it lacks).
+    pub fn merge(&mut self, other: &SectionNames) {
+        for theirs in &other.0 {
+            if self.of(&theirs.key).is_none() {
+                self.0.push(theirs.clone());
+            }
+        }
+    }
+
+    /// Forgets every view's names.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Each recorded view, keyed `SECTION/VIEW-KEY`.
+    pub fn iter(&self) -> impl Iterator<Item = &ViewRecord> {
+        self.0.iter()
+    }
 }
 
 /// How finely `last_ms` follows a view's lists: a record is rewritten for it at most once

@@ -233,8 +233,8 @@ pub fn closed_before_the_store(record: &ServerRecord) -> bool {
 }
 
 /// A local closure applied over the store's record: the local copy, with the store's
-/// quarantine when the copy has none and the views (of tools and of sections) the store
-/// knows that it lacks.
+/// quarantine when the copy has none and the views (of tools and of sections, and the
+/// sections' items listed to them) the store knows that it lacks.
 pub fn closing_on(fleet: &ServerRecord, local: &ServerRecord) -> ServerRecord {
     let mut merged = local.clone();
     if merged.quarantine.is_none() && fleet.quarantine.is_some() {
@@ -251,6 +251,7 @@ pub fn closing_on(fleet: &ServerRecord, local: &ServerRecord) -> ServerRecord {
             merged.section_views.push(view.clone());
         }
     }
+    merged.section_names.merge(&fleet.section_names);
     merged
 }
 

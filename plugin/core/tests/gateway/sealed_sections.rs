@@ -60,7 +60,7 @@ pub(crate) fn ask_as(
             headers.push(("mcp-method".to_string(), method.to_string()));
             request["params"]["_meta"] =
                 json!({"io.modelcontextprotocol/protocolVersion": version});
-            if let Some(name) = params.get("name") {
+            if let Some(name) = params.get("name").or(params.get("uri")) {
                 let name = name.as_str().unwrap().to_string();
                 headers.push(("mcp-name".to_string(), name));
             }
@@ -1267,4 +1267,123 @@ fn a_surface_lock_of_two_callers_instructions_serves_both_under_strict() {
     assert_eq!(schema_status(&mut gw, "docs"), "verified");
     assert_eq!(instructions(&mut gw, "Use the admin tools."), None);
     assert_eq!(schema_status(&mut gw, "docs"), "changed");
+}
+
+#[test]
+fn a_prompt_or_template_listed_to_other_kinds_of_caller_only_is_not_used_by_this_one() {
+    for version in [None, Some("2026-07-28")] {
+        items_listed_to_other_kinds_of_caller_only_are_refused(version);
+    }
+}
+
+/// Two kinds of caller (told by `x-mcp-toolsets`) in a session of the 2025 revisions
+/// (`None`) or stateless under `version`, one shown a prompt and a template the other is not.
+fn items_listed_to_other_kinds_of_caller_only_are_refused(version: Option<&str>) {
+    let mut gw = gateway_with(json!({"seal": SEALED, "resources": "listed",
+        "views": [{"header": "x-mcp-toolsets"}]}));
+    let list = |gw: &mut NativeReplay, toolsets: &str, method: &str, result: Value| {
+        ask_as(gw, (version, Some(toolsets)), method, json!({}), result)
+    };
+    // A `prompts/get` or `resources/read`, answered when it reaches the server: what the
+    // client received.
+    let use_as = |gw: &mut NativeReplay, toolsets: &str, method: &str, params: Value| {
+        let result = json!({"messages": [], "contents": []});
+        ask_as(gw, (version, Some(toolsets)), method, params, result)
+    };
+    let triage = json!({"name": "triage", "description": "Triage an issue."});
+    let summary = summarize("Summarize a page.");
+    let page = json!({"uriTemplate": "docs://{page}", "name": "page"});
+    let ticket = json!({"uriTemplate": "tickets://issue/{id}", "name": "ticket"});
+    let got = list(&mut gw, "repos", "prompts/list", prompts(json!([summary])));
+    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(1));
+    let both = prompts(json!([summary, triage]));
+    let got = list(&mut gw, "issues", "prompts/list", both.clone());
+    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(2));
+    let method = "resources/templates/list";
+    let got = list(
+        &mut gw,
+        "repos",
+        method,
+        json!({"resourceTemplates": [page]}),
+    );
+    assert_eq!(got["resourceTemplates"].as_array().map(Vec::len), Some(1));
+    let two = json!({"resourceTemplates": [page, ticket]});
+    let got = list(&mut gw, "issues", method, two.clone());
+    assert_eq!(got["resourceTemplates"].as_array().map(Vec::len), Some(2));
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+    let names = view(&mut gw, "docs")["section_view_names"].clone();
+    let keyed = |v: &&Value, section: &str| v["key"].as_str().unwrap().starts_with(section);
+    let listed: Vec<usize> = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| keyed(v, "prompts/"))
+        .map(|v| v["names"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(listed, [1, 2], "{names}");
+    let grown = baseline(&mut gw);
+
+    // A prompt the catalogue has, listed to other kinds of caller only: refused locally.
+    let got = use_as(&mut gw, "repos", "prompts/get", json!({"name": "triage"}));
+    let error = &got["error"];
+    assert_eq!(error["data"]["error_code"], "PROMPT_NOT_APPROVED", "{got}");
+    assert_eq!(error["data"]["required_action"], "none", "{got}");
+    let says = error["message"].as_str().unwrap();
+    assert!(says.contains("not listed to this caller's view"), "{says}");
+    // The same prompt by the kind of caller it is listed to, and a prompt listed to both.
+    let get = json!({"name": "triage"});
+    let got = use_as(&mut gw, "issues", "prompts/get", get);
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    let get = json!({"name": "summarize", "arguments": {"url": "u"}});
+    let got = use_as(&mut gw, "repos", "prompts/get", get);
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    // A kind of caller never shown the prompts: the catalogue decides.
+    let got = use_as(&mut gw, "wiki", "prompts/get", json!({"name": "triage"}));
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+
+    // A read named only by a template listed to other kinds of caller: refused locally.
+    let read = json!({"uri": "tickets://issue/7"});
+    let got = use_as(&mut gw, "repos", "resources/read", read.clone());
+    assert_eq!(
+        got["error"]["data"]["error_code"], "RESOURCE_NOT_APPROVED",
+        "{got}"
+    );
+    let says = got["error"]["message"].as_str().unwrap();
+    assert!(says.contains("not listed to this caller's view"), "{says}");
+    let got = use_as(&mut gw, "issues", "resources/read", read);
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    let got = use_as(
+        &mut gw,
+        "repos",
+        "resources/read",
+        json!({"uri": "docs://a"}),
+    );
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    assert_eq!(audited(&gw, "use.denied"), 2);
+
+    // The server lists the prompt and template to that caller too (the very lists this
+    // worker verified for the other caller just before): recorded, not drift, and usable
+    // from then on.
+    let got = list(&mut gw, "issues", "prompts/list", both.clone());
+    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(2));
+    let got = list(&mut gw, "issues", method, two.clone());
+    assert_eq!(got["resourceTemplates"].as_array().map(Vec::len), Some(2));
+    let got = list(&mut gw, "repos", "prompts/list", both);
+    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(2));
+    let got = list(&mut gw, "repos", method, two);
+    assert_eq!(got["resourceTemplates"].as_array().map(Vec::len), Some(2));
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+    assert_eq!(baseline(&mut gw), grown);
+    assert_eq!(audited(&gw, "schema.changed"), 0);
+    let got = use_as(&mut gw, "repos", "prompts/get", json!({"name": "triage"}));
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    let read = json!({"uri": "tickets://issue/7"});
+    let got = use_as(&mut gw, "repos", "resources/read", read);
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    // A shorter list again keeps what the view was shown: not drift, nothing forgotten.
+    let got = list(&mut gw, "repos", "prompts/list", prompts(json!([summary])));
+    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(1));
+    let got = use_as(&mut gw, "repos", "prompts/get", json!({"name": "triage"}));
+    assert_eq!(got, json!({"messages": [], "contents": []}));
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
 }
