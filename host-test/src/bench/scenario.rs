@@ -20,6 +20,8 @@ pub enum Kind {
     Resources(usize),
     /// `prompts/list` with this many prompts (passed, or emptied for a closed server).
     Prompts(usize),
+    /// `prompts/get` of the last of this many prompts, on a server that seals them.
+    PromptGet(usize),
 }
 
 /// Which path through the policy.
@@ -117,6 +119,7 @@ impl Scenario {
             Kind::List(n) => (format!("list {n}"), n),
             Kind::Resources(n) => (format!("resources {n}"), CALL_TOOLS),
             Kind::Prompts(n) => (format!("prompts {n}"), CALL_TOOLS),
+            Kind::PromptGet(n) => (format!("prompt get of {n}"), CALL_TOOLS),
         };
         let path_name = match path {
             Path::Verified => "verified",
@@ -188,6 +191,12 @@ impl Scenario {
             Framing::Json,
         ));
         all.push(Scenario::new(Kind::List(100), Path::Sealed, Framing::Json));
+        // A use of one sealed prompt, checked against the catalogue and the caller's view.
+        all.push(Scenario::new(
+            Kind::PromptGet(100),
+            Path::Sealed,
+            Framing::Json,
+        ));
         // A list whose body arrives in chunks, verified and filtered.
         for path in [Path::Verified, Path::Filtered] {
             all.push(Scenario::new(Kind::List(100), path, Framing::Json).chunked());
@@ -271,7 +280,7 @@ impl Scenario {
         }
         // A sealed section is sealed by its first list (the measured ones verify).
         match (self.path, self.kind) {
-            (Path::Sealed, Kind::Prompts(n)) => {
+            (Path::Sealed, Kind::Prompts(n) | Kind::PromptGet(n)) => {
                 setup.push(workload::section_exchange(2, true, n, self.framing));
             }
             (Path::Sealed, Kind::Resources(n)) => {
@@ -291,6 +300,7 @@ impl Scenario {
             }
             Kind::Resources(n) => workload::section_exchange(3, false, n, self.framing),
             Kind::Prompts(n) => workload::section_exchange(3, true, n, self.framing),
+            Kind::PromptGet(n) => workload::prompt_get_exchange(3, n - 1, self.framing),
         }
     }
 
@@ -300,12 +310,14 @@ impl Scenario {
             (Kind::List(_), Path::Verified) if self.revision == Revision::Stateless => {
                 Expect::TtlLowered
             }
-            (Kind::Call(_), _) if self.path != Path::Filtered => Expect::PassedUnchanged,
+            (Kind::Call(_) | Kind::PromptGet(_), _) if self.path != Path::Filtered => {
+                Expect::PassedUnchanged
+            }
             (
                 Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_),
                 Path::Verified | Path::Sealed,
             ) => Expect::PassedUnchanged,
-            (Kind::Call(_), _) => Expect::LocalReply,
+            (Kind::Call(_) | Kind::PromptGet(_), _) => Expect::LocalReply,
             (Kind::List(_) | Kind::Resources(_) | Kind::Prompts(_), _) => Expect::Rewritten,
         }
     }

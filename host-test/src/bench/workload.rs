@@ -271,6 +271,16 @@ pub fn section_exchange(id: u64, prompts: bool, count: usize, framing: Framing) 
     exchange(id as usize, &request, &response, framing)
 }
 
+/// A `prompts/get` exchange of prompt `index` of [`section_exchange`]'s prompts, with its
+/// declared argument.
+pub fn prompt_get_exchange(id: u64, index: usize, framing: Framing) -> HttpExchange {
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": "prompts/get",
+        "params": {"name": format!("summarize_{index}"), "arguments": {"audience": "new hires"}}});
+    let response = json!({"jsonrpc": "2.0", "id": id, "result": {"messages": [{"role": "user",
+        "content": {"type": "text", "text": format!("Summarize section {index} for new hires.")}}]}});
+    exchange(id as usize, &request, &response, framing)
+}
+
 /// The `tools/list` request body.
 pub fn list_request(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
