@@ -6,7 +6,8 @@ seals them, the other verifies against the same catalogue; a prompt rug-pulled i
 seen through one instance closes the other, survives a restart of both, and an approval made
 on one serves on the other. What is asserted: what the official client was served, each
 instance's admin view and audit events, the record etcd holds, and that a refused
-``prompts/get`` never reached the server.
+``prompts/get`` never reached the server. A prompt the server lists to one toolset's callers
+only is refused to the others' through either instance.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ def tool_scoped_fleet(wasm: Path, tmp_path: Path,
                       request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
     """The fleet of :func:`_fleet`, its server under ``drift_scope: "tool"``."""
     with _fleet(tmp_path, request, drift_scope="tool") as started:
+        yield started
+
+
+@pytest.fixture
+def toolset_fleet(wasm: Path, tmp_path: Path,
+                  request: pytest.FixtureRequest) -> Iterator[StoreFleet]:
+    """The fleet of :func:`_fleet`, its callers told apart by ``X-MCP-Toolsets`` too."""
+    with _fleet(tmp_path, request, views=["revision", {"header": "x-mcp-toolsets"}]) as started:
         yield started
 
 
@@ -158,4 +167,48 @@ async def test_under_tool_scope_a_prompt_rug_pull_withholds_the_prompt_alone_on_
                   "A's approval")
     assert await _shown(b) == honest
     for member in (a, b):
+        assert_in_step(member, "demo", fleet)
+
+
+def _prompt_views(names: list[dict[str, Any]]) -> set[tuple[str, ...]]:
+    """The prompts each view was listed, as a record or an admin view holds them."""
+    return {tuple(v["names"]) for v in names if v["key"].startswith("prompts/")}
+
+
+@pytest.mark.timeout(90, method="signal")
+async def test_a_prompt_listed_to_one_toolset_is_refused_to_the_others_on_every_instance(
+        toolset_fleet: StoreFleet) -> None:
+    """The server lists ``triage_issue`` only to callers of the ``issues`` toolset. What each
+    kind of caller was listed through A is the fleet's record: through B, a ``repos`` caller
+    that asks for the prompt is refused before the server, an ``issues`` caller is served."""
+    fleet = toolset_fleet
+    a = fleet.add_envoy("A")
+    b = fleet.add_envoy("B")
+    fleet.start_envoys(a, b)
+    repos, issues = {"x-mcp-toolsets": "repos"}, {"x-mcp-toolsets": "issues"}
+    for headers, expected in ((repos, ["forecast_brief"]),
+                              (issues, ["forecast_brief", "triage_issue"])):
+        async with mcp_client(a.url("demo"), headers=headers) as agent:
+            listed = await agent.session.list_prompts()
+            assert [p.name for p in listed.prompts] == expected
+    both = {("forecast_brief",), ("forecast_brief", "triage_issue")}
+    fleet.wait_for_record("demo", lambda r: _prompt_views(r.get("section_names", [])) == both,
+                          "each view's prompts")
+    wait_for_view(b, "demo", lambda v: _prompt_views(v["section_view_names"]) == both,
+                  "A's views")
+    upstream = fleet.upstreams["demo"]
+    async with mcp_client(b.url("demo"), headers=repos) as agent:
+        logged = len(upstream.events())
+        with pytest.raises(McpError) as refused:
+            await agent.session.get_prompt("triage_issue", {"number": "7"})
+        assert refused.value.error.data["error_code"] == "PROMPT_NOT_APPROVED"
+        # (The session's own notifications/initialized and event stream may arrive meanwhile.)
+        seen = [m for e in upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+        assert "prompts/get" not in seen, "the server never sees it"
+        assert (await agent.session.get_prompt("forecast_brief", {"city": "Paris"})).messages
+    async with mcp_client(b.url("demo"), headers=issues) as agent:
+        assert (await agent.session.get_prompt("triage_issue", {"number": "7"})).messages
+    for member in (a, b):
+        assert status_of(member.admin.server("demo")) == "verified", member.name
+        assert member.audit_events("schema.changed") == [], member.name
         assert_in_step(member, "demo", fleet)

@@ -515,6 +515,35 @@ async def test_a_sealed_surface_holds_for_the_2026_client_and_a_rug_pull_of_a_pr
 
 
 @pytest.mark.parametrize("kind", SDK_KINDS)
+async def test_a_prompt_listed_to_other_toolsets_only_is_refused_to_the_2026_client(
+        modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
+        kind: str) -> None:
+    """Each 2026-07-28 SDK client, callers told apart by ``X-MCP-Toolsets``: the server lists
+    ``triage_issue`` only to ``issues`` callers; a ``repos`` caller that asks for it is
+    refused before the server, both use the prompt both were listed, nothing closes."""
+    views = ["revision", {"header": "x-mcp-toolsets"}]
+    stack = modern_stacks(py=("python", {"extra_args": ("--sections",)}),
+                          plugin_config=config(py={"seal": SEALED[1:], "views": views}))
+    url = stack.url("py")
+    repos = sdk_clients(kind, url, {"x-mcp-toolsets": "repos"})
+    issues = sdk_clients(kind, url, {"x-mcp-toolsets": "issues"})
+    assert [p["name"] for p in repos.surface()["prompts"]] == ["forecast_brief"]
+    shown = [p["name"] for p in issues.surface()["prompts"]]
+    assert shown == ["forecast_brief", "triage_issue"]
+    assert issues.get_prompt("triage_issue", {"number": "7"})["messages"]
+    with Untouched(stack, "py"):
+        with pytest.raises(ClientRaised, match="not listed to this caller"):
+            repos.get_prompt("triage_issue", {"number": "7"})
+    assert repos.get_prompt("forecast_brief", {"city": "Paris"})["messages"]
+    repos.close()
+    issues.close()
+    assert status_of(stack.admin.server("py")) == "verified"
+    assert len(wait_for_audits(stack, "use.denied", 1)) == 1
+    audits = [a["event"] for a in stack.envoy.audit_events()]
+    assert "schema.changed" not in audits, audits
+
+
+@pytest.mark.parametrize("kind", SDK_KINDS)
 async def test_a_surface_read_before_any_tool_list_is_sealed_and_the_tools_join_it(
         modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
         kind: str) -> None:

@@ -18,7 +18,9 @@
 - Instructions written per toolset (the rug-pull server names the ``X-MCP-Toolsets`` a
   session asked for): the second caller's text is approved once, or trusted on first use as a
   new view when the header is a view source; then callers of both toolsets alternate and
-  nothing closes; a poisoned text still closes the server."""
+  nothing closes; a poisoned text still closes the server.
+- A prompt listed per toolset (``triage_issue``, to ``issues`` callers only): a caller of
+  another toolset that asks for it is refused before the server."""
 
 from __future__ import annotations
 
@@ -264,6 +266,47 @@ async def test_instructions_written_per_toolset_never_flap_and_a_told_view_is_tr
         assert init.instructions is None
         assert (await session.list_tools()).tools == []
     assert status_of(stack.admin.server("demo")) == "changed"
+
+
+async def test_a_prompt_listed_to_other_toolsets_only_is_refused_before_the_server(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    """Callers told apart by ``X-MCP-Toolsets`` (a view source): the server lists
+    ``triage_issue`` only to a caller that asks for the ``issues`` toolset. That caller's
+    first list adds it to the catalogue (a new view, trusted on first use); a ``repos``
+    caller that asks for it anyway is refused before the server, while both use the prompt
+    they were both listed, and nothing closes."""
+    config = _config("demo")
+    config["servers"]["demo"]["views"] = ["revision", {"header": "x-mcp-toolsets"}]
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
+    repos, issues = {"x-mcp-toolsets": "repos"}, {"x-mcp-toolsets": "issues"}
+
+    async def prompt_names(session: ClientSession) -> list[str]:
+        return [p.name for p in (await session.list_prompts()).prompts]
+
+    async with _client(stack.mcp_url, headers=repos) as (session, _):
+        assert await prompt_names(session) == ["forecast_brief"]
+    async with _client(stack.mcp_url, headers=issues) as (session, _):
+        assert await prompt_names(session) == ["forecast_brief", "triage_issue"]
+        assert (await session.get_prompt("triage_issue", {"number": "7"})).messages
+    async with _client(stack.mcp_url, headers=repos) as (session, _):
+        logged = len(stack.upstream.events())
+        with pytest.raises(McpError) as refused:
+            await session.get_prompt("triage_issue", {"number": "7"})
+        # (The session's own notifications/initialized and event stream may arrive meanwhile.)
+        seen = [m for e in stack.upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+        assert "prompts/get" not in seen, "the server never sees it"
+        data = refused.value.error.data
+        assert (data["error_code"], data["required_action"]) == ("PROMPT_NOT_APPROVED", "none")
+        assert "not listed to this caller's view" in refused.value.error.message
+        assert (await session.get_prompt("forecast_brief", {"city": "Paris"})).messages
+    view = stack.admin.server("demo")
+    assert status_of(view) == "verified", view
+    listed = {tuple(v["names"]) for v in view["section_view_names"]
+              if v["key"].startswith("prompts/")}
+    assert listed == {("forecast_brief",), ("forecast_brief", "triage_issue")}, view
+    assert len(wait_for_audits(stack, "use.denied", 1)) == 1
+    audits = [a["event"] for a in stack.envoy.audit_events()]
+    assert "schema.changed" not in audits, audits
 
 
 def _raw_surface(base_url: str) -> dict[str, Any]:

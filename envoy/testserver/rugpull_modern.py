@@ -49,7 +49,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.subscriptions import ToolsListChanged
-from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
+from mcp_types import CallToolResult, ListPromptsResult, TextContent, Tool, ToolAnnotations
 from mcp_types import Prompt as MCPPrompt
 from mcp_types import Resource as MCPResource
 from mcp_types import ResourceTemplate as MCPResourceTemplate
@@ -104,6 +104,11 @@ class ModernRugPullServer(MCPServer):
 
             self.add_prompt(Prompt.from_function(forecast_brief, name="forecast_brief"))
 
+            def triage_issue(number: str) -> str:
+                return f"Triage issue {number}: label it and suggest an owner."
+
+            self.add_prompt(Prompt.from_function(triage_issue, name="triage_issue"))
+
     def poison_sections(self, parts: frozenset[str]) -> None:
         """Serve the ``--sections`` surface (instructions, a prompt, a resource template,
         ``add``'s annotations) with ``parts`` rug-pulled, in place."""
@@ -114,11 +119,16 @@ class ModernRugPullServer(MCPServer):
                                        "annotations": add_annotations(parts)}
         self.request_log.append({"event": "sections", "poisoned": sorted(parts)})
 
-    async def list_prompts(self) -> list[MCPPrompt]:  # type: ignore[override]
-        """The ``--sections`` prompts as ``surface.section_surface`` defines them."""
+    async def _handle_list_prompts(self, ctx: Any, params: Any) -> ListPromptsResult:  # type: ignore[override]
+        """The ``--sections`` prompts as ``surface.section_surface`` defines them for the
+        request's ``X-MCP-Toolsets`` header (the SDK's handler, which hands the listing no
+        request, otherwise)."""
         if not self.sections:
-            return await super().list_prompts()
-        return [MCPPrompt.model_validate(p) for p in section_surface(self.poisoned_parts)["prompts"]]
+            return await super()._handle_list_prompts(ctx, params)
+        headers = getattr(getattr(ctx, "request", None), "headers", None)
+        toolsets = headers.get("x-mcp-toolsets") if headers is not None else None
+        prompts = section_surface(self.poisoned_parts, toolsets)["prompts"]
+        return ListPromptsResult(prompts=[MCPPrompt.model_validate(p) for p in prompts])
 
     async def list_resource_templates(self) -> list[MCPResourceTemplate]:  # type: ignore[override]
         """The ``--sections`` resource templates as ``surface.section_surface`` defines them."""

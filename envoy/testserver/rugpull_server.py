@@ -191,6 +191,11 @@ class RugPullServer(FastMCP):
 
             self.add_prompt(Prompt.from_function(forecast_brief, name="forecast_brief"))
 
+            def triage_issue(number: str) -> str:
+                return f"Triage issue {number}: label it and suggest an owner."
+
+            self.add_prompt(Prompt.from_function(triage_issue, name="triage_issue"))
+
     def set_revision(self, rev: int) -> None:
         """Replace the whole tool surface with revision ``rev``."""
         for tool in self._tool_manager.list_tools():
@@ -230,7 +235,17 @@ class RugPullServer(FastMCP):
         """The ``--sections`` prompts as :func:`section_surface` defines them."""
         if not self.sections:
             return await super().list_prompts()
-        return [MCPPrompt(**p) for p in section_surface(self.poisoned_parts)["prompts"]]
+        surface = section_surface(self.poisoned_parts, self._toolsets())
+        return [MCPPrompt(**p) for p in surface["prompts"]]
+
+    def _toolsets(self) -> str | None:
+        """The ``X-MCP-Toolsets`` header of the request being answered (``None``: none)."""
+        try:
+            request = self.get_context().request_context.request
+        except (LookupError, ValueError):
+            return None
+        headers = getattr(request, "headers", None)
+        return headers.get("x-mcp-toolsets") if headers is not None else None
 
     async def list_resource_templates(self):  # type: ignore[override]
         """The ``--sections`` resource templates as :func:`section_surface` defines them."""

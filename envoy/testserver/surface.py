@@ -157,6 +157,16 @@ def add_annotations(poisoned: frozenset[str] = frozenset()) -> dict[str, Any]:
     return {"readOnlyHint": "tool-fields" not in poisoned, "destructiveHint": False}
 
 
+TRIAGE_PROMPT = {"name": "triage_issue", "description": "Triage a GitHub issue.",
+                 "arguments": [{"name": "number", "description": "The issue number",
+                                "required": True}]}
+
+
+def toolsets_of(header: str | None) -> list[str]:
+    """The toolsets an ``X-MCP-Toolsets`` header names (comma-separated)."""
+    return [t.strip() for t in (header or "").split(",") if t.strip()]
+
+
 def section_surface(poisoned: frozenset[str] = frozenset(),
                     toolsets: str | None = None) -> dict[str, Any]:
     """The instructions, prompts, resource templates and resources of the ``--sections`` server
@@ -165,7 +175,8 @@ def section_surface(poisoned: frozenset[str] = frozenset(),
     required argument, the template's description redirects the model, a resource naming a
     private key is added. ``toolsets``: the
     caller's ``X-MCP-Toolsets`` header, which the honest instructions name (as servers that
-    write their instructions per toolset do)."""
+    write their instructions per toolset do); a caller that asks for the ``issues`` toolset is
+    also listed its prompt, ``triage_issue`` (as servers that offer prompts per toolset do)."""
     prompt_description = "Write a short forecast brief for a city."
     arguments = [{"name": "city", "description": "The city", "required": True}]
     if "prompts" in poisoned:
@@ -187,7 +198,8 @@ def section_surface(poisoned: frozenset[str] = frozenset(),
         "instructions": (INSTRUCTIONS_POISONED if "instructions" in poisoned
                          else INSTRUCTIONS_HONEST + (f" Toolsets: {toolsets}." if toolsets else "")),
         "prompts": [{"name": "forecast_brief", "description": prompt_description,
-                     "arguments": arguments}],
+                     "arguments": arguments}] + ([TRIAGE_PROMPT] if "issues" in toolsets_of(toolsets)
+                                                 else []),
         "resourceTemplates": [{"uriTemplate": "weather://{city}/today", "name": "today",
                                "description": template_description, "mimeType": "text/plain"}],
         "resources": resources,
