@@ -31,9 +31,11 @@ cd "$repo"
 # resources, and sealed sections over pages".
 # Lowered to 1,230,000 when the module was built with SIMD (1,234,395 -> 1,223,793 bytes):
 # docs/performance.md, "Lists served again, and SIMD".
-# 1,235,000 again when the items of sections were recorded per view (1,223,538 -> 1,232,152
-# bytes): docs/performance.md, "Prompts and templates per view".
-limit=1235000
+# 1,235,000 again when the items of sections were recorded per view (1,223,538 -> 1,232,824
+# bytes), then 1,240,000 when what a list checked against the catalogue alone withholds
+# under tool scope joined the drift's reach (-> 1,237,801): docs/performance.md, "Prompts and
+# templates per view".
+limit=1240000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -375,7 +375,8 @@ async def test_under_tool_scope_a_tool_drift_leaves_no_sealed_section_unchecked(
     """``drift_scope: "tool"``: a deploy changes two tools, and the server keeps serving its
     unchanged tool and its honest prompts and instructions; then the prompt, the
     instructions and the unchanged tool's annotations are rug-pulled while that drift awaits
-    review: none of them reaches the client, and the drift under review stays the tools'."""
+    review: none of them reaches the client, the prompt and the tool are refused before the
+    server, and the drift under review stays the tools'."""
     config = _config("demo")
     config["servers"]["demo"]["drift_scope"] = "tool"
     stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
@@ -394,6 +395,15 @@ async def test_under_tool_scope_a_tool_drift_leaves_no_sealed_section_unchecked(
         assert init.instructions is None, "poisoned instructions reach no model"
         assert (await session.list_prompts()).prompts == []
         assert (await session.list_tools()).tools == [], "add turned destructive is withheld"
+        # What those lists withheld is refused too, before the server, not only left out.
+        logged = len(stack.upstream.events())
+        with pytest.raises(McpError) as refused:
+            await session.get_prompt("forecast_brief", {"city": "Paris"})
+        assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
+        assert_denied(await session.call_tool("add", {"a": 2, "b": 3}), "TOOL_CHANGED",
+                      tool="add", schema_status="changed", required_action="admin_review")
+        seen = [m for e in stack.upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+        assert "prompts/get" not in seen and "tools/call" not in seen, seen
     view = stack.admin.server("demo")
     assert (status_of(view), candidate_of(view)) == ("changed", candidate_of(drifted))
     assert len(wait_for_audits(stack, "schema.changed", 1)) == 1

@@ -257,6 +257,15 @@ impl Engine {
                     // reaches the client before its listing is whole, so it is screened on
                     // its own (a flagged string never reaches the client on an early page),
                     // and under strict nothing unapproved is served.
+                    if !made.first && !movable(record, section) {
+                        // Under tool scope, items a drift of something else does not reach
+                        // yet join its reach: refused, not only withheld from this answer.
+                        let unreviewed = made.unreviewed();
+                        let scope = config.drift_scope_of(&server);
+                        let event = reach_widened(record, scope, section, &unreviewed);
+                        outcome = Outcome::Unreviewed(unreviewed);
+                        return Ok(event);
+                    }
                     outcome = match made.first {
                         false => Outcome::Unreviewed(made.unreviewed()),
                         true if config.posture_of(&server) == Posture::Strict => {
@@ -414,7 +423,10 @@ impl Engine {
                     .collect();
                 if !movable {
                     unreviewed = changed.iter().map(|name| (*name).to_string()).collect();
-                    return Ok(None);
+                    // Under tool scope, tools a drift of something else does not reach yet
+                    // join its reach: their calls are refused, not only their listing.
+                    let scope = config.drift_scope_of(&server);
+                    return Ok(reach_widened(record, scope, section, &unreviewed));
                 }
                 if changed.is_empty() && sealed {
                     verified = Some(baseline.to_string());
@@ -525,6 +537,26 @@ fn movable(record: &crate::policy::status::ServerRecord, section: Section) -> bo
         SchemaStatus::Unbaselined => record.baseline.is_none(),
         _ => record.live_section == Some(section),
     }
+}
+
+/// The event that widens the reach of a drift under review to the items `keys` of `section`
+/// (other than approved in a list checked against the catalogue alone) it does not reach yet,
+/// when that drift is told item by item under tool scope: they are then refused, not only
+/// withheld from that list. (Under server scope, or a drift that closes the whole server,
+/// they are refused already.)
+fn reach_widened(
+    record: &crate::policy::status::ServerRecord,
+    scope: DriftScope,
+    section: Section,
+    keys: &[String],
+) -> Option<Event> {
+    use crate::policy::containment::{Serving, serving};
+    if scope != DriftScope::Tool || serving(record, scope) != Serving::AllBut {
+        return None;
+    }
+    let names = keys.iter().map(|key| section.item_name(key));
+    let unreached: Vec<String> = names.filter(|n| record.withheld(n).is_none()).collect();
+    (!unreached.is_empty()).then_some(Event::Withheld(unreached))
 }
 
 /// The verdict when the server's state cannot be read: nothing of the answer is served.

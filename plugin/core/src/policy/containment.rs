@@ -150,6 +150,7 @@ impl ServerRecord {
     pub fn reaches_item(&self, section: Section, item: &str) -> bool {
         self.drift_changed
             .iter()
+            .chain(&self.drift_also)
             .any(|name| match name.split_once('/') {
                 Some((kind, key)) if kind == section.name() => key == item,
                 Some((kind, template)) => {
@@ -161,7 +162,8 @@ impl ServerRecord {
             })
     }
 
-    /// Every tool the record says differs from the baseline: added, changed, then removed.
+    /// Every tool the record says differs from the baseline: added, changed, then removed
+    /// (then what lists checked against the catalogue alone added).
     pub fn withheld_tools(&self) -> Vec<(&str, ToolChange)> {
         let mut all = Vec::new();
         for (list, change) in self.drift_lists() {
@@ -172,11 +174,12 @@ impl ServerRecord {
         all
     }
 
-    fn drift_lists(&self) -> [(&[String], ToolChange); 3] {
+    fn drift_lists(&self) -> [(&[String], ToolChange); 4] {
         [
             (&self.drift_added, ToolChange::Added),
             (&self.drift_changed, ToolChange::Changed),
             (&self.drift_removed, ToolChange::Removed),
+            (&self.drift_also, ToolChange::Changed),
         ]
     }
 
@@ -187,6 +190,11 @@ impl ServerRecord {
             DriftReach::Tools(tools) => (tools.clone(), None),
             DriftReach::Server(why) => (Differing::default(), Some(why.clone())),
         };
+        // What lists checked against the catalogue alone added to a drift told item by item
+        // stays while the drift is measured again; it goes with the drift.
+        if !matches!(reach, DriftReach::Tools(_)) {
+            self.drift_also.clear();
+        }
         self.drift_added = tools.added;
         self.drift_changed = tools.changed;
         self.drift_removed = tools.removed;

@@ -66,9 +66,13 @@ impl Section {
     }
 
     /// How an item of the section is named where tools are named by theirs (a drift's
-    /// reach under `drift_scope: "tool"`): `SECTION/KEY`, e.g. `prompts/summarize`.
+    /// reach under `drift_scope: "tool"`): `SECTION/KEY`, e.g. `prompts/summarize`; a tool
+    /// (its other fields too) by its name.
     pub fn item_name(self, key: &str) -> String {
-        format!("{}/{key}", self.name())
+        match self {
+            Section::Tools | Section::ToolFields => key.to_string(),
+            _ => format!("{}/{key}", self.name()),
+        }
     }
 
     /// The request whose result shows the section: a list, or the handshake for

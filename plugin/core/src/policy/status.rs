@@ -127,6 +127,12 @@ pub struct ServerRecord {
     /// Baseline tools the last live set lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift_removed: Vec<String>,
+    /// Items a list checked against the catalogue alone showed other than approved while this
+    /// drift awaited review under tool scope (tools by name, other items as `SECTION/KEY`):
+    /// withheld and refused as changed, kept when a tool list measures the drift again, and
+    /// cleared with the rest of the reach when the drift is reviewed or a list verifies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_also: Vec<String>,
     /// Why the last live set's drift reaches the server as a whole (it cannot be told tool by
     /// tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,6 +196,7 @@ impl ServerRecord {
             drift_added: Vec::new(),
             drift_changed: Vec::new(),
             drift_removed: Vec::new(),
+            drift_also: Vec::new(),
             drift_whole: None,
             views: Vec::new(),
             live_view: None,
@@ -352,6 +359,11 @@ pub enum Event {
     Section(SectionLive),
     /// A view that never listed a sealed section before listed it, and it verified.
     SectionViewed(SectionView),
+    /// Under `drift_scope: "tool"`, while a drift of something else awaits review, a list
+    /// checked against the catalogue alone showed these items other than approved (tools by
+    /// name, for their other fields; other items as `SECTION/KEY`): the drift reaches them
+    /// too, so they are refused, not only withheld from that list, until it is reviewed.
+    Withheld(Vec<String>),
     /// `notifications/tools/list_changed` was seen (hold mode).
     ListChanged,
     /// An admin approves the fingerprint they reviewed.
@@ -454,6 +466,7 @@ pub fn apply(
         Event::Live(live) => observe_live(&mut next, live, posture, now_ms),
         Event::Section(live) => observe_section(&mut next, live, posture, now_ms),
         Event::SectionViewed(view) => section_viewed(&mut next, view, now_ms),
+        Event::Withheld(items) => withheld(&mut next, items),
         Event::ListChanged => {
             next.reverify = true;
             vec![note(
@@ -782,6 +795,22 @@ fn section_reach(next: &mut ServerRecord, live: &SectionLive) {
 fn section_viewed(next: &mut ServerRecord, view: &SectionView, now_ms: u64) -> Vec<Note> {
     if next.baseline.is_some() {
         next.record_section_listing(view, now_ms);
+    }
+    Vec::new()
+}
+
+/// Items a list showed other than approved while a drift told item by item (under tool scope)
+/// awaits review join that drift's reach. A server closed as a whole, or no longer drifted,
+/// is left as it is: its reach is not widened into a narrower one.
+fn withheld(next: &mut ServerRecord, items: &[String]) -> Vec<Note> {
+    let told =
+        crate::policy::containment::serving(next, crate::policy::containment::DriftScope::Tool);
+    if next.status == SchemaStatus::Changed && told == crate::policy::containment::Serving::AllBut {
+        for item in items {
+            if !next.drift_also.contains(item) {
+                next.drift_also.push(item.clone());
+            }
+        }
     }
     Vec::new()
 }

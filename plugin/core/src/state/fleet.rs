@@ -154,16 +154,23 @@ pub fn opens(before: Option<&ServerRecord>, after: &ServerRecord) -> bool {
             .view(&view.key)
             .is_none_or(|known| known.names != view.names)
     });
+    // A view's items growing lets it use them (a prompt, a template).
+    let items_grew = after.section_names.iter().any(|view| {
+        let names = view.names.iter().map(String::as_str);
+        before.section_names.lack(&view.key, names)
+    });
     let lost = |was: &[String], now: &[String]| was.iter().any(|name| !now.contains(name));
     let drift_shrank = before.status == SchemaStatus::Changed
         && after.status == SchemaStatus::Changed
         && ((before.drift_whole.is_some() && after.drift_whole.is_none())
             || lost(&before.drift_added, &after.drift_added)
             || lost(&before.drift_changed, &after.drift_changed)
-            || lost(&before.drift_removed, &after.drift_removed));
+            || lost(&before.drift_removed, &after.drift_removed)
+            || lost(&before.drift_also, &after.drift_also));
     serving_level(after) > serving_level(before)
         || after.baseline != before.baseline
         || view_grew
+        || items_grew
         || (before.reverify && !after.reverify)
         || (before.awaiting_live && !after.awaiting_live)
         || (before.quarantine.is_some() && after.quarantine.is_none())
@@ -550,6 +557,27 @@ mod tests {
             !opens(None, &pending),
             "a first contact held pending closes"
         );
+        // A view listed a prompt it was not listed before: it may use it.
+        let seen = |names: &[&str]| crate::policy::views::SectionView {
+            section: crate::policy::section::Section::Prompts,
+            key: "k".into(),
+            sources: Vec::new(),
+            names: names.iter().map(|n| (*n).to_string()).collect(),
+        };
+        let mut listed = v.clone();
+        listed.section_names.record(&seen(&["a"]), 1);
+        assert!(opens(Some(&v), &listed), "a view's first items open");
+        let mut more = listed.clone();
+        more.section_names.record(&seen(&["a", "b"]), 2);
+        assert!(opens(Some(&listed), &more), "a view's new item opens");
+        assert!(!opens(Some(&more), &listed), "items lost close");
+        // Items a drift under review reaches beyond its list close; losing them opens.
+        let mut reached = changed.clone();
+        reached.drift_changed = vec!["t".into()];
+        let mut also = reached.clone();
+        also.drift_also = vec!["prompts/p".into()];
+        assert!(!opens(Some(&reached), &also));
+        assert!(opens(Some(&also), &reached));
     }
 
     #[test]
