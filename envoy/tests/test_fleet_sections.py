@@ -170,6 +170,58 @@ async def test_under_tool_scope_a_prompt_rug_pull_withholds_the_prompt_alone_on_
         assert_in_step(member, "demo", fleet)
 
 
+@pytest.mark.timeout(90, method="signal")
+async def test_under_tool_scope_a_prompt_rug_pulled_while_a_tool_drift_awaits_review_is_refused_everywhere(
+        tool_scoped_fleet: StoreFleet) -> None:
+    """``drift_scope: "tool"``: a deploy drifts two tools, seen through A; while that drift
+    awaits review the prompt is rug-pulled, seen through B. The prompt joins the drift's reach
+    in the fleet's record: A refuses it before the server, after a restart of both too, while
+    the unchanged tool serves; the candidate under review stays the tools'; approving it on A
+    clears what it reached."""
+    fleet = tool_scoped_fleet
+    a = fleet.add_envoy("A")
+    b = fleet.add_envoy("B")
+    fleet.start_envoys(a, b)
+    honest = await _shown(a)
+    sealed = baseline_of(a.admin.server("demo"))
+    wait_for_view(b, "demo", lambda v: baseline_of(v) == sealed, "A's catalogue")
+    fleet.upstreams["demo"].set_revision(2)
+    drifted = await _shown(a)
+    assert drifted["prompts"] == honest["prompts"] and "add" in drifted["tools"], drifted
+    candidate = candidate_of(a.admin.server("demo"))
+    wait_for_view(b, "demo", lambda v: status_of(v) == "changed", "A's drift")
+
+    fleet.upstreams["demo"].poison_sections(["prompts"])
+    assert (await _shown(b))["prompts"] == []
+    _, doc = fleet.wait_for_record(
+        "demo", lambda r: r.get("drift_also") == ["prompts/forecast_brief"], "the prompt's reach")
+    assert doc["record"]["live"] == candidate, doc
+    reached = lambda v: any(t["tool"] == "prompts/forecast_brief" for t in v["withheld_tools"])
+    wait_for_view(a, "demo", reached, "B's withheld prompt")
+    upstream = fleet.upstreams["demo"]
+    for member in (a, b):
+        if member is b:
+            a.restart()
+            b.restart()
+        async with mcp_client(member.url("demo")) as agent:
+            logged = len(upstream.events())
+            with pytest.raises(McpError) as refused:
+                await agent.session.get_prompt("forecast_brief", {"city": "Paris"})
+            assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED", member.name
+            seen = [m for e in upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+            assert "prompts/get" not in seen, "the server never sees it"
+            assert not (await agent.session.call_tool("add", {"a": 2, "b": 3})).isError
+
+    assert candidate_of(a.admin.server("demo")) == candidate
+    assert a.admin.approve("demo", candidate).status_code == 200
+    fleet.wait_for_record("demo", lambda r: r.get("status") == "verified"
+                          and "drift_also" not in r, "the approval")
+    for member in (a, b):
+        wait_for_view(member, "demo", lambda v: (status_of(v), baseline_of(v), v["withheld_tools"])
+                      == ("verified", candidate, []), "the approval")
+        assert_in_step(member, "demo", fleet)
+
+
 def _prompt_views(names: list[dict[str, Any]]) -> set[tuple[str, ...]]:
     """The prompts each view was listed, as a record or an admin view holds them."""
     return {tuple(v["names"]) for v in names if v["key"].startswith("prompts/")}
