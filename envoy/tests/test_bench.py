@@ -97,3 +97,30 @@ def test_the_envoy_benchmark_runs_its_checks_and_reports_every_ratio(wasm: Path,
     assert {(row[0], row[1]) for row in rows} == {(w, c) for w in workloads for c in CONFIGS}, result.stdout
     for workload, config, *ratios in rows:
         assert all(math.isfinite(float(r)) and float(r) > 0 for r in ratios), (workload, config, ratios)
+
+
+V8_PROFILE = BENCH_DIR / "v8_profile.mjs"
+
+
+@pytest.mark.timeout(120, method="signal")
+@pytest.mark.parametrize("row", ["list100", "call"])
+def test_the_v8_profile_harness_replays_the_bench_rows_through_the_module(
+        wasm: Path, tmp_path: Path, row: str) -> None:
+    """envoy/bench/v8_profile.mjs (the module in Node's V8, outside Envoy) replays a bench row
+    through the very module under test and checks each measured exchange (passed, its body
+    unchanged), under the profiler too, and its summary reads the profile: a change of the
+    plugin's host calls or start sequence that breaks the harness fails here."""
+    from conformance_suite import node_binary
+    node = str(node_binary())
+    run = [node, "--cpu-prof", "--cpu-prof-dir", str(tmp_path), str(V8_PROFILE),
+           "--wasm", str(wasm), "--row", row, "--warmup", "20", "--iterations", "200",
+           "--batches", "4"]
+    result = subprocess.run(run, capture_output=True, text=True, timeout=100, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "each checked PassedUnchanged" in result.stdout, result.stdout
+    profiles = sorted(tmp_path.glob("*.cpuprofile"))
+    assert len(profiles) == 1, profiles
+    summary = subprocess.run([node, str(V8_PROFILE), "--summarize", str(profiles[0]), "--top", "5"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert summary.returncode == 0, summary.stderr[-2000:]
+    assert summary.stdout.strip(), "the summary names the functions sampled"
