@@ -526,7 +526,11 @@ def test_steady_load_with_a_rug_pull_mid_run(
     before = [op for op in ops if op.received < switched]
     assert {worker_of[op.agent] for op in before} == set(range(WORKERS)), summary
     assert all(op.outcome in ("whole", "allowed") for op in before), summary
-    assert [e["event"] for e in transitions] == ["schema.baselined", "schema.changed"], transitions
+    # Said compactly, so that a failure shows every transition whole (pytest cuts long reprs).
+    told_apart = [(e["event"], e.get("time_ms"), str(e.get("live"))[:19], str(e.get("reason"))[:120])
+                  for e in transitions]
+    assert [e["event"] for e in transitions] == ["schema.baselined", "schema.changed"], \
+        "\n".join(map(str, told_apart))
     assert transitions[1]["time_ms"] >= switch_ms, (transitions, switch_ms)
     # No list ever served a tool of the rug pull: each is the approved set or emptied.
     lists = [op for op in ops if op.kind == "list"]
