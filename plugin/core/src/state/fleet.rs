@@ -154,11 +154,15 @@ pub fn opens(before: Option<&ServerRecord>, after: &ServerRecord) -> bool {
             .view(&view.key)
             .is_none_or(|known| known.names != view.names)
     });
-    // A view's items growing lets it use them (a prompt, a template).
-    let items_grew = after.section_names.iter().any(|view| {
-        let names = view.names.iter().map(String::as_str);
-        before.section_names.lack(&view.key, names)
-    });
+    // A view's items growing lets it use them (a prompt, a template). A drift records the
+    // items its list showed as it closes the server: they are used only once an approval
+    // (which opens anyway) puts them in the catalogue, so that write stays a closure, applied
+    // here first even when the store cannot be reached.
+    let items_grew = after.status == before.status
+        && after.section_names.iter().any(|view| {
+            let names = view.names.iter().map(String::as_str);
+            before.section_names.lack(&view.key, names)
+        });
     let lost = |was: &[String], now: &[String]| was.iter().any(|name| !now.contains(name));
     let drift_shrank = before.status == SchemaStatus::Changed
         && after.status == SchemaStatus::Changed
@@ -571,6 +575,14 @@ mod tests {
         more.section_names.record(&seen(&["a", "b"]), 2);
         assert!(opens(Some(&listed), &more), "a view's new item opens");
         assert!(!opens(Some(&more), &listed), "items lost close");
+        let mut drifted = listed.clone();
+        drifted.status = SchemaStatus::Changed;
+        drifted.live = Some("sha256:b".into());
+        drifted.section_names.record(&seen(&["a", "c"]), 3);
+        assert!(
+            !opens(Some(&listed), &drifted),
+            "a drift that records its list's items closes"
+        );
         // Items a drift under review reaches beyond its list close; losing them opens.
         let mut reached = changed.clone();
         reached.drift_changed = vec!["t".into()];
