@@ -24,6 +24,7 @@ from fleet_stack import FleetEnvoy, NotForwarded, StoreFleet, fleet_plugin_confi
 from mcp.shared.exceptions import McpError
 from stack import Upstream, baseline_of, candidate_of, mcp_client, status_of
 from surface import INSTRUCTIONS_HONEST
+from toolseal_checks import http_methods
 
 pytestmark = pytest.mark.anyio
 
@@ -204,11 +205,11 @@ async def test_under_tool_scope_a_prompt_rug_pulled_while_a_tool_drift_awaits_re
             a.restart()
             b.restart()
         async with mcp_client(member.url("demo")) as agent:
-            logged = len(upstream.events())
+            logged = len(http_methods(upstream))
             with pytest.raises(McpError) as refused:
                 await agent.session.get_prompt("forecast_brief", {"city": "Paris"})
             assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED", member.name
-            seen = [m for e in upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+            seen = http_methods(upstream)[logged:]
             assert "prompts/get" not in seen, "the server never sees it"
             assert not (await agent.session.call_tool("add", {"a": 2, "b": 3})).isError
 
@@ -250,12 +251,12 @@ async def test_a_prompt_listed_to_one_toolset_is_refused_to_the_others_on_every_
                   "A's views")
     upstream = fleet.upstreams["demo"]
     async with mcp_client(b.url("demo"), headers=repos) as agent:
-        logged = len(upstream.events())
+        logged = len(http_methods(upstream))
         with pytest.raises(McpError) as refused:
             await agent.session.get_prompt("triage_issue", {"number": "7"})
         assert refused.value.error.data["error_code"] == "PROMPT_NOT_APPROVED"
         # (The session's own notifications/initialized and event stream may arrive meanwhile.)
-        seen = [m for e in upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+        seen = http_methods(upstream)[logged:]
         assert "prompts/get" not in seen, "the server never sees it"
         assert (await agent.session.get_prompt("forecast_brief", {"city": "Paris"})).messages
     async with mcp_client(b.url("demo"), headers=issues) as agent:

@@ -40,7 +40,7 @@ from mcp.shared.exceptions import McpError
 import envoyctl
 from stack import EVERYTHING_RELEASES, Stack, baseline_of, candidate_of, status_of
 from surface import INSTRUCTIONS_HONEST
-from toolseal_checks import assert_denied, list_status_meta, wait_for_audits
+from toolseal_checks import assert_denied, http_methods, list_status_meta, wait_for_audits
 
 pytestmark = pytest.mark.anyio
 SEALED = ["tool-fields", "instructions", "prompts", "resource-templates"]
@@ -289,11 +289,11 @@ async def test_a_prompt_listed_to_other_toolsets_only_is_refused_before_the_serv
         assert await prompt_names(session) == ["forecast_brief", "triage_issue"]
         assert (await session.get_prompt("triage_issue", {"number": "7"})).messages
     async with _client(stack.mcp_url, headers=repos) as (session, _):
-        logged = len(stack.upstream.events())
+        logged = len(http_methods(stack.upstream))
         with pytest.raises(McpError) as refused:
             await session.get_prompt("triage_issue", {"number": "7"})
         # (The session's own notifications/initialized and event stream may arrive meanwhile.)
-        seen = [m for e in stack.upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+        seen = http_methods(stack.upstream)[logged:]
         assert "prompts/get" not in seen, "the server never sees it"
         data = refused.value.error.data
         assert (data["error_code"], data["required_action"]) == ("PROMPT_NOT_APPROVED", "none")
@@ -396,13 +396,13 @@ async def test_under_tool_scope_a_tool_drift_leaves_no_sealed_section_unchecked(
         assert (await session.list_prompts()).prompts == []
         assert (await session.list_tools()).tools == [], "add turned destructive is withheld"
         # What those lists withheld is refused too, before the server, not only left out.
-        logged = len(stack.upstream.events())
+        logged = len(http_methods(stack.upstream))
         with pytest.raises(McpError) as refused:
             await session.get_prompt("forecast_brief", {"city": "Paris"})
         assert refused.value.error.data["error_code"] == "SCHEMA_CHANGED"
         assert_denied(await session.call_tool("add", {"a": 2, "b": 3}), "TOOL_CHANGED",
                       tool="add", schema_status="changed", required_action="admin_review")
-        seen = [m for e in stack.upstream.events()[logged:] for m in e.get("jsonrpc_methods", [])]
+        seen = http_methods(stack.upstream)[logged:]
         assert "prompts/get" not in seen and "tools/call" not in seen, seen
     view = stack.admin.server("demo")
     assert (status_of(view), candidate_of(view)) == ("changed", candidate_of(drifted))

@@ -220,7 +220,7 @@ impl Engine {
             }
         };
         view.as_ref()
-            .is_ok_and(|v| record.section_lists(section, &v.key, item) == Some(false))
+            .is_ok_and(|v| record.section_names.lists(section, &v.key, item) == Some(false))
     }
 
     /// A denial of a use of `item` (a prompt's name, a resource's URI).

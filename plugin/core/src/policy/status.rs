@@ -268,12 +268,6 @@ impl ServerRecord {
         self.record_section_view(seen.recorded());
     }
 
-    /// Whether the view of `key` was listed the `section` item `name` (`None`: which items
-    /// it was listed is not recorded).
-    pub fn section_lists(&self, section: Section, key: &str, name: &str) -> Option<bool> {
-        self.section_names.lists(section, key, name)
-    }
-
     /// Calls are refused until a live list verifies (pin by fingerprint, or list_changed hold).
     pub fn awaiting_verification(&self) -> bool {
         self.reverify || self.awaiting_live || self.status == SchemaStatus::Unbaselined
