@@ -14,7 +14,11 @@ use toolseal_core::gateway::exchange::{Exchange, Pending, PendingList};
 
 /// The ids of an exchange's pending lists.
 fn ids(exchange: &Exchange) -> Vec<serde_json::Value> {
-    exchange.lists().map(|l| l.id.clone()).collect()
+    let lists = exchange.pending.iter().filter_map(|p| match p {
+        Pending::List(list) => Some(list.id.clone()),
+        _ => None,
+    });
+    lists.collect()
 }
 
 fn pending_list(server: &str, session: &str, id: u64) -> Exchange {

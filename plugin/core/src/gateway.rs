@@ -12,6 +12,14 @@
 //! those; each part of the data path (the stream callbacks, requests, calls, listing,
 //! responses and bodies, the fleet store) adds the engine's methods for its concern and is
 //! used by no part the engine depends on.
+//!
+//! Sections are rows of one table ([`crate::policy::section`]), and the data path reads
+//! them from it: the methods it compares a request with, the member a list's items are in.
+//! Every request whose answer shows a section (a `tools/list`, a `prompts/list` of a server
+//! that seals prompts, a handshake for its instructions) is one kind of pending request,
+//! [`exchange::PendingList`], remembered, resumed and failed closed alike; only the decision
+//! on its answer goes by section: a tool list to [`listing`] (its views of tools, the lists
+//! it remembers, the tools policy hides), any other section to [`sealed`].
 
 pub mod admin;
 pub mod admin_views;

@@ -171,7 +171,7 @@ impl Engine {
     /// could not write): the stream is reset. A tool list the stream still owed was never
     /// checked, so this worker holds calls to the server until a list verifies.
     pub fn response_stopped(&mut self, exchange: &Exchange) {
-        if exchange.awaits_list() {
+        if exchange.awaits_tool_list() {
             self.hold(&exchange.server);
         }
     }

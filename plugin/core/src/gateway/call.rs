@@ -15,6 +15,7 @@ use crate::gateway::exchange::{Exchange, PendingCall, RequestInfo};
 use crate::policy::approved::{Approved, ApprovedTool};
 use crate::policy::containment::Serving;
 use crate::policy::rules::CallFacts;
+use crate::policy::section::TOOLS_CALL;
 use crate::policy::status::ServerRecord;
 use crate::policy::views::ViewRecord;
 use crate::state;
@@ -105,7 +106,7 @@ impl Engine {
                 let mut denial = self.denial(
                     ErrorCode::InvalidArguments,
                     exchange,
-                    "tools/call",
+                    TOOLS_CALL,
                     None,
                     &e.to_string(),
                 );
@@ -458,7 +459,7 @@ impl Engine {
         let status = record.map_or(crate::policy::status::SchemaStatus::Unbaselined, |r| {
             r.status
         });
-        let mut decision = self.decision(exchange, "request", "tools/call", Some(call.id), status);
+        let mut decision = self.decision(exchange, "request", TOOLS_CALL, Some(call.id), status);
         decision.tool = Some(tool.clone());
         let outcome = match verdict {
             Ok(check_result) if !batch_refused => CallOutcome::Forward(PendingCall {

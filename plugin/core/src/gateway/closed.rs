@@ -15,7 +15,7 @@
 
 use crate::gateway::denial::{Denial, ErrorCode};
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::{Exchange, PendingSection, RequestInfo};
+use crate::gateway::exchange::{Exchange, RequestInfo};
 use crate::gateway::listing::answer::{self, ListNote};
 use crate::policy::containment::{self, Serving};
 use crate::policy::section::Section;
@@ -284,8 +284,9 @@ impl Engine {
         answered: (&Value, &str),
         result: &Value,
     ) -> Option<Value> {
-        let section = PendingSection::section_of(answered.1)?;
-        if section == Section::Instructions && result.get("instructions").is_none() {
+        // A tool list is closed by its own path ([`crate::gateway::listing`]).
+        let (_, section) = Section::shown_by(answered.1).filter(|(_, s)| *s != Section::Tools)?;
+        if section == Section::Instructions && result.get(section.items_member()).is_none() {
             return None;
         }
         let (record, reason) = match self.closed_record(store, &exchange.server, None) {

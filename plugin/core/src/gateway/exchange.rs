@@ -9,6 +9,7 @@
 
 use crate::gateway::held_json::HeldJson;
 use crate::policy::rules::CallerIdentity;
+use crate::policy::section::{Section, TOOLS_CALL, TOOLS_LIST};
 use crate::state::snapshot_key::ClientKey;
 use crate::wire::jsonrpc::same_id;
 use crate::wire::revision::RoutingHeaders;
@@ -63,13 +64,12 @@ pub enum RequestVerdict {
 /// A forwarded request awaiting its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pending {
-    /// A `tools/list`: its result is checked.
+    /// A request whose answer shows a section of the surface: a list (`tools/list`, and the
+    /// list of a section the server seals beyond tools), or a handshake for its instructions.
+    /// Its answer is checked against the catalogue.
     List(PendingList),
     /// A `tools/call`: its result may be held to the tool's output contract.
     Call(PendingCall),
-    /// A list of a section the server seals beyond tools (a handshake for its
-    /// instructions): its answer is checked against the catalogue.
-    Section(PendingSection),
     /// Any other request (id, method), so its answer's record names its method.
     Other(Value, String),
 }
@@ -80,7 +80,6 @@ impl Pending {
         match self {
             Pending::List(list) => &list.id,
             Pending::Call(call) => &call.id,
-            Pending::Section(section) => &section.id,
             Pending::Other(id, _) => id,
         }
     }
@@ -88,21 +87,25 @@ impl Pending {
     /// The request's method.
     pub fn method(&self) -> &str {
         match self {
-            Pending::List(_) => "tools/list",
-            Pending::Call(_) => "tools/call",
-            Pending::Section(section) => &section.method,
+            Pending::List(list) => list.method,
+            Pending::Call(_) => TOOLS_CALL,
             Pending::Other(_, method) => method,
         }
     }
 
-    /// Lists (0), calls (1) and the rest (2): bounded apart, and answered in that order by
-    /// an error that answers several.
+    /// Lists of tools (0), calls (1) and the rest (2): bounded apart, and answered in that
+    /// order by an error that answers several.
     pub(crate) fn kind_index(&self) -> usize {
         match self {
-            Pending::List(_) => 0,
+            Pending::List(list) if list.shows_tools() => 0,
             Pending::Call(_) => 1,
-            Pending::Section(_) | Pending::Other(..) => 2,
+            Pending::List(_) | Pending::Other(..) => 2,
         }
+    }
+
+    /// Whether it is a list of tools.
+    pub(crate) fn lists_tools(&self) -> bool {
+        matches!(self, Pending::List(list) if list.shows_tools())
     }
 }
 
@@ -141,63 +144,25 @@ pub enum SectionVerdict {
     },
 }
 
-/// A forwarded list of a sealed section beyond tools awaiting its result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingSection {
-    /// JSON-RPC id.
-    pub id: Value,
-    /// The request's method (`prompts/list`; `initialize` or `server/discover` for the
-    /// instructions).
-    pub method: String,
-    /// The section its answer shows.
-    pub section: crate::policy::section::Section,
-    /// The cursor the request sent, as its text (`None`: a first page): pages accumulate
-    /// along the chain of cursors, as a paginated `tools/list`'s do.
-    pub cursor: Option<String>,
-    /// Who the pages of one listing are kept for (the caller's snapshot key identity; empty:
-    /// none could be read).
-    pub caller: String,
-    /// The request's view (`None`: one that cannot be told).
-    pub view: Option<crate::policy::views::ViewId>,
-}
-
-impl PendingSection {
-    /// The pending list of a request of `method`, if its answer shows a section beyond tools
-    /// (`prompts/list`, `resources/templates/list`; `initialize` and `server/discover` show
-    /// the instructions).
-    pub fn of(id: &Value, method: &str, cursor: Option<String>) -> Option<PendingSection> {
-        Some(PendingSection {
-            id: id.clone(),
-            method: method.to_string(),
-            section: Self::section_of(method)?,
-            cursor,
-            caller: String::new(),
-            view: None,
-        })
-    }
-
-    /// The section the answer to a request of `method` shows beyond tools, if any.
-    pub fn section_of(method: &str) -> Option<crate::policy::section::Section> {
-        use crate::policy::section::Section;
-        match method {
-            "initialize" | "server/discover" => Some(Section::Instructions),
-            other => Section::other_listed_by(other),
-        }
-    }
-}
-
-/// A forwarded `tools/list` awaiting its result.
+/// A forwarded request whose answer shows a section, awaiting its result: a `tools/list`,
+/// the list of a section the server seals beyond tools, or a handshake for the instructions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingList {
     /// JSON-RPC id.
     pub id: Value,
+    /// The request's method, as the section table spells it ([`Section::shown_by`]).
+    pub method: &'static str,
+    /// The section its answer shows first ([`Section::Tools`] for a tool list, whose answer
+    /// shows the tools' other fields too).
+    pub section: Section,
     /// The cursor the request sent (a later page), as its text: pages accumulate along the
     /// chain of cursors, so listings that run at once never mix their pages.
     pub cursor: Option<String>,
     /// Asked under a stateless revision (MCP 2026-07-28): a rewritten result must carry that
     /// revision's members (`resultType`, cache hints).
     pub stateless: bool,
-    /// The caller's snapshot key: a verified list is recorded as what this caller saw.
+    /// The caller's snapshot key: a verified tool list is recorded as what this caller saw,
+    /// and the pages of one listing are kept for it.
     pub key: Option<ClientKey<'static>>,
     /// The view the list belongs to (`None`: the request was not seen, so its view cannot be
     /// told).
@@ -208,16 +173,50 @@ pub struct PendingList {
 }
 
 impl PendingList {
-    /// A pending handshake-era list of `session` (no cursor).
+    /// A pending list of a request of `method`, if its answer shows a section (a handshake
+    /// shows the instructions); the rest is not known yet.
+    pub fn of(id: &Value, method: &str) -> Option<PendingList> {
+        let (method, section) = Section::shown_by(method)?;
+        Some(PendingList {
+            id: id.clone(),
+            method,
+            section,
+            cursor: None,
+            stateless: false,
+            key: None,
+            view: None,
+            caller: None,
+        })
+    }
+
+    /// A pending handshake-era tool list of `session` (no cursor).
     pub fn new(id: Value, session: Option<&str>) -> Self {
         PendingList {
             id,
+            method: TOOLS_LIST,
+            section: Section::Tools,
             cursor: None,
             stateless: false,
             key: session.map(|s| ClientKey::session(s).into_owned()),
             view: None,
             caller: None,
         }
+    }
+
+    /// Whether its answer is a list of tools.
+    pub fn shows_tools(&self) -> bool {
+        self.section == Section::Tools
+    }
+
+    /// Whose pages of one listing these are (the caller's snapshot key identity; `None`: none
+    /// could be read).
+    pub fn key_identity(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.key.as_ref().map(crate::state::key_identity)
+    }
+
+    /// The request's view, when it could be told.
+    pub fn view_id(&self) -> Option<&crate::policy::views::ViewId> {
+        self.view.as_ref().and_then(|v| v.as_ref().ok())
     }
 }
 
@@ -321,24 +320,15 @@ impl Exchange {
         self.pending.iter().any(|p| same_id(p.id(), id))
     }
 
-    /// The `tools/list` requests awaiting their result.
-    pub fn lists(&self) -> impl Iterator<Item = &PendingList> {
-        self.pending.iter().filter_map(|p| match p {
-            Pending::List(list) => Some(list),
-            _ => None,
-        })
-    }
-
     /// Whether a `tools/list` request awaits its result.
-    pub fn awaits_list(&self) -> bool {
-        self.lists().next().is_some()
+    pub fn awaits_tool_list(&self) -> bool {
+        self.pending.iter().any(Pending::lists_tools)
     }
 
-    /// Whether a list of a sealed section beyond tools awaits its result.
-    pub fn awaits_section(&self) -> bool {
-        self.pending
-            .iter()
-            .any(|p| matches!(p, Pending::Section(_)))
+    /// Whether a request whose answer shows a section (a list, or a handshake for the
+    /// instructions of a server that seals them) awaits its result.
+    pub fn awaits_list(&self) -> bool {
+        self.pending.iter().any(|p| matches!(p, Pending::List(_)))
     }
 
     /// The `tools/call` requests awaiting their result.
@@ -349,10 +339,9 @@ impl Exchange {
         })
     }
 
-    /// How many requests other than lists and calls wait.
+    /// How many requests other than tool lists and calls wait.
     pub(crate) fn others_waiting(&self) -> usize {
-        let others = |p: &&Pending| matches!(p, Pending::Other(..) | Pending::Section(_));
-        self.pending.iter().filter(others).count()
+        self.pending.iter().filter(|p| p.kind_index() == 2).count()
     }
 
     /// Takes out the request `id` answers (an error answers it as a result would).
@@ -362,11 +351,11 @@ impl Exchange {
     }
 
     /// Takes out the `tools/list` request `id` answers, if it is one.
-    pub(crate) fn settle_list(&mut self, id: &Value) -> Option<PendingList> {
+    pub(crate) fn settle_tool_list(&mut self, id: &Value) -> Option<PendingList> {
         let index = self
             .pending
             .iter()
-            .position(|p| matches!(p, Pending::List(l) if same_id(&l.id, id)))?;
+            .position(|p| p.lists_tools() && same_id(p.id(), id))?;
         match self.pending.remove(index) {
             Pending::List(list) => Some(list),
             _ => None,

@@ -21,6 +21,7 @@
 //! most as many bytes again).
 
 use crate::gateway::live::LiveDigests;
+use crate::policy::section::Section;
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
@@ -78,7 +79,7 @@ impl KnownList {
     /// A list gathered from pages: its tools (`size` bytes of definitions) and their digests.
     pub(crate) fn gathered(tools: Value, size: usize, digests: Rc<LiveDigests>) -> Self {
         let mut result = serde_json::Map::new();
-        result.insert("tools".into(), tools);
+        result.insert(Section::Tools.items_member().into(), tools);
         KnownList {
             bytes: None,
             result: Value::Object(result),
@@ -111,7 +112,7 @@ impl KnownList {
 
     /// The digests of `tools` when they are this list's tools, definition for definition.
     pub(crate) fn digests_of(&self, tools: &Value) -> Option<&Rc<LiveDigests>> {
-        (self.result.get("tools") == Some(tools)).then_some(&self.digests)
+        (self.result.get(Section::Tools.items_member()) == Some(tools)).then_some(&self.digests)
     }
 
     /// The answer to request `id` holding `cut` (a result whose `tools` is empty) with this
@@ -137,12 +138,15 @@ impl KnownList {
     fn fill_tools(&self, shell: &[u8], kept: &[usize]) -> Option<Vec<u8>> {
         let tools = self.encoded_tools.get_or_init(|| {
             self.result
-                .get("tools")
+                .get(Section::Tools.items_member())
                 .and_then(Value::as_array)
                 .map(|tools| tools.iter().map(crate::wire::json::encode).collect())
                 .unwrap_or_default()
         });
-        let span = crate::wire::json_span::member_value(shell, &["result", "tools"])?;
+        let span = crate::wire::json_span::member_value(
+            shell,
+            &["result", Section::Tools.items_member()],
+        )?;
         if shell.get(span.clone())? != b"[]" {
             return None;
         }

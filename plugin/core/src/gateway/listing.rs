@@ -58,13 +58,15 @@ impl ListAnswer {
                 result: mut cut,
                 kept,
             } => {
-                let tools = result.get("tools").and_then(Value::as_array);
+                let tools = result
+                    .get(Section::Tools.items_member())
+                    .and_then(Value::as_array);
                 let kept: Vec<Value> = kept
                     .iter()
                     .filter_map(|&index| tools.and_then(|t| t.get(index)).cloned())
                     .collect();
                 if let Some(obj) = cut.as_object_mut() {
-                    obj.insert("tools".into(), Value::Array(kept));
+                    obj.insert(Section::Tools.items_member().into(), Value::Array(kept));
                 }
                 cut
             }
@@ -155,7 +157,7 @@ impl Engine {
     ) -> ListOutcome {
         let next = result.get("nextCursor").and_then(cursor_text);
         let whole = request.cursor.is_none() && next.is_none();
-        let tools = result.get("tools");
+        let tools = result.get(Section::Tools.items_member());
         let mut verdict = if !whole {
             self.check_page(
                 store,
@@ -199,7 +201,7 @@ impl Engine {
         verdict: Verdict,
     ) -> ListAnswer {
         let id = &request.id;
-        let tools = result.get("tools");
+        let tools = result.get(Section::Tools.items_member());
         let tools_in = tools.and_then(Value::as_array).map_or(0, Vec::len);
         // As `cursor_text` reads it: absent or null ends the listing.
         let next_cursor = result.get("nextCursor").is_some_and(|c| !c.is_null());
@@ -207,7 +209,7 @@ impl Engine {
             .record
             .as_ref()
             .map_or(SchemaStatus::Unbaselined, |r| r.status);
-        let mut decision = self.decision(exchange, "response", "tools/list", Some(id), status);
+        let mut decision = self.decision(exchange, "response", request.method, Some(id), status);
         decision.tools_in = Some(tools_in);
         if request.stateless {
             decision.protocol_version = exchange.protocol_version.clone();
@@ -278,7 +280,7 @@ impl Engine {
         };
         ListAnswer::Replace(answer::rewrite(
             result,
-            "tools",
+            Section::Tools.items_member(),
             &note,
             Hints::Closed,
             request.stateless,
@@ -359,7 +361,13 @@ impl Engine {
             false => Hints::Private(self.config.limits.max_list_ttl_ms),
         };
         ListAnswer::Cut {
-            result: answer::rewrite(result, "tools", &note, hints, request.stateless),
+            result: answer::rewrite(
+                result,
+                Section::Tools.items_member(),
+                &note,
+                hints,
+                request.stateless,
+            ),
             kept: answer::kept(tools_in, &shown.dropped),
         }
     }

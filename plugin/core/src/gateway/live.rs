@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::policy::approved::{Approved, ApprovedCache, document_fingerprint};
 use crate::policy::containment::{self, Differing, DriftReach};
 use crate::policy::fingerprint::ToolDigests;
+use crate::policy::section::Section;
 use crate::policy::status::{LiveSet, Posture, SchemaStatus, ServerRecord};
 use crate::policy::views::{self, Candidate, ViewId, ViewRead, ViewRecord};
 use crate::state::store::StateStore;
@@ -440,7 +441,10 @@ fn store_set(
     let definitions = definitions();
     if let Some(catalogue) = sections.filter(|c| !c.sealed.is_empty()) {
         let mut document = catalogue.document();
-        document.insert("tools".into(), Value::Array(definitions));
+        document.insert(
+            Section::Tools.items_member().into(),
+            Value::Array(definitions),
+        );
         return store_surface(store, cache, (config, server), document);
     }
     state::put_tool_set(store, server, fingerprint, &definitions)?;

@@ -11,8 +11,9 @@ use crate::gateway::call::{Call, CallOutcome, CheckedCall};
 use crate::gateway::denial::Denial;
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{
-    Exchange, LocalReply, Pending, PendingList, PendingSection, RequestInfo, RequestVerdict,
+    Exchange, LocalReply, Pending, PendingList, RequestInfo, RequestVerdict,
 };
+use crate::policy::section::{Section, TOOLS_CALL};
 use crate::state::audit::{Counter, Outputs};
 use crate::state::snapshot_key::{ClientKey, KeyRead};
 use crate::state::store::StateStore;
@@ -164,7 +165,7 @@ impl Engine {
         if payload
             .messages()
             .iter()
-            .any(|m| matches!(m, Message::Notification { method, .. } if method == "tools/call"))
+            .any(|m| matches!(m, Message::Notification { method, .. } if method == TOOLS_CALL))
         {
             let reason = "a tools/call must carry an id: a call sent as a notification cannot be checked and answered";
             let refusal = Refusal {
@@ -174,40 +175,35 @@ impl Engine {
             return self.refuse(store, out, now_ms, exchange, refusal);
         }
         // The caller's snapshot key is read once, and only for a body that lists or calls;
-        // its principals only for a list, and only when policy can hide tools from one.
-        let (mut lists, mut calls, mut any_use) = (false, false, false);
+        // its principals only for a tool list, and only when policy can hide tools from one.
+        let server = exchange.server.as_str();
+        let (mut tool_lists, mut lists, mut calls, mut any_use) = (false, false, false, false);
         for message in payload.messages() {
             if let Message::Request { method, .. } = message {
-                lists |= method == "tools/list";
-                calls |= method == "tools/call";
+                let checked = self.checked_section(server, method);
+                tool_lists |= checked == Some(Section::Tools);
+                lists |= checked.is_some();
+                calls |= method == TOOLS_CALL;
                 any_use |= crate::gateway::closed::is_use(method);
             }
         }
-        let key = match lists || calls {
+        let key = match tool_lists || calls {
             true => self.client_key(info),
             false => Ok(None),
         };
-        let view = match lists {
+        let view = match tool_lists {
             true => self.config.policy.caller_view(info.caller),
             false => None,
         };
         // The view of a list (a stateless request is one message, and a batch of the
-        // handshake era tells its view from its session, so the first list or call decides);
-        // a list of a sealed section (a handshake for the instructions) has one too. A call
-        // alone asks for its view only when the record makes it matter.
-        let sealed = |method: &str| {
-            PendingSection::section_of(method)
-                .is_some_and(|section| self.config.seals(&exchange.server, section))
-        };
-        let sections = payload.messages().iter().any(|m| match m {
-            Message::Request { method, .. } => sealed(method),
-            _ => false,
-        });
-        exchange.surface = match lists || sections {
+        // handshake era tells its view from its session, so the first list or call decides).
+        // A call alone asks for its view only when the record makes it matter.
+        exchange.surface = match lists {
             true => {
                 let params = payload.messages().iter().find_map(|m| match m {
                     Message::Request { method, params, .. }
-                        if method == "tools/list" || method == "tools/call" || sealed(method) =>
+                        if method == TOOLS_CALL
+                            || self.checked_section(server, method).is_some() =>
                     {
                         Some(params.as_ref())
                     }
@@ -228,7 +224,7 @@ impl Engine {
                 let Message::Request { id, method, params } = message else {
                     return None;
                 };
-                (method == "tools/call").then(|| {
+                (method == TOOLS_CALL).then(|| {
                     let call = Call {
                         id,
                         params: params.as_ref(),
@@ -382,54 +378,38 @@ impl Engine {
             self.refused_with_batch(store, out, exchange, message);
             return not_forwarded(message);
         }
-        if method == "tools/list" {
-            let cursor = params
-                .as_ref()
-                .and_then(|p| p.get("cursor"))
-                .and_then(crate::gateway::listing::cursor_text);
-            // A list whose caller's key cannot be read is served as any other, but recorded as
-            // seen by nobody: a later call compares with an older snapshot, never a newer one.
-            let key = key.as_ref().ok().and_then(Option::as_ref);
-            let list = PendingList {
-                id: id.clone(),
-                cursor,
-                stateless: exchange.stateless(),
-                key: key.cloned().map(ClientKey::into_owned),
-                view: exchange.surface.clone(),
-                caller: view.cloned(),
-            };
-            exchange.pending.push(Pending::List(list));
-        } else {
-            if method == "initialize" {
-                self.initialize_seen(exchange, params.as_ref(), now_ms);
-            }
-            // A list of a section the server seals (a handshake for its instructions) is
-            // checked when answered; past the bound, an answer answers nothing and is
-            // dropped, as any other's.
-            let sealed = PendingSection::section_of(method)
-                .filter(|section| self.config.seals(&exchange.server, *section));
-            let pending = match sealed {
-                Some(section) => Pending::Section(PendingSection {
-                    id: id.clone(),
-                    method: method.clone(),
-                    section,
+        if method == "initialize" {
+            self.initialize_seen(exchange, params.as_ref(), now_ms);
+        }
+        // A tool list is checked when answered; so is a list of a section the server seals.
+        let checked = self.checked_section(&exchange.server, method);
+        let list = checked.and_then(|_| PendingList::of(id, method));
+        match list {
+            Some(list) => {
+                // A list whose caller's key cannot be read is served as any other, but recorded
+                // as seen by nobody: a later call compares with an older snapshot, never a
+                // newer one.
+                let key = key.as_ref().ok().and_then(Option::as_ref);
+                let list = PendingList {
                     cursor: params
                         .as_ref()
                         .and_then(|p| p.get("cursor"))
                         .and_then(crate::gateway::listing::cursor_text),
-                    caller: key
-                        .as_ref()
-                        .ok()
-                        .and_then(Option::as_ref)
-                        .map(|k| crate::state::key_identity(k).into_owned())
-                        .unwrap_or_default(),
-                    view: exchange.surface.clone().and_then(Result::ok),
-                }),
-                None => Pending::Other(id.clone(), method.clone()),
-            };
-            if exchange.others_waiting() < jsonrpc::MAX_BATCH {
-                exchange.pending.push(pending);
+                    stateless: exchange.stateless(),
+                    key: key.cloned().map(ClientKey::into_owned),
+                    view: exchange.surface.clone(),
+                    caller: view.cloned(),
+                    ..list
+                };
+                exchange.pending.push(Pending::List(list));
             }
+            // Past the bound, an answer answers nothing and is dropped, as any other's.
+            None if exchange.others_waiting() < jsonrpc::MAX_BATCH => {
+                exchange
+                    .pending
+                    .push(Pending::Other(id.clone(), method.clone()));
+            }
+            None => {}
         }
         self.pass_record(store, out, exchange, "request", message, None);
         None
@@ -449,6 +429,14 @@ impl Engine {
         decision.decision = "deny";
         decision.error_code = Some(crate::state::audit::BATCH_REFUSED);
         out.decision(&decision);
+    }
+
+    /// The section the answer to a request of `method` shows, when that answer is checked: a
+    /// tool list always, a list of another section (a handshake for the instructions) when
+    /// the server seals it.
+    fn checked_section(&self, server: &str, method: &str) -> Option<Section> {
+        let (_, section) = Section::shown_by(method)?;
+        (section == Section::Tools || self.config.seals(server, section)).then_some(section)
     }
 
     /// The snapshot key of a request (`snapshots.key`: its first source the request has).

@@ -11,7 +11,7 @@ mod fail_closed;
 
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{
-    BodyPlan, Exchange, Pending, PendingSection, ResponseState, SectionVerdict, Unread,
+    BodyPlan, Exchange, Pending, PendingList, ResponseState, SectionVerdict, Unread,
 };
 use crate::gateway::held_json::HeldJson;
 use crate::gateway::live::LiveDigests;
@@ -241,7 +241,7 @@ impl Engine {
         let relevant = exchange
             .pending
             .iter()
-            .any(|p| matches!(p, Pending::List(_) | Pending::Call(_)))
+            .any(|p| p.lists_tools() || matches!(p, Pending::Call(_)))
             || data.windows(2).any(|w| w == b"id")
             || data.windows(12).any(|w| w == b"list_changed")
             || may_hold_tools(data);
@@ -326,7 +326,7 @@ impl Engine {
     ) -> (Fate, Option<Rc<LiveDigests>>) {
         match message {
             Message::Response { id, result } => match exchange.settle(id) {
-                Some(Pending::List(request)) => {
+                Some(Pending::List(request)) if request.shows_tools() => {
                     let list =
                         self.list_result(store, out, now_ms, exchange, &request, result, None);
                     (
@@ -334,13 +334,13 @@ impl Engine {
                         list.checked,
                     )
                 }
+                Some(Pending::List(request)) => {
+                    let fate = self.section_answer(store, out, now_ms, exchange, &request, message);
+                    (fate, None)
+                }
                 Some(Pending::Call(call)) => {
                     let new = self.call_result(store, out, now_ms, exchange, &call, result);
                     (Fate::from(new.map(|new| answer(id, new))), None)
-                }
-                Some(Pending::Section(section)) => {
-                    let fate = self.section_answer(store, out, now_ms, exchange, &section, message);
-                    (fate, None)
                 }
                 Some(Pending::Other(_, method)) => {
                     let fate = self.other_answer(store, out, now_ms, exchange, message, &method);
@@ -437,13 +437,13 @@ impl Engine {
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        pending: &PendingSection,
+        pending: &PendingList,
         message: &Message,
     ) -> Fate {
         let Message::Response { id, result } = message else {
             return Fate::Unchanged;
         };
-        let method = pending.method.as_str();
+        let method = pending.method;
         let SectionVerdict::Withhold { keys, reason } =
             self.check_section(store, out, now_ms, exchange, pending, result)
         else {

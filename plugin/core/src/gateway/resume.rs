@@ -16,8 +16,10 @@
 //! once both keep what they left.
 
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::{Exchange, Pending, PendingCall, PendingList, PendingSection};
+use crate::gateway::exchange::{Exchange, Pending, PendingCall, PendingList};
+use crate::policy::section::TOOLS_CALL;
 use crate::state::slot;
+use crate::state::snapshot_key::ClientKey;
 use crate::state::store::{Expect, StateStore, StoreError};
 use crate::wire::jsonrpc::same_id;
 use serde_json::{Value, json};
@@ -66,11 +68,7 @@ impl Waiting {
                 Pending::List(list) => Waiting {
                     cursor: list.cursor.clone(),
                     stateless: list.stateless,
-                    ..waiting
-                },
-                Pending::Section(section) => Waiting {
-                    cursor: section.cursor.clone(),
-                    sealed: true,
+                    sealed: !list.shows_tools(),
                     ..waiting
                 },
                 Pending::Other(..) => waiting,
@@ -93,14 +91,14 @@ impl Waiting {
             .filter(|id| id.is_string() || id.is_number())?;
         let waiting = Waiting {
             id: id.clone(),
-            method: text("method").unwrap_or_else(|| "tools/call".into()),
+            method: text("method").unwrap_or_else(|| TOOLS_CALL.into()),
             tool: text("tool"),
             check: flag("check").unwrap_or(true),
             cursor: text("cursor"),
             stateless: flag("stateless") == Some(true),
             sealed: flag("sealed") == Some(true),
         };
-        (waiting.method != "tools/call" || waiting.tool.is_some()).then_some(waiting)
+        (waiting.method != TOOLS_CALL || waiting.tool.is_some()).then_some(waiting)
     }
 
     /// Makes it pending on `exchange` again, unless a request of that id already is.
@@ -108,27 +106,24 @@ impl Waiting {
         if exchange.waits(&self.id) {
             return;
         }
-        let pending = match (self.method.as_str(), self.tool) {
-            ("tools/call", Some(tool)) => Pending::Call(PendingCall {
+        // A list of a section other than tools is checked as such only when it was (the
+        // server sealed it when it was asked).
+        let list = PendingList::of(&self.id, &self.method)
+            .filter(|list| list.shows_tools() || self.sealed);
+        let pending = match (list, self.tool) {
+            (_, Some(tool)) if self.method == TOOLS_CALL => Pending::Call(PendingCall {
                 id: self.id,
                 tool,
                 check_result: self.check,
                 stateless: self.stateless,
                 allowed_at: None,
             }),
-            ("tools/list", _) => {
-                let mut list = PendingList::new(self.id, Some(session));
-                list.cursor = self.cursor;
-                list.stateless = self.stateless;
-                Pending::List(list)
-            }
-            (method, _) if self.sealed => match PendingSection::of(&self.id, method, self.cursor) {
-                Some(mut section) => {
-                    section.caller = session.to_string();
-                    Pending::Section(section)
-                }
-                None => Pending::Other(self.id, self.method),
-            },
+            (Some(list), _) => Pending::List(PendingList {
+                cursor: self.cursor,
+                stateless: self.stateless,
+                key: Some(ClientKey::session(session).into_owned()),
+                ..list
+            }),
             _ => Pending::Other(self.id, self.method),
         };
         exchange.pending.push(pending);
@@ -260,9 +255,12 @@ mod tests {
             .push(Pending::Other(json!(9), "prompts/get".into()));
         // A sealed section's list, whole or a later page: still checked as one when resumed.
         for (id, cursor) in [(10, None), (11, Some("page-2".to_string()))] {
-            let mut list = PendingSection::of(&json!(id), "prompts/list", cursor).unwrap();
-            list.caller = "s".into();
-            ex.pending.push(Pending::Section(list));
+            let list = PendingList {
+                cursor,
+                key: Some(ClientKey::session("s").into_owned()),
+                ..PendingList::of(&json!(id), "prompts/list").unwrap()
+            };
+            ex.pending.push(Pending::List(list));
         }
         let waiting: Vec<Waiting> = Waiting::of(&ex).collect();
         let bytes = serde_json::to_vec(&slot_json(&waiting, "srv", "s")).unwrap();

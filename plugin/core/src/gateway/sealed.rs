@@ -24,7 +24,7 @@
 //! approve.
 
 use crate::gateway::engine::Engine;
-use crate::gateway::exchange::{Exchange, PendingSection, SectionVerdict};
+use crate::gateway::exchange::{Exchange, PendingList, SectionVerdict};
 use crate::gateway::listing::cursor_text;
 use crate::gateway::listing::pages::{self, NotAdded};
 use crate::gateway::live;
@@ -61,7 +61,7 @@ impl Engine {
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        pending: &PendingSection,
+        pending: &PendingList,
         result: &Value,
     ) -> SectionVerdict {
         let section = pending.section;
@@ -91,13 +91,12 @@ impl Engine {
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
-        (exchange, pending): (&Exchange, &PendingSection),
+        (exchange, pending): (&Exchange, &PendingList),
         (items, page): (&Value, &[Value]),
         next: Option<&str>,
     ) -> SectionVerdict {
         let server = exchange.server.as_str();
-        let caller = Some(pending.caller.as_str()).filter(|c| !c.is_empty());
-        let caller = pages::pages_owner(caller, pending.view.as_ref());
+        let caller = pages::pages_owner(pending.key_identity().as_deref(), pending.view_id());
         let owner = format!("{caller}\0{}", pending.section.name());
         let link = |cursor: &str| pages::chain_link(&owner, cursor);
         let read_from = pending.cursor.as_deref().map(link);
@@ -146,17 +145,12 @@ impl Engine {
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,
         now_ms: u64,
-        (exchange, pending): (&Exchange, &PendingSection),
+        (exchange, pending): (&Exchange, &PendingList),
         items: &Value,
         whole: bool,
     ) -> SectionVerdict {
         let section = pending.section;
-        if self.seen_verified(
-            store,
-            (&exchange.server, section),
-            pending.view.as_ref(),
-            items,
-        ) {
+        if self.seen_verified(store, (&exchange.server, section), pending.view_id(), items) {
             return SectionVerdict::Checked;
         }
         // The resources screening withholds never reach a client: they are no part of the
@@ -226,7 +220,7 @@ impl Engine {
                 let made = views::section_candidate(&catalogue, section, &listed);
                 // Whether this kind of caller was shown the section before, and whether
                 // there is room to record it.
-                let view = pending.view.as_ref().filter(|v| {
+                let view = pending.view_id().filter(|v| {
                     record.lists_section(section, &v.key)
                         || record.section_view_count(section) < config.limits.max_views
                 });
@@ -447,7 +441,7 @@ impl Engine {
                         *definition = as_listed.clone();
                     }
                 }
-                document.insert("tools".into(), Value::Array(definitions));
+                document.insert(Section::Tools.items_member().into(), Value::Array(definitions));
                 seal_in(&mut document, &catalogue, section);
                 let fingerprint = live::store_surface(store, cache, (config, &server), document)?;
                 decided = true;

@@ -31,7 +31,7 @@ impl Engine {
         let may_hold_tools = bytes.is_none_or(may_hold_tools);
         match what {
             Unread::Headers | Unread::Chunk | Unread::Compressed => false,
-            Unread::Withheld => bytes.is_some_and(<[u8]>::is_empty) && !exchange.awaits_list(),
+            Unread::Withheld => bytes.is_some_and(<[u8]>::is_empty) && !exchange.awaits_tool_list(),
             _ if self.must_read(exchange) => false,
             Unread::Foreign => !exchange.awaits_answer(),
             Unread::Oversized | Unread::MalformedEvent => !may_hold_tools,
@@ -47,7 +47,6 @@ impl Engine {
     /// whose contract is enforced.
     pub(crate) fn must_read(&self, exchange: &Exchange) -> bool {
         exchange.awaits_list()
-            || exchange.awaits_section()
             || (self.config.server(&exchange.server).results == crate::config::ResultsMode::Enforce
                 && exchange.calls().any(|c| c.check_result))
     }
@@ -56,5 +55,8 @@ impl Engine {
 /// Whether bytes the gateway could not read might hold a tool list (or `list_changed`) that a
 /// lenient client would read: the word `tools`, or a `\u` escape that can spell it.
 pub(crate) fn may_hold_tools(bytes: &[u8]) -> bool {
-    bytes.windows(5).any(|w| w == b"tools") || bytes.windows(2).any(|w| w == b"\\u")
+    let tools = crate::policy::section::Section::Tools
+        .items_member()
+        .as_bytes();
+    bytes.windows(tools.len()).any(|w| w == tools) || bytes.windows(2).any(|w| w == b"\\u")
 }

@@ -37,6 +37,28 @@ pub enum Section {
     Resources,
 }
 
+/// The request that lists tools, as the table spells it.
+pub const TOOLS_LIST: &str = Section::Tools.row().list_method;
+/// The request that calls one tool (the use of a tool), as the table spells it.
+pub const TOOLS_CALL: &str = match Section::Tools.row().use_request {
+    Some((method, _)) => method,
+    None => "",
+};
+/// The handshake of MCP 2026-07-28, which shows the instructions as `initialize` does.
+const SERVER_DISCOVER: &str = "server/discover";
+
+/// What the data path knows of one kind of item: the request that lists it, where its items
+/// are in that answer, what keys one, and the request that uses one.
+#[derive(Clone, Copy)]
+struct Row {
+    name: &'static str,
+    list_method: &'static str,
+    items_member: &'static str,
+    key_member: Option<&'static str>,
+    item_word: &'static str,
+    use_request: Option<(&'static str, &'static str)>,
+}
+
 impl Section {
     /// Every section, in the order the surface fingerprint takes them.
     pub const ALL: [Section; 6] = [
@@ -53,16 +75,60 @@ impl Section {
         Self::ALL.into_iter().find(|s| s.name() == name)
     }
 
+    /// The section's row of the table: everything the data path knows of a kind of item.
+    const fn row(self) -> Row {
+        match self {
+            Section::Tools => Row {
+                name: "tools",
+                list_method: "tools/list",
+                items_member: "tools",
+                key_member: Some("name"),
+                item_word: "tool",
+                use_request: Some(("tools/call", "name")),
+            },
+            // A tool's other fields are listed, keyed and used with the tool itself.
+            Section::ToolFields => Row {
+                name: "tool-fields",
+                ..Section::Tools.row()
+            },
+            Section::Instructions => Row {
+                name: "instructions",
+                list_method: "initialize",
+                items_member: "instructions",
+                key_member: None,
+                item_word: "instructions",
+                use_request: None,
+            },
+            Section::Prompts => Row {
+                name: "prompts",
+                list_method: "prompts/list",
+                items_member: "prompts",
+                key_member: Some("name"),
+                item_word: "prompt",
+                use_request: Some(("prompts/get", "name")),
+            },
+            Section::ResourceTemplates => Row {
+                name: "resource-templates",
+                list_method: "resources/templates/list",
+                items_member: "resourceTemplates",
+                key_member: Some("uriTemplate"),
+                item_word: "resource template",
+                use_request: Some(("resources/read", "uri")),
+            },
+            Section::Resources => Row {
+                name: "resources",
+                list_method: "resources/list",
+                items_member: "resources",
+                key_member: Some("uri"),
+                item_word: "resource",
+                use_request: Some(("resources/read", "uri")),
+            },
+        }
+    }
+
     /// The section's name in the surface fingerprint, reviews and audit events.
     pub fn name(self) -> &'static str {
-        match self {
-            Section::Tools => "tools",
-            Section::ToolFields => "tool-fields",
-            Section::Instructions => "instructions",
-            Section::Prompts => "prompts",
-            Section::ResourceTemplates => "resource-templates",
-            Section::Resources => "resources",
-        }
+        self.row().name
     }
 
     /// How an item of the section is named where tools are named by theirs (a drift's
@@ -76,71 +142,51 @@ impl Section {
     }
 
     /// The request whose result shows the section: a list, or the handshake for
-    /// instructions (`initialize`; `server/discover` on 2026-07-28).
+    /// instructions (`initialize`; `server/discover` on 2026-07-28, see [`Section::shown_by`]).
     pub fn list_method(self) -> &'static str {
-        match self {
-            Section::Tools | Section::ToolFields => "tools/list",
-            Section::Instructions => "initialize",
-            Section::Prompts => "prompts/list",
-            Section::ResourceTemplates => "resources/templates/list",
-            Section::Resources => "resources/list",
-        }
+        self.row().list_method
     }
 
     /// The member of that result the section's items are in (for instructions: the text).
     pub fn items_member(self) -> &'static str {
-        match self {
-            Section::Tools | Section::ToolFields => "tools",
-            Section::Instructions => "instructions",
-            Section::Prompts => "prompts",
-            Section::ResourceTemplates => "resourceTemplates",
-            Section::Resources => "resources",
-        }
+        self.row().items_member
     }
 
     /// The member of an item that keys it (`None`: the section is one text).
     pub fn key_member(self) -> Option<&'static str> {
-        match self {
-            Section::Tools | Section::ToolFields | Section::Prompts => Some("name"),
-            Section::Instructions => None,
-            Section::ResourceTemplates => Some("uriTemplate"),
-            Section::Resources => Some("uri"),
-        }
+        self.row().key_member
     }
 
     /// What one item is called in words (`tool`, `prompt`, ...).
     pub fn item_word(self) -> &'static str {
-        match self {
-            Section::Tools | Section::ToolFields => "tool",
-            Section::Instructions => "instructions",
-            Section::Prompts => "prompt",
-            Section::ResourceTemplates => "resource template",
-            Section::Resources => "resource",
-        }
+        self.row().item_word
     }
 
     /// The request that uses one item, and the parameter that names it (`None`: nothing
     /// names an item of this section).
     pub fn use_request(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            Section::Tools | Section::ToolFields => Some(("tools/call", "name")),
-            Section::Instructions => None,
-            Section::Prompts => Some(("prompts/get", "name")),
-            Section::ResourceTemplates | Section::Resources => Some(("resources/read", "uri")),
-        }
+        self.row().use_request
     }
 
-    /// The section a list request shows first (tools for `tools/list`).
-    pub fn listed_by(method: &str) -> Option<Section> {
+    /// The request whose answer shows a section, as the table spells it, and the section it
+    /// shows first (a tool list shows the tools, and their other fields with them; a
+    /// handshake of either era shows the instructions).
+    pub fn shown_by(method: &str) -> Option<(&'static str, Section)> {
+        if method == SERVER_DISCOVER {
+            return Some((SERVER_DISCOVER, Section::Instructions));
+        }
         Self::ALL
             .into_iter()
-            .find(|s| s.list_method() == method && *s != Section::Instructions)
+            .find(|s| s.list_method() == method && *s != Section::ToolFields)
+            .map(|s| (s.list_method(), s))
     }
 
     /// The section other than tools a list request of `method` shows (prompts, templates,
     /// resources).
     pub fn other_listed_by(method: &str) -> Option<Section> {
-        Self::listed_by(method).filter(|s| !matches!(s, Section::Tools | Section::ToolFields))
+        Self::shown_by(method)
+            .map(|(_, s)| s)
+            .filter(|s| !matches!(s, Section::Tools | Section::Instructions))
     }
 
     /// The section other than tools one of whose items a request of `method` uses
@@ -470,7 +516,10 @@ mod tests {
 
     #[test]
     fn each_list_method_shows_its_section_and_each_use_names_one() {
-        assert_eq!(Section::listed_by("tools/list"), Some(Section::Tools));
+        assert_eq!(
+            Section::shown_by("tools/list"),
+            Some((TOOLS_LIST, Section::Tools))
+        );
         assert_eq!(Section::other_listed_by("tools/list"), None);
         for section in [
             Section::Prompts,
@@ -482,7 +531,15 @@ mod tests {
                 Some(section)
             );
         }
-        assert_eq!(Section::listed_by("initialize"), None);
+        for handshake in ["initialize", "server/discover"] {
+            assert_eq!(
+                Section::shown_by(handshake),
+                Some((handshake, Section::Instructions))
+            );
+            assert_eq!(Section::other_listed_by(handshake), None);
+        }
+        assert_eq!(Section::shown_by("tools/call"), None);
+        assert_eq!(Section::shown_by("prompts/get"), None);
         assert_eq!(Section::used_by("prompts/get"), Some(Section::Prompts));
         assert_eq!(Section::used_by("resources/read"), Some(Section::Resources));
         assert_eq!(Section::used_by("tools/call"), None);

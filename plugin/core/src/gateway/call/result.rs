@@ -8,6 +8,7 @@
 use crate::gateway::denial::ErrorCode;
 use crate::gateway::engine::Engine;
 use crate::gateway::exchange::Exchange;
+use crate::policy::section::TOOLS_CALL;
 use crate::state::audit::Counter;
 use crate::state::store::StateStore;
 use crate::wire::json::put;
@@ -42,8 +43,7 @@ impl Engine {
             }
         };
         let record = read.as_ref().ok().cloned().flatten();
-        let mut decision =
-            self.decision(exchange, "response", "tools/call", Some(&call.id), status);
+        let mut decision = self.decision(exchange, "response", TOOLS_CALL, Some(&call.id), status);
         decision.tool = Some(call.tool.clone());
         if call.stateless
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")

@@ -520,7 +520,7 @@ fn usable_set(kv: &Kv) -> Result<String, String> {
         ));
     }
     if !document
-        .get("tools")
+        .get(crate::policy::section::Section::Tools.items_member())
         .is_some_and(serde_json::Value::is_array)
     {
         return Err("the tool set has no tools array".into());

@@ -36,7 +36,7 @@ impl Engine {
     /// The list remembered for the server of `exchange` when a body arriving on it may repeat
     /// its `result` bytes (the exchange awaits a `tools/list` answer, and the list has bytes).
     pub(crate) fn known_list_for(&self, exchange: &Exchange) -> Option<Rc<KnownList>> {
-        if !exchange.awaits_list() {
+        if !exchange.awaits_tool_list() {
             return None;
         }
         self.known_lists
@@ -55,7 +55,7 @@ impl Engine {
         exchange: &mut Exchange,
         body: &[u8],
     ) -> Option<Option<Forward>> {
-        if !exchange.awaits_list() {
+        if !exchange.awaits_tool_list() {
             return None;
         }
         let known = self.known_lists.get(&exchange.server)?;
@@ -70,7 +70,7 @@ impl Engine {
             compared,
         };
         let envelope = split_response(body, result)?;
-        let request = exchange.settle_list(&envelope.id)?;
+        let request = exchange.settle_tool_list(&envelope.id)?;
         // The list is remembered already: the digests its check hands back are not needed.
         let verdict = self
             .list_result(

@@ -42,7 +42,7 @@ impl Engine {
         why: &str,
     ) -> Value {
         let whole_body = !matches!(exchange.response, ResponseState::Message);
-        let lists = exchange.awaits_list();
+        let lists = exchange.awaits_tool_list();
         let withheld = if lists {
             "the tool list"
         } else {
@@ -54,7 +54,7 @@ impl Engine {
         // Every list; a call when the whole body is lost or its result is checked; any other
         // request when the whole body is lost. The rest stay pending.
         let answers = |pending: &Pending| match pending {
-            Pending::List(_) | Pending::Section(_) => true,
+            Pending::List(_) => true,
             Pending::Call(call) => whole_body || (enforced && call.check_result),
             Pending::Other(..) => whole_body,
         };
@@ -97,9 +97,9 @@ impl Engine {
             );
             decision.decision = "rewrite";
             match pending {
-                Pending::List(_) => decision.tools_out = Some(0),
+                Pending::List(list) if list.shows_tools() => decision.tools_out = Some(0),
                 Pending::Call(call) => decision.tool = Some(call.tool.clone()),
-                Pending::Section(_) | Pending::Other(..) => {}
+                Pending::List(_) | Pending::Other(..) => {}
             }
             decision.error_code = Some("UNINSPECTABLE_RESPONSE");
             out.decision(&decision);
@@ -129,12 +129,12 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
     ) -> Option<Vec<u8>> {
-        if !exchange.awaits_list() {
+        if !exchange.awaits_tool_list() {
             return None;
         }
         let (lists, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut exchange.pending)
             .into_iter()
-            .partition(|p| matches!(p, Pending::List(_)));
+            .partition(|p| matches!(p, Pending::List(list) if list.shows_tools()));
         exchange.pending = lists;
         let why = "the event stream ended in the middle of an event";
         let error = self.fail_closed(store, out, now_ms, exchange, why);
