@@ -187,7 +187,7 @@ impl Engine {
                 any_use |= crate::gateway::closed::is_use(method);
             }
         }
-        let key = match tool_lists || calls {
+        let key = match lists || calls {
             true => self.client_key(info),
             false => Ok(None),
         };

@@ -261,7 +261,7 @@ fn a_tool_list_followed_by_another_message_is_withheld_at_once_and_holds_the_ser
         false,
     );
     assert_eq!(fed.last().unwrap().verdict, BodyVerdict::Reset);
-    assert!(!exchange.awaits_list());
+    assert!(!exchange.awaits_tool_list());
     let record = out.decisions.last().unwrap().to_json();
     assert_eq!(
         (

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use toolseal_core::transcript::NativeReplay;
 
 use super::sealed_sections::{
-    approve_live, ask, ask_as, ask_at, assert_last_drift_says, audited, gateway_with, summarize,
-    tools,
+    approve_live, ask, ask_as, ask_at, ask_in, assert_last_drift_says, audited, gateway_with,
+    summarize, tools,
 };
 use crate::support::admin::{schema_status, view};
 
@@ -316,6 +316,47 @@ fn callers_without_a_key_shown_different_pages_under_the_same_cursors_never_mix_
     assert_eq!(schema_status(&mut gw, "docs"), "verified");
     assert_eq!(audited(&gw, "schema.changed"), 0);
     assert_eq!(audited(&gw, "view.baselined"), tool_views + 1);
+}
+
+#[test]
+fn two_sessions_listing_at_once_keep_their_own_pages_when_the_server_splits_them_apart() {
+    // One kind of caller in two 2025 sessions, each shown the same two prompts over two pages
+    // under the same cursor, split the other way round (as replicas that order a map apart
+    // may): pages are kept per session, so each listing is its own two prompts and verifies.
+    let mut gw = gateway_with(json!({"seal": ["prompts"]}));
+    assert_eq!(tools(&mut gw), 1);
+    let (one, two) = honest_pages(&mut gw, None);
+    assert_eq!((one.len(), two.len()), (1, 1));
+    assert_eq!(audited(&gw, "section.sealed"), 1);
+    let page = |prompt: Value, next: bool| match next {
+        true => json!({"prompts": [prompt], "nextCursor": "page-2"}),
+        false => json!({"prompts": [prompt]}),
+    };
+    let (summary, translation) = (
+        summarize("Summarize a page."),
+        translate("Translate a text."),
+    );
+    let mut list = |session: &str, cursor: Option<&str>, prompt: &Value, next: bool| {
+        let params = cursor.map_or(json!({}), |c| json!({"cursor": c}));
+        let asked = (session, Vec::new());
+        let got = ask_in(
+            &mut gw,
+            asked,
+            "prompts/list",
+            params,
+            page(prompt.clone(), next),
+        );
+        names(&got, "prompts", "name")
+    };
+    assert_eq!(list("a", None, &summary, true), ["summarize"]);
+    assert_eq!(list("b", None, &translation, true), ["translate"]);
+    assert_eq!(
+        list("a", Some("page-2"), &translation, false),
+        ["translate"]
+    );
+    assert_eq!(list("b", Some("page-2"), &summary, false), ["summarize"]);
+    assert_eq!(schema_status(&mut gw, "docs"), "verified");
+    assert_eq!(audited(&gw, "schema.changed"), 0);
 }
 
 #[test]

@@ -54,7 +54,7 @@ pub(crate) fn ask_as(
         headers.push(("x-mcp-toolsets".to_string(), toolsets.to_string()));
     }
     match version {
-        None => headers.push(("mcp-session-id".to_string(), "s1".to_string())),
+        None => return ask_in(gw, ("s1", headers), method, params, result),
         Some(version) => {
             headers.push(("mcp-protocol-version".to_string(), version.to_string()));
             headers.push(("mcp-method".to_string(), method.to_string()));
@@ -66,6 +66,33 @@ pub(crate) fn ask_as(
             }
         }
     }
+    send(gw, headers, &request, result)
+}
+
+/// [`ask`] in the 2025 session `session`, with `headers` besides.
+pub(crate) fn ask_in(
+    gw: &mut NativeReplay,
+    (session, mut headers): (&str, Vec<(String, String)>),
+    method: &str,
+    params: Value,
+    result: Value,
+) -> Value {
+    headers.push(("mcp-session-id".to_string(), session.to_string()));
+    if !headers.iter().any(|(name, _)| name == "content-type") {
+        headers.push(("content-type".to_string(), "application/json".to_string()));
+    }
+    let request = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params});
+    send(gw, headers, &request, result)
+}
+
+/// Sends `request` with `headers`; the answer's `result` (or the local reply) as the client
+/// gets it, when the server answers with `result`.
+fn send(
+    gw: &mut NativeReplay,
+    headers: Vec<(String, String)>,
+    request: &Value,
+    result: Value,
+) -> Value {
     let ex = HttpExchange {
         seq: "0".into(),
         http_method: "POST".into(),
