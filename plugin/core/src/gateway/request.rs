@@ -178,12 +178,18 @@ impl Engine {
         // its principals only for a tool list, and only when policy can hide tools from one.
         let server = exchange.server.as_str();
         let (mut tool_lists, mut lists, mut calls, mut any_use) = (false, false, false, false);
+        // The parameters of the first list or call: they tell the view.
+        let mut first_params = None;
         for message in payload.messages() {
-            if let Message::Request { method, .. } = message {
+            if let Message::Request { method, params, .. } = message {
                 let checked = self.checked_section(server, method);
+                let call = method == TOOLS_CALL;
+                if first_params.is_none() && (call || checked.is_some()) {
+                    first_params = Some(params.as_ref());
+                }
                 tool_lists |= checked == Some(Section::Tools);
                 lists |= checked.is_some();
-                calls |= method == TOOLS_CALL;
+                calls |= call;
                 any_use |= crate::gateway::closed::is_use(method);
             }
         }
@@ -200,16 +206,8 @@ impl Engine {
         // A call alone asks for its view only when the record makes it matter.
         exchange.surface = match lists {
             true => {
-                let params = payload.messages().iter().find_map(|m| match m {
-                    Message::Request { method, params, .. }
-                        if method == TOOLS_CALL
-                            || self.checked_section(server, method).is_some() =>
-                    {
-                        Some(params.as_ref())
-                    }
-                    _ => None,
-                });
-                Some(self.view_of(store, exchange, info, params.flatten(), Some(now_ms)))
+                let params = first_params.flatten();
+                Some(self.view_of(store, exchange, info, params, Some(now_ms)))
             }
             false => None,
         };
@@ -382,8 +380,8 @@ impl Engine {
             self.initialize_seen(exchange, params.as_ref(), now_ms);
         }
         // A tool list is checked when answered; so is a list of a section the server seals.
-        let checked = self.checked_section(&exchange.server, method);
-        let list = checked.and_then(|_| PendingList::of(id, method));
+        let list = PendingList::of(id, method)
+            .filter(|list| list.shows_tools() || self.config.seals(&exchange.server, list.section));
         match list {
             Some(list) => {
                 // A list whose caller's key cannot be read is served as any other, but recorded
