@@ -18,6 +18,7 @@ use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{Exchange, RequestInfo};
 use crate::gateway::listing::answer::{self, ListNote};
 use crate::policy::containment::{self, Serving};
+use crate::policy::rules::{Action, UseFacts, UseKind};
 use crate::policy::section::Section;
 use crate::policy::status::{SchemaStatus, ServerRecord};
 use crate::state::audit::{Counter, Outputs};
@@ -53,8 +54,9 @@ impl Engine {
         Ok(closed.then_some(record))
     }
 
-    /// The refusal of a request that uses a prompt or resource of a closed server (`None`:
-    /// not such a request, or the server is not closed).
+    /// The refusal of a request that uses a prompt or resource (`None`: not such a request,
+    /// or it may be used): of a closed server, not approved or listed, or refused by a policy
+    /// rule, in that order (policy comes last, as for a call).
     pub(crate) fn use_refusal(
         &mut self,
         store: &dyn StateStore,
@@ -64,12 +66,63 @@ impl Engine {
     ) -> Option<Box<Denial>> {
         let section = Section::used_by(method)?;
         let (_, param) = section.use_request()?;
-        let kind = section.item_word();
         let item = params
             .and_then(|p| p.get(param))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let what = format!("{kind} {item:?}");
+        let used = (section, item);
+        self.use_check(store, (exchange, info), used, params)
+            .or_else(|| self.use_policy(store, (exchange, info), used, params))
+    }
+
+    /// A use refused by a policy rule about prompts or resources (`POLICY_DENIED`,
+    /// `required_action: "none"`).
+    fn use_policy(
+        &mut self,
+        store: &dyn StateStore,
+        (exchange, info): (&Exchange, &RequestInfo<'_>),
+        (section, item): (Section, &str),
+        params: Option<&Value>,
+    ) -> Option<Box<Denial>> {
+        let kind = match section {
+            Section::Prompts => UseKind::Prompt,
+            _ => UseKind::Resource,
+        };
+        let facts = UseFacts {
+            server: &exchange.server,
+            kind,
+            item,
+            arguments: params.and_then(|p| p.get("arguments")),
+            caller: info.caller,
+        };
+        let decision = self.config.policy.evaluate_use(&facts)?;
+        if decision.action == Action::Allow {
+            return None;
+        }
+        let what = format!("{} {item:?}", section.item_word());
+        let record = self.record(store, &exchange.server).ok().flatten();
+        let code = ErrorCode::PolicyDenied;
+        let denial = self.use_denial(
+            code,
+            exchange,
+            &what,
+            record.as_deref(),
+            &decision.reason,
+            item,
+        );
+        Some(Box::new(denial))
+    }
+
+    /// The refusal of a use of `item` of `section` on a closed server, or of one not approved
+    /// or listed (`None`: none of these).
+    fn use_check(
+        &mut self,
+        store: &dyn StateStore,
+        (exchange, info): (&Exchange, &RequestInfo<'_>),
+        (section, item): (Section, &str),
+        params: Option<&Value>,
+    ) -> Option<Box<Denial>> {
+        let what = format!("{} {item:?}", section.item_word());
         // A URI that screening withholds from every list is refused whatever the server's
         // status: a client that reads it made it up, or was told to.
         let screened =

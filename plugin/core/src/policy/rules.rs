@@ -1,4 +1,5 @@
-//! Policy rules for `tools/call` (the `policy` section of the configuration, docs/config.md).
+//! Policy rules for `tools/call`, `prompts/get` and `resources/read` (the `policy` section of
+//! the configuration, docs/config.md).
 //!
 //! Main design decision: rules are an ordered list and the first rule whose every condition
 //! matches decides; nothing is merged or scored, so an operator reads the decision off the
@@ -51,6 +52,40 @@ pub trait CallerIdentity {
     fn metadata(&self, path: &str) -> Result<Option<Value>, String>;
 }
 
+/// The kind of item a rule with a `prompt` or `resource` condition is about: such a rule
+/// decides uses of that kind only, and a rule without either decides tool calls only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UseKind {
+    /// `prompts/get`, by prompt name.
+    Prompt,
+    /// `resources/read`, by URI.
+    Resource,
+}
+
+impl UseKind {
+    /// The rule condition that names an item of this kind.
+    fn condition(self) -> &'static str {
+        match self {
+            UseKind::Prompt => "prompt",
+            UseKind::Resource => "resource",
+        }
+    }
+}
+
+/// Everything the policy looks at for one `prompts/get` or `resources/read`.
+pub struct UseFacts<'a> {
+    /// The server id of the request.
+    pub server: &'a str,
+    /// What the request uses.
+    pub kind: UseKind,
+    /// The prompt's name or the resource's URI.
+    pub item: &'a str,
+    /// A prompt's `params.arguments`, when present.
+    pub arguments: Option<&'a Value>,
+    /// The caller's identity.
+    pub caller: &'a dyn CallerIdentity,
+}
+
 /// Everything the policy looks at for one `tools/call`.
 pub struct CallFacts<'a> {
     /// The server id of the request.
@@ -84,6 +119,8 @@ pub struct Policy {
     rules: Vec<Rule>,
     /// Whether a tool can be hidden from any caller's list ([`Policy::may_hide`]).
     hides: bool,
+    /// Whether a rule decides prompts or resources ([`Policy::evaluate_use`]).
+    uses: bool,
 }
 
 impl Default for Policy {
@@ -93,6 +130,7 @@ impl Default for Policy {
             default: Action::Allow,
             rules: Vec::new(),
             hides: false,
+            uses: false,
         }
     }
 }
@@ -102,6 +140,8 @@ struct Rule {
     action: Action,
     server: Option<String>,
     tool: Option<String>,
+    /// A `prompt` or `resource` condition: the rule decides uses of that kind, never a call.
+    item: Option<(UseKind, String)>,
     annotations: Vec<(String, Value)>,
     arguments: Vec<ArgumentCondition>,
     principal: Option<Principal>,
@@ -157,36 +197,89 @@ impl Policy {
     /// rule whose caller metadata cannot be read leaves the call undecided: it is denied,
     /// naming that rule (whether it would have matched is unknown).
     pub fn evaluate(&self, facts: &CallFacts) -> PolicyDecision {
-        for (index, rule) in self.rules.iter().enumerate() {
-            match rule.matches(facts) {
-                Ok(false) => {}
-                Ok(true) => {
-                    return PolicyDecision {
-                        action: rule.action,
-                        rule_index: Some(index),
-                        reason: rule.describe(index, facts.tool),
-                    };
-                }
-                Err(e) => {
-                    return PolicyDecision {
-                        action: Action::Deny,
-                        rule_index: Some(index),
-                        reason: format!("rule {index} cannot be decided for {}: {e}", facts.tool),
-                    };
-                }
-            }
-        }
-        let default = match self.default {
-            Action::Allow => "allow",
-            Action::Deny => "deny",
+        let asked = Asked::Call {
+            tool: facts.tool,
+            annotations: facts.annotations,
         };
-        PolicyDecision {
-            action: self.default,
-            rule_index: None,
-            reason: format!(
-                "no policy rule matched {}; the default is to {default}",
-                facts.tool
+        let walked = self.first_match(facts.server, &asked, facts.arguments, facts.caller);
+        walked.unwrap_or_else(|| {
+            let default = match self.default {
+                Action::Allow => "allow",
+                Action::Deny => "deny",
+            };
+            PolicyDecision {
+                action: self.default,
+                rule_index: None,
+                reason: format!(
+                    "no policy rule matched {}; the default is to {default}",
+                    facts.tool
+                ),
+            }
+        })
+    }
+
+    /// Decides one use of a prompt or resource: the first rule about that kind of item whose
+    /// every condition matches (`None`: no rule is about it, and the use is not the policy's
+    /// to refuse: `default` decides tool calls only, so a configuration written before rules
+    /// could name prompts and resources means what it meant). A rule whose caller metadata
+    /// cannot be read refuses, as for a call.
+    pub fn evaluate_use(&self, facts: &UseFacts) -> Option<PolicyDecision> {
+        if !self.uses {
+            return None;
+        }
+        let asked = Asked::Use {
+            kind: facts.kind,
+            item: facts.item,
+        };
+        self.first_match(facts.server, &asked, facts.arguments, facts.caller)
+    }
+
+    /// The decision of the first rule whose every condition matches what is `asked`.
+    fn first_match(
+        &self,
+        server: &str,
+        asked: &Asked,
+        arguments: Option<&Value>,
+        caller: &dyn CallerIdentity,
+    ) -> Option<PolicyDecision> {
+        let (index, rule, matched) = self.rules.iter().enumerate().find_map(|(index, rule)| {
+            let matched = rule.matches(server, asked, arguments, caller);
+            (matched != Ok(false)).then_some((index, rule, matched))
+        })?;
+        let subject = asked.subject();
+        let (action, reason) = match matched {
+            Ok(_) => (rule.action, rule.describe(index, &subject, asked)),
+            Err(e) => (
+                Action::Deny,
+                format!("rule {index} cannot be decided for {subject}: {e}"),
             ),
+        };
+        Some(PolicyDecision {
+            action,
+            rule_index: Some(index),
+            reason,
+        })
+    }
+}
+
+/// What a rule is asked about: a call of a tool, or a use of a prompt or resource.
+enum Asked<'a> {
+    Call {
+        tool: &'a str,
+        annotations: Option<&'a Value>,
+    },
+    Use {
+        kind: UseKind,
+        item: &'a str,
+    },
+}
+
+impl Asked<'_> {
+    /// How a decision names it: the tool's name, `prompt "NAME"`, `resource "URI"`.
+    fn subject(&self) -> String {
+        match self {
+            Asked::Call { tool, .. } => (*tool).to_string(),
+            Asked::Use { kind, item } => format!("{} {}", kind.condition(), quote(item)),
         }
     }
 }
@@ -196,38 +289,61 @@ impl Policy {
 impl Rule {
     /// Whether every condition holds; the caller's identity is read last, only when every
     /// other condition holds (an error: it could not be read).
-    fn matches(&self, facts: &CallFacts) -> Result<bool, String> {
-        let others = self.targets(facts.server, facts.tool, facts.annotations)
-            && self
-                .arguments
-                .iter()
-                .all(|cond| cond.matches(facts.arguments));
+    fn matches(
+        &self,
+        server: &str,
+        asked: &Asked,
+        arguments: Option<&Value>,
+        caller: &dyn CallerIdentity,
+    ) -> Result<bool, String> {
+        let others =
+            self.about(server, asked) && self.arguments.iter().all(|cond| cond.matches(arguments));
         match &self.principal {
-            Some(principal) if others => principal.matches(facts.caller),
+            Some(principal) if others => principal.matches(caller),
             _ => Ok(others),
         }
     }
 
-    /// Whether the rule's `server`, `tool` and `annotations` conditions hold.
-    fn targets(&self, server: &str, tool: &str, annotations: Option<&Value>) -> bool {
-        self.server
+    /// Whether the rule is about what is asked (a rule with a `prompt` or `resource`
+    /// condition about uses of that kind, any other about calls) and its `server`, `tool`,
+    /// `prompt`, `resource` and `annotations` conditions hold.
+    fn about(&self, server: &str, asked: &Asked) -> bool {
+        let item = match (asked, &self.item) {
+            (Asked::Call { tool, annotations }, None) => {
+                self.tool.as_deref().is_none_or(|g| glob_matches(g, tool))
+                    && self.annotations.iter().all(|(key, expected)| {
+                        annotations
+                            .and_then(|a| a.get(key))
+                            .is_some_and(|actual| json_equal(actual, expected, 0))
+                    })
+            }
+            (Asked::Use { kind, item }, Some((of, glob))) => kind == of && glob_matches(glob, item),
+            _ => false,
+        };
+        item && self
+            .server
             .as_deref()
             .is_none_or(|g| glob_matches(g, server))
-            && self.tool.as_deref().is_none_or(|g| glob_matches(g, tool))
-            && self.annotations.iter().all(|(key, expected)| {
-                annotations
-                    .and_then(|a| a.get(key))
-                    .is_some_and(|actual| json_equal(actual, expected, 0))
-            })
     }
 
-    fn describe(&self, index: usize, tool: &str) -> String {
+    /// Whether the rule is about tool calls and its `server`, `tool` and `annotations`
+    /// conditions hold.
+    fn targets(&self, server: &str, tool: &str, annotations: Option<&Value>) -> bool {
+        self.about(server, &Asked::Call { tool, annotations })
+    }
+
+    /// The rule's decision on `subject` in a sentence (a rule about calls may have no
+    /// condition: it applies to every call).
+    fn describe(&self, index: usize, subject: &str, asked: &Asked) -> String {
         let mut conditions = Vec::new();
         if let Some(glob) = self.server.as_deref().filter(|g| *g != "*") {
             conditions.push(describe_glob("server", glob));
         }
         if let Some(glob) = self.tool.as_deref().filter(|g| is_wildcard(g)) {
             conditions.push(describe_glob("tool", glob));
+        }
+        if let Some((kind, glob)) = self.item.as_ref().filter(|(_, g)| is_wildcard(g)) {
+            conditions.push(describe_glob(kind.condition(), glob));
         }
         for (key, value) in &self.annotations {
             conditions.push(format!("its annotation {key} is {value}"));
@@ -241,13 +357,15 @@ impl Rule {
             conditions.push(principal.describe());
         }
         let verb = self.action.verb();
-        if conditions.is_empty() {
-            format!("rule {index} {verb} {tool} (the rule applies to every call)")
-        } else {
-            format!(
-                "rule {index} {verb} {tool} when {}",
+        match (conditions.is_empty(), asked) {
+            (true, Asked::Call { .. }) => {
+                format!("rule {index} {verb} {subject} (the rule applies to every call)")
+            }
+            (true, Asked::Use { .. }) => format!("rule {index} {verb} {subject}"),
+            (false, _) => format!(
+                "rule {index} {verb} {subject} when {}",
                 conditions.join(" and ")
-            )
+            ),
         }
     }
 }

@@ -26,3 +26,4 @@ mod sealed_first;
 mod sealed_pages;
 mod sealed_sections;
 mod stream;
+mod use_policy;

@@ -5,7 +5,7 @@
 //! "foo"`), so the operator knows what to fix without reading code; unknown keys are refused.
 
 use super::{
-    Action, ArgumentCondition, Policy, Predicate, Principal, PrincipalSource, Rule, quote,
+    Action, ArgumentCondition, Policy, Predicate, Principal, PrincipalSource, Rule, UseKind, quote,
 };
 use serde_json::{Map, Value};
 
@@ -27,11 +27,20 @@ pub(super) fn policy(value: &Value) -> Result<Policy, String> {
         Some(_) => return Err("policy.rules: expected an array of rules".to_owned()),
     };
     let hides = Policy::can_hide(default, &rules);
+    let uses = rules.iter().any(|rule: &Rule| rule.item.is_some());
     Ok(Policy {
         default,
         rules,
         hides,
+        uses,
     })
+}
+
+/// The error of a rule that names more than one kind of item.
+fn one_kind(path: &str) -> String {
+    format!(
+        r#"{path}: a rule is about one kind of item: give at most one of "tool", "prompt" and "resource""#
+    )
 }
 
 fn as_object<'v>(value: &'v Value, path: &str) -> Result<&'v Map<String, Value>, String> {
@@ -64,6 +73,8 @@ const RULE_KEYS: &[&str] = &[
     "action",
     "server",
     "tool",
+    "prompt",
+    "resource",
     "annotations",
     "arguments",
     "principal",
@@ -102,10 +113,34 @@ fn parse_rule(value: &Value, path: &str) -> Result<Rule, String> {
         None => None,
         Some(v) => Some(parse_principal(v, &format!("{path}.principal"))?),
     };
+    let tool = glob("tool")?;
+    let item = match (glob("prompt")?, glob("resource")?) {
+        (None, None) => None,
+        (Some(prompt), None) => Some((UseKind::Prompt, prompt)),
+        (None, Some(uri)) => Some((UseKind::Resource, uri)),
+        (Some(_), Some(_)) => return Err(one_kind(path)),
+    };
+    if let Some((kind, _)) = &item {
+        if tool.is_some() {
+            return Err(one_kind(path));
+        }
+        if !annotations.is_empty() {
+            return Err(format!(
+                "{path}.annotations: only a tool has annotations; this rule is about a {}",
+                kind.condition()
+            ));
+        }
+        if *kind == UseKind::Resource && !arguments.is_empty() {
+            return Err(format!(
+                "{path}.arguments: a resources/read has no arguments; this rule is about a resource"
+            ));
+        }
+    }
     Ok(Rule {
         action,
         server: glob("server")?,
-        tool: glob("tool")?,
+        tool,
+        item,
         annotations,
         arguments,
         principal,

@@ -1,7 +1,9 @@
 //! Policy rules: config validation (exact error texts) and evaluation edge cases.
 #![allow(clippy::type_complexity)]
 
-use crate::policy::rules::{Action, CallFacts, CallerIdentity, Policy, PolicyDecision};
+use crate::policy::rules::{
+    Action, CallFacts, CallerIdentity, Policy, PolicyDecision, UseFacts, UseKind,
+};
 use serde_json::{Value, json};
 
 /// A metadata path the test caller cannot read (as when the host fails the property read).
@@ -801,4 +803,71 @@ fn a_rule_whose_caller_metadata_cannot_be_read_denies_the_call() {
             Action::Allow
         );
     }
+}
+
+/// The decision on a use of `item` (`None`: no rule is about it).
+fn decide_use(p: &Policy, kind: UseKind, item: &str, caller: &Caller) -> Option<PolicyDecision> {
+    p.evaluate_use(&UseFacts {
+        server: "docs",
+        kind,
+        item,
+        arguments: None,
+        caller,
+    })
+}
+
+#[test]
+fn a_use_is_decided_by_the_first_rule_about_its_kind_and_by_no_other() {
+    let p = policy(json!({"default": "deny", "rules": [
+        {"action": "deny"},
+        {"action": "deny", "resource": "file:///secrets/*"},
+        {"action": "allow", "prompt": "summarize"},
+        {"action": "deny", "prompt": "*"},
+        {"action": "deny", "prompt": "gated", "principal": {"metadata": UNREADABLE, "in": ["ops"]}},
+    ]}));
+    let caller = Caller::default();
+    // The rule without conditions and the default decide tool calls only.
+    assert_eq!(
+        decide_use(&p, UseKind::Resource, "file:///notes/a.md", &caller),
+        None
+    );
+    let secret = decide_use(&p, UseKind::Resource, "file:///secrets/k", &caller).unwrap();
+    assert_eq!((secret.action, secret.rule_index), (Action::Deny, Some(1)));
+    assert_eq!(
+        secret.reason,
+        r#"rule 1 denies resource "file:///secrets/k" when resource matches "file:///secrets/*""#
+    );
+    let allowed = decide_use(&p, UseKind::Prompt, "summarize", &caller).unwrap();
+    assert_eq!(
+        (allowed.action, allowed.rule_index),
+        (Action::Allow, Some(2))
+    );
+    assert_eq!(allowed.reason, r#"rule 2 allows prompt "summarize""#);
+    let other = decide_use(&p, UseKind::Prompt, "file:///secrets/k", &caller).unwrap();
+    assert_eq!(
+        other.rule_index,
+        Some(3),
+        "a resource rule never decides a prompt"
+    );
+    // A tool call meets the rule without conditions first, never a rule about prompts.
+    let call = decide(&p, "docs", "summarize", None, None, &caller);
+    assert_eq!((call.action, call.rule_index), (Action::Deny, Some(0)));
+}
+
+#[test]
+fn a_use_whose_rule_cannot_read_the_caller_is_refused() {
+    let p = policy(json!({"rules": [
+        {"action": "allow", "prompt": "gated", "principal": {"metadata": UNREADABLE, "in": ["ops"]}},
+    ]}));
+    let decision = decide_use(&p, UseKind::Prompt, "gated", &Caller::default()).unwrap();
+    assert_eq!(decision.action, Action::Deny);
+    assert!(
+        decision
+            .reason
+            .starts_with(r#"rule 0 cannot be decided for prompt "gated": caller metadata"#),
+        "{}",
+        decision.reason
+    );
+    // Rules about prompts alone hide no tool from any list: no caller is read for one.
+    assert!(!p.may_hide());
 }

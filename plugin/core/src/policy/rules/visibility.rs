@@ -39,13 +39,14 @@ pub enum Visibility {
 const MAX_COMBINED_PRINCIPALS: usize = 10;
 
 impl Policy {
-    /// Whether policy can hide a tool from anyone: the default denies, or a rule without an
-    /// `arguments` condition denies or names a principal (which the host may fail to read).
-    /// Decided once per configuration; when false, no caller is read for a list.
+    /// Whether policy can hide a tool from anyone: the default denies, or a rule about tools
+    /// without an `arguments` condition denies or names a principal (which the host may fail
+    /// to read). Decided once per configuration; when false, no caller is read for a list.
     pub(super) fn can_hide(default: Action, rules: &[Rule]) -> bool {
         default == Action::Deny
             || rules.iter().any(|rule| {
-                rule.arguments.is_empty()
+                rule.item.is_none()
+                    && rule.arguments.is_empty()
                     && (rule.action == Action::Deny || rule.principal.is_some())
             })
     }
@@ -66,6 +67,8 @@ impl Policy {
             .rules
             .iter()
             .map(|rule| match &rule.principal {
+                // A rule about prompts or resources never decides a tool: not read.
+                _ if rule.item.is_some() => Some(false),
                 None => Some(true),
                 Some(principal) => principal.matches(caller).ok(),
             })
@@ -79,7 +82,10 @@ impl Policy {
         let principals = self
             .rules
             .iter()
-            .map(|rule| rule.principal.is_none().then_some(true))
+            .map(|rule| match rule.item {
+                Some(_) => Some(false),
+                None => rule.principal.is_none().then_some(true),
+            })
             .collect();
         CallerView { principals }
     }

@@ -1,0 +1,145 @@
+//! Policy rules about prompts and resources (`prompt`, `resource` conditions): they decide
+//! `prompts/get` and `resources/read` as the rules about tools decide calls, after every other
+//! check, and the server never sees a use they refuse. A rule without either condition, and
+//! `policy.default`, still decide tool calls only.
+
+use serde_json::{Value, json};
+use toolseal_core::transcript::NativeReplay;
+
+use super::sealed_sections::{ask_as, summarize, weather};
+
+const STATELESS: &str = "2026-07-28";
+
+fn triage() -> Value {
+    json!({"name": "triage_issue", "description": "Triage one issue.",
+        "arguments": [{"name": "issue", "required": true}]})
+}
+
+/// A gateway whose server `docs` seals its prompts, with `policy`; tools and prompts listed
+/// once in `version` (a 2025 session when `None`).
+fn listed(policy: Value, version: Option<&str>) -> NativeReplay {
+    let mut gw = crate::support::gateway::gateway(
+        json!({"servers": {"docs": {"seal": ["prompts"]}}, "policy": policy}),
+    );
+    let who = (version, None);
+    let tools = json!({"tools": [weather("Weather for a city.")]});
+    // Listed (a policy that refuses every call hides the tool from the list).
+    let got = ask_as(&mut gw, who, "tools/list", json!({}), tools);
+    assert!(got["tools"].is_array(), "{got}");
+    let prompts = json!({"prompts": [summarize("Summarize a page."), triage()]});
+    let got = ask_as(&mut gw, who, "prompts/list", json!({}), prompts);
+    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(2), "{got}");
+    gw
+}
+
+/// The error code of the local answer to a use, or `None` when the server was asked (its
+/// canned answer came back).
+fn refused(
+    gw: &mut NativeReplay,
+    who: (Option<&str>, Option<&str>),
+    method: &str,
+    params: Value,
+) -> Option<String> {
+    let answer = json!({"served": true});
+    let got = ask_as(gw, who, method, params, answer);
+    match got.get("served") {
+        Some(_) => None,
+        None => Some(
+            got["error"]["data"]["error_code"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        ),
+    }
+}
+
+#[test]
+fn rules_about_prompts_and_resources_refuse_their_uses_before_the_server_in_both_eras() {
+    let policy = json!({"rules": [
+        {"action": "allow", "prompt": "triage_*", "principal": {"header": "x-mcp-toolsets", "in": ["ops"]}},
+        {"action": "deny", "prompt": "triage_*"},
+        {"action": "deny", "prompt": "summarize", "arguments": {"/url": {"prefix": "http://"}}},
+        {"action": "deny", "resource": "file:///secrets/*"},
+    ]});
+    for version in [None, Some(STATELESS)] {
+        let mut gw = listed(policy.clone(), version);
+        let (anyone, ops) = ((version, None), (version, Some("ops")));
+        let issue = json!({"name": "triage_issue", "arguments": {"issue": "7"}});
+        assert_eq!(
+            refused(&mut gw, anyone, "prompts/get", issue.clone()).as_deref(),
+            Some("POLICY_DENIED"),
+            "{version:?}"
+        );
+        assert_eq!(
+            refused(&mut gw, ops, "prompts/get", issue),
+            None,
+            "{version:?}"
+        );
+        let plain = json!({"name": "summarize", "arguments": {"url": "http://example.test/"}});
+        let safe = json!({"name": "summarize", "arguments": {"url": "https://example.test/"}});
+        assert_eq!(
+            refused(&mut gw, anyone, "prompts/get", plain).as_deref(),
+            Some("POLICY_DENIED")
+        );
+        assert_eq!(refused(&mut gw, anyone, "prompts/get", safe), None);
+        let secret = json!({"uri": "file:///secrets/keys.txt"});
+        assert_eq!(
+            refused(&mut gw, anyone, "resources/read", secret).as_deref(),
+            Some("POLICY_DENIED")
+        );
+        let note = json!({"uri": "file:///notes/today.md"});
+        assert_eq!(refused(&mut gw, anyone, "resources/read", note), None);
+        // The rules about prompts have no `tool` condition, and still never decide a call.
+        let call = json!({"name": "get_weather", "arguments": {"city": "Oslo"}});
+        assert_eq!(refused(&mut gw, anyone, "tools/call", call), None);
+        let denied = gw
+            .out
+            .audits
+            .iter()
+            .filter(|a| a.event == "use.denied")
+            .count();
+        assert_eq!(denied, 3, "{version:?}");
+    }
+}
+
+#[test]
+fn a_refused_use_names_its_rule_and_asks_nothing_of_the_agent() {
+    let policy = json!({"rules": [{"action": "deny", "prompt": "triage_*"}]});
+    let mut gw = listed(policy, None);
+    let issue = json!({"name": "triage_issue", "arguments": {"issue": "7"}});
+    let got = ask_as(
+        &mut gw,
+        (None, None),
+        "prompts/get",
+        issue,
+        json!({"served": true}),
+    );
+    let error = &got["error"];
+    assert_eq!(error["data"]["error_code"], "POLICY_DENIED", "{got}");
+    assert_eq!(error["data"]["required_action"], "none", "{got}");
+    assert_eq!(error["data"]["side_effect_started"], false, "{got}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains(r#"rule 0 denies prompt "triage_issue" when prompt matches "triage_*""#),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_default_and_the_rules_without_a_prompt_or_resource_still_decide_tool_calls_only() {
+    // A configuration written before rules could name prompts keeps its meaning: a default
+    // deny and a rule matching every call refuse calls, never a prompt or a read.
+    let policy = json!({"default": "deny", "rules": [{"action": "deny", "server": "docs"}]});
+    let mut gw = listed(policy, None);
+    let anyone = (None, None);
+    let call = json!({"name": "get_weather", "arguments": {"city": "Oslo"}});
+    let got = ask_as(&mut gw, anyone, "tools/call", call, json!({"served": true}));
+    assert_eq!(
+        got["result"]["structuredContent"]["error_code"], "POLICY_DENIED",
+        "{got}"
+    );
+    let issue = json!({"name": "triage_issue", "arguments": {"issue": "7"}});
+    assert_eq!(refused(&mut gw, anyone, "prompts/get", issue), None);
+    let note = json!({"uri": "file:///notes/today.md"});
+    assert_eq!(refused(&mut gw, anyone, "resources/read", note), None);
+}
