@@ -20,7 +20,9 @@
   new view when the header is a view source; then callers of both toolsets alternate and
   nothing closes; a poisoned text still closes the server.
 - A prompt listed per toolset (``triage_issue``, to ``issues`` callers only): a caller of
-  another toolset that asks for it is refused before the server."""
+  another toolset that asks for it is refused before the server.
+- Policy rules about prompts and resources: a caller whose header they refuse is answered
+  ``POLICY_DENIED`` before the server, one they allow is served."""
 
 from __future__ import annotations
 
@@ -487,3 +489,43 @@ async def test_under_tool_scope_a_section_drift_withholds_only_what_it_changed(
         served = await _surface(session, init)
     assert served[member] and served[member] != honest[member]
     assert status_of(stack.admin.server("demo")) == "verified"
+
+
+async def test_policy_rules_about_prompts_and_resources_refuse_uses_before_the_server(
+        wasm: Any, stacks: Callable[..., Stack]) -> None:
+    """Rules with a ``prompt`` or ``resource`` condition decide ``prompts/get`` and
+    ``resources/read`` by the caller's header as rules about tools decide calls: a guest is
+    refused ``POLICY_DENIED`` before the server, a forecaster is served, and the rules about
+    prompts and resources leave tool calls alone."""
+    config = _config("demo")
+    group = {"header": "x-user-group", "in": ["forecasters"]}
+    config["policy"] = {"rules": [
+        {"action": "allow", "prompt": "forecast_*", "principal": group},
+        {"action": "deny", "prompt": "forecast_*"},
+        {"action": "deny", "resource": "weather://*",
+         "principal": {"header": "x-user-group", "in": ["guests"]}},
+    ]}
+    stack = stacks(mode="json", upstream_args=("--sections",), plugin_config=config)
+    async with _client(stack.mcp_url, headers={"x-user-group": "forecasters"}) as (session, _):
+        assert [t.name for t in (await session.list_tools()).tools]
+        assert [p.name for p in (await session.list_prompts()).prompts] == ["forecast_brief"]
+        assert (await session.get_prompt("forecast_brief", {"city": "Paris"})).messages
+        logged = len(http_methods(stack.upstream))
+        with contextlib.suppress(McpError):  # the server itself has nothing to read there
+            await session.read_resource("weather://paris/today")
+        assert "resources/read" in http_methods(stack.upstream)[logged:]
+    async with _client(stack.mcp_url, headers={"x-user-group": "guests"}) as (session, _):
+        logged = len(http_methods(stack.upstream))
+        with pytest.raises(McpError) as prompt:
+            await session.get_prompt("forecast_brief", {"city": "Paris"})
+        with pytest.raises(McpError) as read:
+            await session.read_resource("weather://paris/today")
+        seen = http_methods(stack.upstream)[logged:]
+        assert "prompts/get" not in seen and "resources/read" not in seen, seen
+        for refused, rule in ((prompt, 1), (read, 2)):
+            data = refused.value.error.data
+            assert (data["error_code"], data["required_action"]) == ("POLICY_DENIED", "none")
+            assert f"rule {rule} denies" in refused.value.error.message
+        assert not (await session.call_tool("add", {"a": 2, "b": 3})).isError
+    assert status_of(stack.admin.server("demo")) == "verified"
+    assert len(wait_for_audits(stack, "use.denied", 2)) == 2
