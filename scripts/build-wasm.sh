@@ -35,7 +35,10 @@ cd "$repo"
 # bytes), then 1,240,000 when what a list checked against the catalogue alone withholds
 # under tool scope joined the drift's reach (-> 1,237,801): docs/performance.md, "Prompts and
 # templates per view".
-limit=1240000
+# 1,245,000 when policy rules could name prompts and resources, refusing their uses and
+# leaving them out of the lists of the callers they refuse (1,236,415 -> 1,242,255 bytes):
+# docs/performance.md, "One kind of pending list".
+limit=1245000
 "$repo/scripts/setup-rust.sh"
 cargo build --quiet -p toolseal-plugin --target wasm32-wasip1 --profile wasm
 wasm="$repo/target/wasm32-wasip1/wasm/toolseal_plugin.wasm"

@@ -31,6 +31,21 @@ pub(crate) fn is_use(method: &str) -> bool {
     Section::used_by(method).is_some()
 }
 
+/// The kind of use policy decides for the items a list of `method` shows (prompts,
+/// resources; `None`: another list, whose items policy rules do not name).
+fn usable_by(method: &str) -> Option<(Section, UseKind)> {
+    match Section::shown_by(method)? {
+        (_, Section::Prompts) => Some((Section::Prompts, UseKind::Prompt)),
+        (_, Section::Resources) => Some((Section::Resources, UseKind::Resource)),
+        _ => None,
+    }
+}
+
+/// Whether a request of `method` lists items whose uses policy rules may refuse.
+pub(crate) fn lists_usables(method: &str) -> bool {
+    usable_by(method).is_some()
+}
+
 impl Engine {
     /// The record of a closed server (`None`: not closed, or never seen), or, for a use of
     /// `item`, of one whose drift reaches that item (under tool scope a drifted server serves
@@ -403,6 +418,57 @@ impl Engine {
             hidden: 0,
         };
         without(result, section, keys, &note, exchange.stateless())
+    }
+}
+
+impl Engine {
+    /// A list of prompts or resources without the items policy refuses this caller to use
+    /// whatever the arguments (caller-scoped lists, as for tools): `served` is the result the
+    /// answer serves so far; `None` when nothing of it is hidden. The `_meta` note counts the
+    /// items hidden (`hidden_by_policy`), never names them.
+    pub(crate) fn hidden_by_policy(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        method: &str,
+        served: &Value,
+    ) -> Option<Value> {
+        let view = exchange.uses_caller.as_ref()?;
+        let (section, kind) = usable_by(method)?;
+        let policy = &self.config.policy;
+        let key_member = section.key_member()?;
+        let items = served.get(section.items_member()).and_then(Value::as_array);
+        let hidden: Vec<String> = items
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(|item| item.get(key_member).and_then(Value::as_str))
+            .filter(|key| policy.hides_use(view, &exchange.server, kind, key))
+            .map(str::to_string)
+            .collect();
+        if hidden.is_empty() {
+            return None;
+        }
+        let record = self.record(store, &exchange.server).ok().flatten();
+        let reason = match kind {
+            UseKind::Prompt => "some prompts are not listed: policy refuses them to this caller",
+            UseKind::Resource => {
+                "some resources are not listed: policy refuses them to this caller"
+            }
+        };
+        let note = ListNote {
+            server: &exchange.server,
+            record: record.as_deref(),
+            reason,
+            withheld: None,
+            hidden: hidden.len(),
+        };
+        Some(without(
+            served,
+            section,
+            Some(&hidden),
+            &note,
+            exchange.stateless(),
+        ))
     }
 }
 

@@ -241,6 +241,10 @@ pub struct Exchange {
     pub path: String,
     /// The view of the request's lists and calls, once its body was read.
     pub surface: Option<crate::policy::views::ViewRead>,
+    /// The caller's principal outcomes for the rules about prompts and resources, read with
+    /// a request that lists prompts or resources when those rules can hide some
+    /// ([`crate::policy::rules::Policy::use_caller_view`]).
+    pub uses_caller: Option<crate::policy::rules::CallerView>,
     /// The capability names an `initialize` request declared and when it was seen, until
     /// the server names the session they belong to
     /// ([`Engine::session_assigned`](crate::gateway::engine::Engine::session_assigned)).
@@ -285,6 +289,9 @@ impl Exchange {
         // capabilities) is what its answer is checked with.
         if later.surface.is_some() {
             self.surface = later.surface;
+        }
+        if later.uses_caller.is_some() {
+            self.uses_caller = later.uses_caller;
         }
         if later.declared.is_some() {
             self.declared = later.declared;

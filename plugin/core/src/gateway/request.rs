@@ -178,6 +178,8 @@ impl Engine {
         // its principals only for a tool list, and only when policy can hide tools from one.
         let server = exchange.server.as_str();
         let (mut tool_lists, mut lists, mut calls, mut any_use) = (false, false, false, false);
+        // A list of prompts or resources: what policy refuses the caller is left out of it.
+        let mut usables = false;
         // The parameters of the first list or call: they tell the view.
         let mut first_params = None;
         for message in payload.messages() {
@@ -191,6 +193,7 @@ impl Engine {
                 lists |= checked.is_some();
                 calls |= call;
                 any_use |= crate::gateway::closed::is_use(method);
+                usables |= crate::gateway::closed::lists_usables(method);
             }
         }
         let key = match lists || calls {
@@ -199,6 +202,10 @@ impl Engine {
         };
         let view = match tool_lists {
             true => self.config.policy.caller_view(info.caller),
+            false => None,
+        };
+        exchange.uses_caller = match usables {
+            true => self.config.policy.use_caller_view(info.caller),
             false => None,
         };
         // The view of a list (a stateless request is one message, and a batch of the

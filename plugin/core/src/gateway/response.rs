@@ -336,7 +336,10 @@ impl Engine {
                 }
                 Some(Pending::List(request)) => {
                     let fate = self.section_answer(store, out, now_ms, exchange, &request, message);
-                    (fate, None)
+                    (
+                        self.cut_for_caller(store, exchange, message, request.method, fate),
+                        None,
+                    )
                 }
                 Some(Pending::Call(call)) => {
                     let new = self.call_result(store, out, now_ms, exchange, &call, result);
@@ -344,7 +347,10 @@ impl Engine {
                 }
                 Some(Pending::Other(_, method)) => {
                     let fate = self.other_answer(store, out, now_ms, exchange, message, &method);
-                    (fate, None)
+                    (
+                        self.cut_for_caller(store, exchange, message, &method, fate),
+                        None,
+                    )
                 }
                 None => (self.unsolicited(store, out, now_ms, exchange, id), None),
             },
@@ -352,6 +358,36 @@ impl Engine {
                 self.other_message(store, out, now_ms, exchange, message),
                 None,
             ),
+        }
+    }
+
+    /// What `fate` serves of a list of prompts or resources, without what policy refuses its
+    /// caller ([`Engine::hidden_by_policy`]).
+    fn cut_for_caller(
+        &mut self,
+        store: &dyn StateStore,
+        exchange: &Exchange,
+        message: &Message,
+        method: &str,
+        fate: Fate,
+    ) -> Fate {
+        let Message::Response { id, result } = message else {
+            return fate;
+        };
+        if exchange.uses_caller.is_none() {
+            return fate;
+        }
+        let served = match &fate {
+            Fate::Unchanged => result,
+            Fate::Replaced(answer) => match answer.get("result") {
+                Some(served) => served,
+                None => return fate,
+            },
+            Fate::Dropped => return fate,
+        };
+        match self.hidden_by_policy(store, exchange, method, served) {
+            Some(kept) => Fate::Replaced(answer(id, kept)),
+            None => fate,
         }
     }
 

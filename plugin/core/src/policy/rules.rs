@@ -121,6 +121,9 @@ pub struct Policy {
     hides: bool,
     /// Whether a rule decides prompts or resources ([`Policy::evaluate_use`]).
     uses: bool,
+    /// Whether a prompt or resource can be hidden from any caller's list
+    /// ([`Policy::use_caller_view`]).
+    use_hides: bool,
 }
 
 impl Default for Policy {
@@ -131,6 +134,7 @@ impl Default for Policy {
             rules: Vec::new(),
             hides: false,
             uses: false,
+            use_hides: false,
         }
     }
 }

@@ -16,7 +16,7 @@ fn triage() -> Value {
 }
 
 /// A gateway whose server `docs` seals its prompts, with `policy`; tools and prompts listed
-/// once in `version` (a 2025 session when `None`).
+/// once in `version` (a 2025 session when `None`), the prompts by an `ops` caller.
 fn listed(policy: Value, version: Option<&str>) -> NativeReplay {
     let mut gw = crate::support::gateway::gateway(
         json!({"servers": {"docs": {"seal": ["prompts"]}}, "policy": policy}),
@@ -26,10 +26,33 @@ fn listed(policy: Value, version: Option<&str>) -> NativeReplay {
     // Listed (a policy that refuses every call hides the tool from the list).
     let got = ask_as(&mut gw, who, "tools/list", json!({}), tools);
     assert!(got["tools"].is_array(), "{got}");
-    let prompts = json!({"prompts": [summarize("Summarize a page."), triage()]});
-    let got = ask_as(&mut gw, who, "prompts/list", json!({}), prompts);
-    assert_eq!(got["prompts"].as_array().map(Vec::len), Some(2), "{got}");
+    // Sealed whole, whatever policy hides from this caller's list.
+    let got = ask_as(
+        &mut gw,
+        (version, Some("ops")),
+        "prompts/list",
+        json!({}),
+        prompts(),
+    );
+    assert!(got["prompts"].is_array(), "{got}");
     gw
+}
+
+fn prompts() -> Value {
+    json!({"prompts": [summarize("Summarize a page."), triage()]})
+}
+
+/// The names (or URIs) a list answer shows, and how many policy hid (its `_meta` note).
+fn shown(got: &Value, member: &str, key: &str) -> (Vec<String>, u64) {
+    let items = got[member].as_array().unwrap();
+    let names = items
+        .iter()
+        .map(|i| i[key].as_str().unwrap().to_string())
+        .collect();
+    let hidden = got["_meta"]["io.toolseal/status"]["hidden_by_policy"]
+        .as_u64()
+        .unwrap_or(0);
+    (names, hidden)
 }
 
 /// The error code of the local answer to a use, or `None` when the server was asked (its
@@ -142,4 +165,60 @@ fn the_default_and_the_rules_without_a_prompt_or_resource_still_decide_tool_call
     assert_eq!(refused(&mut gw, anyone, "prompts/get", issue), None);
     let note = json!({"uri": "file:///notes/today.md"});
     assert_eq!(refused(&mut gw, anyone, "resources/read", note), None);
+}
+
+#[test]
+fn a_caller_is_not_listed_the_prompts_and_resources_policy_refuses_it_in_both_eras() {
+    let policy = json!({"rules": [
+        {"action": "allow", "prompt": "triage_*", "principal": {"header": "x-mcp-toolsets", "in": ["ops"]}},
+        {"action": "deny", "prompt": "triage_*"},
+        {"action": "deny", "prompt": "summarize", "arguments": {"/url": {"prefix": "http://"}}},
+        {"action": "deny", "resource": "file:///secrets/*"},
+    ]});
+    let resources = json!({"resources": [
+        {"uri": "file:///notes/today.md", "name": "today"},
+        {"uri": "file:///secrets/keys.txt", "name": "keys"},
+    ]});
+    for version in [None, Some(STATELESS)] {
+        let mut gw = listed(policy.clone(), version);
+        let (anyone, ops) = ((version, None), (version, Some("ops")));
+        // A prompt refused whatever the arguments is left out; one refused for some
+        // arguments only stays.
+        let got = ask_as(&mut gw, anyone, "prompts/list", json!({}), prompts());
+        assert_eq!(
+            shown(&got, "prompts", "name"),
+            (vec!["summarize".into()], 1),
+            "{got}"
+        );
+        if version.is_some() {
+            assert_eq!(
+                (&got["cacheScope"], &got["ttlMs"]),
+                (&json!("private"), &json!(0))
+            );
+        }
+        let got = ask_as(&mut gw, ops, "prompts/list", json!({}), prompts());
+        let both = vec!["summarize".to_string(), "triage_issue".to_string()];
+        assert_eq!(shown(&got, "prompts", "name"), (both, 0), "{got}");
+        let got = ask_as(
+            &mut gw,
+            anyone,
+            "resources/list",
+            json!({}),
+            resources.clone(),
+        );
+        let notes = vec!["file:///notes/today.md".to_string()];
+        assert_eq!(shown(&got, "resources", "uri"), (notes, 1), "{got}");
+        // Hiding is the caller's list, never the server's: nothing drifts.
+        assert_eq!(
+            crate::support::admin::schema_status(&mut gw, "docs"),
+            "verified"
+        );
+        let changed = gw
+            .out
+            .audits
+            .iter()
+            .filter(|a| a.event == "schema.changed")
+            .count();
+        assert_eq!(changed, 0, "{version:?}");
+    }
 }

@@ -28,11 +28,13 @@ pub(super) fn policy(value: &Value) -> Result<Policy, String> {
     };
     let hides = Policy::can_hide(default, &rules);
     let uses = rules.iter().any(|rule: &Rule| rule.item.is_some());
+    let use_hides = Policy::can_hide_uses(&rules);
     Ok(Policy {
         default,
         rules,
         hides,
         uses,
+        use_hides,
     })
 }
 

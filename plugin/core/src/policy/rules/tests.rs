@@ -871,3 +871,37 @@ fn a_use_whose_rule_cannot_read_the_caller_is_refused() {
     // Rules about prompts alone hide no tool from any list: no caller is read for one.
     assert!(!p.may_hide());
 }
+
+#[test]
+fn a_prompt_or_resource_is_hidden_exactly_when_every_use_of_it_is_refused() {
+    let p = policy(json!({"default": "deny", "rules": [
+        {"action": "allow", "prompt": "triage_*", "principal": {"header": "x-group", "in": ["ops"]}},
+        {"action": "deny", "prompt": "triage_*"},
+        {"action": "deny", "prompt": "summarize", "arguments": {"/url": {"prefix": "http://"}}},
+        {"action": "deny", "resource": "file:///secrets/*"},
+    ]}));
+    let ops = Caller {
+        headers: vec![("x-group", "ops")],
+        ..Caller::default()
+    };
+    let (anyone, ops) = (
+        p.use_caller_view(&Caller::default()).unwrap(),
+        p.use_caller_view(&ops).unwrap(),
+    );
+    assert!(p.hides_use(&anyone, "docs", UseKind::Prompt, "triage_issue"));
+    assert!(!p.hides_use(&ops, "docs", UseKind::Prompt, "triage_issue"));
+    // Refused for some arguments only, and named by no rule: listed (the default decides
+    // tool calls only).
+    assert!(!p.hides_use(&anyone, "docs", UseKind::Prompt, "summarize"));
+    assert!(!p.hides_use(&anyone, "docs", UseKind::Prompt, "review"));
+    assert!(p.hides_use(&anyone, "docs", UseKind::Resource, "file:///secrets/a"));
+    assert!(!p.hides_use(&anyone, "docs", UseKind::Resource, "file:///notes/a"));
+    // A rule about resources never hides a prompt of the same text.
+    assert!(!p.hides_use(&anyone, "docs", UseKind::Prompt, "file:///secrets/a"));
+    // Rules that can hide nothing read no caller.
+    let quiet = policy(json!({"rules": [
+        {"action": "allow", "prompt": "*"},
+        {"action": "deny", "prompt": "summarize", "arguments": {"/url": {"prefix": "http://"}}},
+    ]}));
+    assert_eq!(quiet.use_caller_view(&Caller::default()), None);
+}

@@ -1,5 +1,6 @@
-//! Caller-scoped tool lists: a tool that policy refuses to a caller whatever the arguments is
-//! hidden from that caller's `tools/list`.
+//! Caller-scoped lists: a tool that policy refuses to a caller whatever the arguments is
+//! hidden from that caller's `tools/list`, and so is a prompt or resource that the rules
+//! about prompts or resources refuse it from its `prompts/list` or `resources/list`.
 //!
 //! Main design decision: a caller's identity is read once per `tools/list` request, as the
 //! outcome of each rule's `principal` ([`CallerView`]); the list answer then decides tool by
@@ -12,7 +13,7 @@
 //! read refuses every call that reaches its rule, as in the call check. Hiding grants
 //! nothing: every call is still checked.
 
-use super::{Action, CallerIdentity, Policy, Rule};
+use super::{Action, Asked, CallerIdentity, Policy, Rule, UseKind};
 use serde_json::Value;
 
 /// How one caller fares against every rule's `principal`, read once per `tools/list`.
@@ -49,6 +50,46 @@ impl Policy {
                     && rule.arguments.is_empty()
                     && (rule.action == Action::Deny || rule.principal.is_some())
             })
+    }
+
+    /// Whether policy can hide a prompt or resource from anyone: a rule about them without an
+    /// `arguments` condition denies or names a principal.
+    pub(super) fn can_hide_uses(rules: &[Rule]) -> bool {
+        rules.iter().any(|rule| {
+            rule.item.is_some()
+                && rule.arguments.is_empty()
+                && (rule.action == Action::Deny || rule.principal.is_some())
+        })
+    }
+
+    /// The caller's principal outcomes for the rules about prompts and resources, for a
+    /// `prompts/list` or `resources/list` request; `None` when those rules hide nothing from
+    /// anyone (no header or metadata is read then).
+    pub fn use_caller_view(&self, caller: &dyn CallerIdentity) -> Option<CallerView> {
+        if !self.use_hides {
+            return None;
+        }
+        let principals = self
+            .rules
+            .iter()
+            .map(|rule| match &rule.principal {
+                // A rule about tools never decides a prompt or resource: not read.
+                _ if rule.item.is_none() => Some(false),
+                None => Some(true),
+                Some(principal) => principal.matches(caller).ok(),
+            })
+            .collect();
+        Some(CallerView { principals })
+    }
+
+    /// Whether the rules about prompts or resources refuse every use of `item` (a prompt's
+    /// name, a resource's URI) of `server` by the caller of `view`, whatever the arguments:
+    /// it is then hidden from that caller's list.
+    pub fn hides_use(&self, view: &CallerView, server: &str, kind: UseKind, item: &str) -> bool {
+        let asked = Asked::Use { kind, item };
+        self.refuses_always(server, &asked, &|index| {
+            view.principals.get(index).copied().flatten()
+        })
     }
 
     /// Whether a list may be shown differently to different callers (see
@@ -100,22 +141,23 @@ impl Policy {
         tool: &str,
         annotations: Option<&Value>,
     ) -> bool {
-        self.refuses_always(server, tool, annotations, |index| {
+        let asked = Asked::Call { tool, annotations };
+        self.refuses_always(server, &asked, &|index| {
             view.principals.get(index).copied().flatten()
         })
     }
 
-    /// The rule walk of [`Policy::hides`], with the principal outcome of each rule given by
-    /// `principal` (by rule index).
+    /// The rule walk of [`Policy::hides`] and [`Policy::hides_use`], with the principal
+    /// outcome of each rule given by `principal` (by rule index); the default decides calls
+    /// only.
     fn refuses_always(
         &self,
         server: &str,
-        tool: &str,
-        annotations: Option<&Value>,
-        principal: impl Fn(usize) -> Option<bool>,
+        asked: &Asked,
+        principal: &dyn Fn(usize) -> Option<bool>,
     ) -> bool {
         for (index, rule) in self.rules.iter().enumerate() {
-            if !rule.targets(server, tool, annotations) {
+            if !rule.about(server, asked) {
                 continue;
             }
             let unconditional = rule.arguments.is_empty();
@@ -131,7 +173,7 @@ impl Policy {
                 None => {}
             }
         }
-        self.default == Action::Deny
+        matches!(asked, Asked::Call { .. }) && self.default == Action::Deny
     }
 
     /// Who sees `tool` of `server` (with the approved `annotations`) in their list: every
@@ -154,7 +196,8 @@ impl Policy {
                 Some(at) => Some(bits & (1 << at) != 0),
                 None => Some(true),
             };
-            if self.refuses_always(server, tool, annotations, outcome) {
+            let asked = Asked::Call { tool, annotations };
+            if self.refuses_always(server, &asked, &outcome) {
                 hidden += 1;
             }
         }
