@@ -21,8 +21,9 @@
   nothing closes; a poisoned text still closes the server.
 - A prompt listed per toolset (``triage_issue``, to ``issues`` callers only): a caller of
   another toolset that asks for it is refused before the server.
-- Policy rules about prompts and resources: a caller whose header they refuse is answered
-  ``POLICY_DENIED`` before the server, one they allow is served."""
+- Policy rules about prompts and resources: a caller whose header they refuse is not listed
+  what they refuse and is answered ``POLICY_DENIED`` before the server, one they allow is
+  served."""
 
 from __future__ import annotations
 
@@ -495,8 +496,9 @@ async def test_policy_rules_about_prompts_and_resources_refuse_uses_before_the_s
         wasm: Any, stacks: Callable[..., Stack]) -> None:
     """Rules with a ``prompt`` or ``resource`` condition decide ``prompts/get`` and
     ``resources/read`` by the caller's header as rules about tools decide calls: a guest is
-    refused ``POLICY_DENIED`` before the server, a forecaster is served, and the rules about
-    prompts and resources leave tool calls alone."""
+    not listed what they refuse it and is refused ``POLICY_DENIED`` before the server, a
+    forecaster is served, and the rules about prompts and resources leave tool calls
+    alone."""
     config = _config("demo")
     group = {"header": "x-user-group", "in": ["forecasters"]}
     config["policy"] = {"rules": [
@@ -515,6 +517,10 @@ async def test_policy_rules_about_prompts_and_resources_refuse_uses_before_the_s
             await session.read_resource("weather://paris/today")
         assert "resources/read" in http_methods(stack.upstream)[logged:]
     async with _client(stack.mcp_url, headers={"x-user-group": "guests"}) as (session, _):
+        # Not listed what the rules refuse this caller whatever the arguments.
+        assert (await session.list_prompts()).prompts == []
+        uris = [str(r.uri) for r in (await session.list_resources()).resources]
+        assert "weather://paris/today" not in uris, uris
         logged = len(http_methods(stack.upstream))
         with pytest.raises(McpError) as prompt:
             await session.get_prompt("forecast_brief", {"city": "Paris"})
