@@ -66,20 +66,28 @@ impl Policy {
     /// `prompts/list` or `resources/list` request; `None` when those rules hide nothing from
     /// anyone (no header or metadata is read then).
     pub fn use_caller_view(&self, caller: &dyn CallerIdentity) -> Option<CallerView> {
-        if !self.use_hides {
-            return None;
-        }
+        // A rule about tools never decides a prompt or resource: its principal is not read.
+        self.use_hides
+            .then(|| self.read_principals(caller, |rule| rule.item.is_some()))
+    }
+
+    /// The outcome of the principal of every rule `wanted` keeps (`Some(false)` for the others,
+    /// which are not read).
+    fn read_principals(
+        &self,
+        caller: &dyn CallerIdentity,
+        wanted: fn(&Rule) -> bool,
+    ) -> CallerView {
         let principals = self
             .rules
             .iter()
             .map(|rule| match &rule.principal {
-                // A rule about tools never decides a prompt or resource: not read.
-                _ if rule.item.is_none() => Some(false),
+                _ if !wanted(rule) => Some(false),
                 None => Some(true),
                 Some(principal) => principal.matches(caller).ok(),
             })
             .collect();
-        Some(CallerView { principals })
+        CallerView { principals }
     }
 
     /// Whether the rules about prompts or resources refuse every use of `item` (a prompt's
@@ -101,20 +109,9 @@ impl Policy {
     /// The caller's principal outcomes, for a `tools/list` request; `None` when policy hides
     /// nothing from anyone (no header or metadata is read then).
     pub fn caller_view(&self, caller: &dyn CallerIdentity) -> Option<CallerView> {
-        if !self.hides {
-            return None;
-        }
-        let principals = self
-            .rules
-            .iter()
-            .map(|rule| match &rule.principal {
-                // A rule about prompts or resources never decides a tool: not read.
-                _ if rule.item.is_some() => Some(false),
-                None => Some(true),
-                Some(principal) => principal.matches(caller).ok(),
-            })
-            .collect();
-        Some(CallerView { principals })
+        // A rule about prompts or resources never decides a tool: its principal is not read.
+        self.hides
+            .then(|| self.read_principals(caller, |rule| rule.item.is_none()))
     }
 
     /// A caller the host said nothing about (a list answer no request was seen for): every
