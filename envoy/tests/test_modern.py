@@ -611,3 +611,34 @@ async def test_under_tool_scope_a_prompt_rug_pull_withholds_the_prompt_alone_for
     view = stack.admin.server("py")
     assert status_of(view) == "changed" and "prompts" in view["sections_diff"], view
     assert [w["tool"] for w in view["withheld_tools"]] == ["prompts/forecast_brief"], view
+
+
+@pytest.mark.parametrize("kind", SDK_KINDS)
+async def test_policy_rules_about_prompts_hold_for_the_2026_client(
+        modern_stacks: Callable[..., ModernStack], sdk_clients: Callable[..., SdkClient],
+        kind: str) -> None:
+    """Each 2026-07-28 SDK client: a rule about prompts refuses ``forecast_*`` to callers
+    outside the ``forecasters`` group. Such a caller is not listed the prompt and its
+    ``prompts/get`` is refused before the server; a forecaster is listed and served it, and
+    nothing closes."""
+    plugin = config(py={"seal": SEALED})
+    plugin["policy"] = {"rules": [
+        {"action": "allow", "prompt": "forecast_*",
+         "principal": {"header": "x-user-group", "in": ["forecasters"]}},
+        {"action": "deny", "prompt": "forecast_*"},
+    ]}
+    stack = modern_stacks(py=("python", {"extra_args": ("--sections",)}), plugin_config=plugin)
+    url = stack.url("py")
+    forecaster = sdk_clients(kind, url, {"x-user-group": "forecasters"})
+    assert forecaster.tool_names() == NAMES
+    assert [p["name"] for p in forecaster.surface()["prompts"]] == ["forecast_brief"]
+    assert forecaster.get_prompt("forecast_brief", {"city": "Paris"})["messages"]
+    guest = sdk_clients(kind, url, {"x-user-group": "guests"})
+    assert guest.surface()["prompts"] == []
+    with Untouched(stack, "py"):
+        with pytest.raises(ClientRaised, match="a policy rule refuses"):
+            guest.get_prompt("forecast_brief", {"city": "Paris"})
+    forecaster.close()
+    guest.close()
+    assert status_of(stack.admin.server("py")) == "verified"
+    assert len(wait_for_audits(stack, "use.denied", 1)) == 1
