@@ -67,10 +67,17 @@ pub fn config(selector: u8) -> Config {
             "policy": {"rules": [{"action": "deny", "annotations": {"destructiveHint": true}},
                 {"action": "deny", "tool": "echo", "arguments": {"/message": {"max_length": 8}}}]}}),
         3 => json!({"posture": "strict", "admin": admin, "servers": {SERVER: {"pin": fp}}}),
-        // Every section sealed, prompts and instructions possibly before any tool list.
-        4 => json!({"admin": admin, "servers": {SERVER: {"seal": SEALED, "resources": "seal"}}}),
+        // Every section sealed, prompts and instructions possibly before any tool list; rules
+        // about prompts and resources refuse uses and cut lists, by name, URI and session.
+        4 => json!({"admin": admin, "servers": {SERVER: {"seal": SEALED, "resources": "seal"}},
+            "policy": {"rules": [{"action": "deny", "prompt": "ex*"},
+                {"action": "deny", "resource": "file:///*"}]}}),
         _ => json!({"admin": admin, "servers": {SERVER: {"seal": SEALED, "resources": "seal",
-            "drift_scope": "tool"}}}),
+            "drift_scope": "tool"}},
+            "policy": {"rules": [
+                {"action": "allow", "prompt": "*", "principal": {"header": "mcp-session-id", "in": ["s1"]}},
+                {"action": "deny", "prompt": "*", "arguments": {"/text": {"max_length": 4}}},
+                {"action": "deny", "prompt": "*"}]}}),
     };
     Config::parse(doc.to_string().as_bytes()).unwrap_or_default()
 }
