@@ -336,10 +336,7 @@ impl Engine {
                 }
                 Some(Pending::List(request)) => {
                     let fate = self.section_answer(store, out, now_ms, exchange, &request, message);
-                    (
-                        self.cut_for_caller(store, exchange, message, request.method, fate),
-                        None,
-                    )
+                    (fate, None)
                 }
                 Some(Pending::Call(call)) => {
                     let new = self.call_result(store, out, now_ms, exchange, &call, result);
@@ -347,10 +344,7 @@ impl Engine {
                 }
                 Some(Pending::Other(_, method)) => {
                     let fate = self.other_answer(store, out, now_ms, exchange, message, &method);
-                    (
-                        self.cut_for_caller(store, exchange, message, &method, fate),
-                        None,
-                    )
+                    (fate, None)
                 }
                 None => (self.unsolicited(store, out, now_ms, exchange, id), None),
             },
@@ -358,36 +352,6 @@ impl Engine {
                 self.other_message(store, out, now_ms, exchange, message),
                 None,
             ),
-        }
-    }
-
-    /// What `fate` serves of a list of prompts or resources, without what policy refuses its
-    /// caller ([`Engine::hidden_by_policy`]).
-    fn cut_for_caller(
-        &mut self,
-        store: &dyn StateStore,
-        exchange: &Exchange,
-        message: &Message,
-        method: &str,
-        fate: Fate,
-    ) -> Fate {
-        let Message::Response { id, result } = message else {
-            return fate;
-        };
-        if exchange.uses_caller.is_none() {
-            return fate;
-        }
-        let served = match &fate {
-            Fate::Unchanged => result,
-            Fate::Replaced(answer) => match answer.get("result") {
-                Some(served) => served,
-                None => return fate,
-            },
-            Fate::Dropped => return fate,
-        };
-        match self.hidden_by_policy(store, exchange, method, served) {
-            Some(kept) => Fate::Replaced(answer(id, kept)),
-            None => fate,
         }
     }
 
@@ -449,9 +413,15 @@ impl Engine {
             None => {
                 let screened =
                     self.screened_resources(store, out, now_ms, exchange, answered, result);
+                // What policy refuses this caller is not served to it (so not listed either).
                 let served = screened.as_ref().unwrap_or(result);
-                self.remember_listed(store, exchange, method, served);
-                screened
+                let cut = self.hidden_by_policy(store, exchange, method, served);
+                if cut.is_some() && screened.is_none() {
+                    self.rewrite_record(store, out, exchange, answered);
+                }
+                let replaced = cut.or(screened);
+                self.remember_listed(store, exchange, method, replaced.as_ref().unwrap_or(result));
+                replaced
             }
         };
         match replaced {
@@ -503,8 +473,25 @@ impl Engine {
             (keys.as_deref(), &reason),
             record.as_deref(),
         );
+        let kept = self
+            .hidden_by_policy(store, exchange, method, &kept)
+            .unwrap_or(kept);
         self.remember_listed(store, exchange, method, &kept);
         Fate::Replaced(answer(id, kept))
+    }
+
+    /// The decision record of an answer served rewritten (items cut from it).
+    fn rewrite_record(
+        &mut self,
+        store: &dyn StateStore,
+        out: &mut dyn Outputs,
+        exchange: &Exchange,
+        (id, method): (&serde_json::Value, &str),
+    ) {
+        let status = self.status_of(store, &exchange.server);
+        let mut decision = self.decision(exchange, "response", method, Some(id), status);
+        decision.decision = "rewrite";
+        out.decision(&decision);
     }
 
     /// A response whose id answers no request of this client still waiting (a second answer

@@ -190,6 +190,12 @@ fn a_caller_is_not_listed_the_prompts_and_resources_policy_refuses_it_in_both_er
             (vec!["summarize".into()], 1),
             "{got}"
         );
+        // Recorded as what it was: an answer served rewritten.
+        let record = gw.out.decisions.last().unwrap();
+        assert_eq!(
+            (record.direction, record.method.as_str(), record.decision),
+            ("response", "prompts/list", "rewrite")
+        );
         if version.is_some() {
             assert_eq!(
                 (&got["cacheScope"], &got["ttlMs"]),
