@@ -31,19 +31,14 @@ pub(crate) fn is_use(method: &str) -> bool {
     Section::used_by(method).is_some()
 }
 
-/// The kind of use policy decides for the items a list of `method` shows (prompts,
-/// resources; `None`: another list, whose items policy rules do not name).
-fn usable_by(method: &str) -> Option<(Section, UseKind)> {
-    match Section::shown_by(method)? {
-        (_, Section::Prompts) => Some((Section::Prompts, UseKind::Prompt)),
-        (_, Section::Resources) => Some((Section::Resources, UseKind::Resource)),
+/// The kind of use policy rules name the items of `section` by (`None`: tools, decided as
+/// calls, and sections no request uses one by one).
+pub(crate) fn use_kind(section: Section) -> Option<UseKind> {
+    match section {
+        Section::Prompts => Some(UseKind::Prompt),
+        Section::Resources => Some(UseKind::Resource),
         _ => None,
     }
-}
-
-/// Whether a request of `method` lists items whose uses policy rules may refuse.
-pub(crate) fn lists_usables(method: &str) -> bool {
-    usable_by(method).is_some()
 }
 
 impl Engine {
@@ -99,10 +94,7 @@ impl Engine {
         (section, item): (Section, &str),
         params: Option<&Value>,
     ) -> Option<Box<Denial>> {
-        let kind = match section {
-            Section::Prompts => UseKind::Prompt,
-            _ => UseKind::Resource,
-        };
+        let kind = use_kind(section)?;
         let facts = UseFacts {
             server: &exchange.server,
             kind,
@@ -434,7 +426,8 @@ impl Engine {
         served: &Value,
     ) -> Option<Value> {
         let view = exchange.uses_caller.as_ref()?;
-        let (section, kind) = usable_by(method)?;
+        let (_, section) = Section::shown_by(method)?;
+        let kind = use_kind(section)?;
         let policy = &self.config.policy;
         let key_member = section.key_member()?;
         let items = served.get(section.items_member()).and_then(Value::as_array);

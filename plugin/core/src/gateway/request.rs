@@ -184,7 +184,8 @@ impl Engine {
         let mut first_params = None;
         for message in payload.messages() {
             if let Message::Request { method, params, .. } = message {
-                let checked = self.checked_section(server, method);
+                let shown = Section::shown_by(method).map(|(_, section)| section);
+                let checked = shown.filter(|section| self.checks_list(server, *section));
                 let call = method == TOOLS_CALL;
                 if first_params.is_none() && (call || checked.is_some()) {
                     first_params = Some(params.as_ref());
@@ -193,7 +194,7 @@ impl Engine {
                 lists |= checked.is_some();
                 calls |= call;
                 any_use |= crate::gateway::closed::is_use(method);
-                usables |= crate::gateway::closed::lists_usables(method);
+                usables |= shown.and_then(crate::gateway::closed::use_kind).is_some();
             }
         }
         let key = match lists || calls {
@@ -388,7 +389,7 @@ impl Engine {
         }
         // A tool list is checked when answered; so is a list of a section the server seals.
         let list = PendingList::of(id, method)
-            .filter(|list| list.shows_tools() || self.config.seals(&exchange.server, list.section));
+            .filter(|list| self.checks_list(&exchange.server, list.section));
         match list {
             Some(list) => {
                 // A list whose caller's key cannot be read is served as any other, but recorded
@@ -436,12 +437,10 @@ impl Engine {
         out.decision(&decision);
     }
 
-    /// The section the answer to a request of `method` shows, when that answer is checked: a
-    /// tool list always, a list of another section (a handshake for the instructions) when
-    /// the server seals it.
-    fn checked_section(&self, server: &str, method: &str) -> Option<Section> {
-        let (_, section) = Section::shown_by(method)?;
-        (section == Section::Tools || self.config.seals(server, section)).then_some(section)
+    /// Whether an answer showing `section` is checked: a tool list always, a list of another
+    /// section (a handshake for the instructions) when the server seals it.
+    fn checks_list(&self, server: &str, section: Section) -> bool {
+        section == Section::Tools || self.config.seals(server, section)
     }
 
     /// The snapshot key of a request (`snapshots.key`: its first source the request has).
