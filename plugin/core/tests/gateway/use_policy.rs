@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use toolseal_core::transcript::NativeReplay;
 
-use super::sealed_sections::{ask_as, summarize, weather};
+use super::sealed_sections::{ask_as, audited, summarize, weather};
 
 const STATELESS: &str = "2026-07-28";
 
@@ -76,14 +76,20 @@ fn refused(
     }
 }
 
-#[test]
-fn rules_about_prompts_and_resources_refuse_their_uses_before_the_server_in_both_eras() {
-    let policy = json!({"rules": [
+/// Rules about prompts (a triage prompt for `ops` callers only, a summary refused for plain
+/// HTTP URLs) and resources (nothing under `file:///secrets/`).
+fn rules() -> Value {
+    json!({"rules": [
         {"action": "allow", "prompt": "triage_*", "principal": {"header": "x-mcp-toolsets", "in": ["ops"]}},
         {"action": "deny", "prompt": "triage_*"},
         {"action": "deny", "prompt": "summarize", "arguments": {"/url": {"prefix": "http://"}}},
         {"action": "deny", "resource": "file:///secrets/*"},
-    ]});
+    ]})
+}
+
+#[test]
+fn rules_about_prompts_and_resources_refuse_their_uses_before_the_server_in_both_eras() {
+    let policy = rules();
     for version in [None, Some(STATELESS)] {
         let mut gw = listed(policy.clone(), version);
         let (anyone, ops) = ((version, None), (version, Some("ops")));
@@ -115,13 +121,7 @@ fn rules_about_prompts_and_resources_refuse_their_uses_before_the_server_in_both
         // The rules about prompts have no `tool` condition, and still never decide a call.
         let call = json!({"name": "get_weather", "arguments": {"city": "Oslo"}});
         assert_eq!(refused(&mut gw, anyone, "tools/call", call), None);
-        let denied = gw
-            .out
-            .audits
-            .iter()
-            .filter(|a| a.event == "use.denied")
-            .count();
-        assert_eq!(denied, 3, "{version:?}");
+        assert_eq!(audited(&gw, "use.denied"), 3, "{version:?}");
     }
 }
 
@@ -169,12 +169,7 @@ fn the_default_and_the_rules_without_a_prompt_or_resource_still_decide_tool_call
 
 #[test]
 fn a_caller_is_not_listed_the_prompts_and_resources_policy_refuses_it_in_both_eras() {
-    let policy = json!({"rules": [
-        {"action": "allow", "prompt": "triage_*", "principal": {"header": "x-mcp-toolsets", "in": ["ops"]}},
-        {"action": "deny", "prompt": "triage_*"},
-        {"action": "deny", "prompt": "summarize", "arguments": {"/url": {"prefix": "http://"}}},
-        {"action": "deny", "resource": "file:///secrets/*"},
-    ]});
+    let policy = rules();
     let resources = json!({"resources": [
         {"uri": "file:///notes/today.md", "name": "today"},
         {"uri": "file:///secrets/keys.txt", "name": "keys"},
@@ -219,12 +214,6 @@ fn a_caller_is_not_listed_the_prompts_and_resources_policy_refuses_it_in_both_er
             crate::support::admin::schema_status(&mut gw, "docs"),
             "verified"
         );
-        let changed = gw
-            .out
-            .audits
-            .iter()
-            .filter(|a| a.event == "schema.changed")
-            .count();
-        assert_eq!(changed, 0, "{version:?}");
+        assert_eq!(audited(&gw, "schema.changed"), 0, "{version:?}");
     }
 }
