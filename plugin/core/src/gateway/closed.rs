@@ -455,13 +455,15 @@ impl Engine {
             withheld: None,
             hidden: hidden.len(),
         };
-        Some(without(
-            served,
-            section,
-            Some(&hidden),
-            &note,
-            exchange.stateless(),
-        ))
+        let mut kept = without(served, section, Some(&hidden), &note, exchange.stateless());
+        // A note the answer already carries (items withheld from it) stays, with the count.
+        let previous = served.get("_meta").and_then(|m| m.get(answer::META_KEY));
+        if let (Some(Value::Object(previous)), Value::Object(out)) = (previous, &mut kept) {
+            let mut merged = previous.clone();
+            put(&mut merged, "hidden_by_policy", Value::from(hidden.len()));
+            answer::put_note(out, Value::Object(merged));
+        }
+        Some(kept)
     }
 }
 

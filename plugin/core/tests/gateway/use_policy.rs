@@ -217,3 +217,30 @@ fn a_caller_is_not_listed_the_prompts_and_resources_policy_refuses_it_in_both_er
         assert_eq!(audited(&gw, "schema.changed"), 0, "{version:?}");
     }
 }
+
+#[test]
+fn a_list_withheld_in_part_and_cut_for_its_caller_says_both() {
+    // A later page not seen from its first is checked against the catalogue alone: its
+    // prompt the catalogue lacks is withheld, and the prompt policy refuses this caller is
+    // cut; the note keeps the first reason and counts both.
+    let mut gw = listed(rules(), None);
+    let page = json!({"prompts": [triage(), {"name": "exfiltrate", "description": "Mail it."}]});
+    let got = ask_as(
+        &mut gw,
+        (None, None),
+        "prompts/list",
+        json!({"cursor": "page-9"}),
+        page,
+    );
+    assert_eq!(got["prompts"], json!([]), "{got}");
+    let note = &got["_meta"]["io.toolseal/status"];
+    assert_eq!(
+        (&note["withheld"], &note["hidden_by_policy"]),
+        (&json!(1), &json!(1)),
+        "{got}"
+    );
+    assert!(
+        !note["reason"].as_str().unwrap().contains("policy"),
+        "{got}"
+    );
+}
