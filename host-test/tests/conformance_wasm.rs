@@ -368,3 +368,44 @@ fn a_remembered_list_delivered_whole_is_told_from_one_changed_anywhere_in_it() {
         );
     }
 }
+
+/// [`exchange`] whose answer declares `length` in `Content-Length`.
+fn declared(seq: usize, body: &Value, response: &[u8], length: usize) -> HttpExchange {
+    let mut exchange = exchange(seq, body, response);
+    exchange
+        .response_headers
+        .push(("content-length".into(), length.to_string()));
+    exchange
+}
+
+#[test]
+fn a_body_of_declared_length_is_decided_at_its_end_and_one_that_goes_past_it_at_once() {
+    let several = format!("{}{}", ack(), list_changed());
+    let going_on = format!("{}{}", ack(), list_changed().repeat(8));
+    let one = ack();
+    let reports = replay(vec![
+        // Two values within the declared length: the JSON-RPC error, at the end.
+        declared(0, &listen(), several.as_bytes(), several.len()),
+        // A body that goes on past its declared length: reset where the second value starts.
+        declared(1, &listen(), going_on.as_bytes(), ack().len()),
+        // One value of its declared length passes unchanged.
+        declared(2, &listen(), one.as_bytes(), one.len()),
+    ]);
+    let answered = &reports[0];
+    assert_eq!(answered.outcome.stop, None);
+    let error: Value = serde_json::from_slice(&answered.outcome.response_body).unwrap();
+    assert_eq!(
+        (&error["id"], &error["error"]["code"]),
+        (&json!("listen-1"), &json!(-32603))
+    );
+    let cut = &reports[1];
+    assert_eq!(cut.outcome.stop, Some(Stop::Reset));
+    assert!(cut.outcome.response_body.is_empty());
+    assert_eq!(
+        last_decision(cut)["error_code"],
+        json!("UNINSPECTABLE_RESPONSE")
+    );
+    let whole = &reports[2];
+    assert_eq!(whole.outcome.stop, None);
+    assert_eq!(whole.outcome.response_body, one.as_bytes());
+}

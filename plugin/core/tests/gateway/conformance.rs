@@ -9,6 +9,7 @@ use toolseal_core::config::Config;
 use toolseal_core::gateway::body::BodyVerdict;
 use toolseal_core::gateway::engine::Engine;
 use toolseal_core::gateway::exchange::{BodyPlan, Exchange, RequestInfo, RequestVerdict};
+use toolseal_core::gateway::stream::ResponseHeaders;
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::wire::revision::RoutingHeaders;
@@ -153,10 +154,26 @@ fn feed(
     chunks: &[&[u8]],
     ends: bool,
 ) -> Vec<Fed> {
-    assert_eq!(
-        engine.response_headers(exchange, Some("application/json"), None),
-        BodyPlan::Buffer
-    );
+    feed_declared(engine, store, out, exchange, None, chunks, ends)
+}
+
+/// [`feed`] with the response's `Content-Length` header (`length`).
+fn feed_declared(
+    engine: &mut Engine,
+    store: &mut MemoryStore,
+    out: &mut CollectedOutputs,
+    exchange: &mut Exchange,
+    length: Option<&str>,
+    chunks: &[&[u8]],
+    ends: bool,
+) -> Vec<Fed> {
+    let headers = ResponseHeaders {
+        content_type: Some("application/json"),
+        content_encoding: None,
+        content_length: length,
+    };
+    let head = engine.response_head_arrived(exchange, Some(headers));
+    assert_eq!(head.plan, BodyPlan::Buffer);
     let mut held = Vec::new();
     let mut fed = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
@@ -335,4 +352,120 @@ fn two_values_that_end_the_stream_together_get_the_json_rpc_error_as_before() {
         (&error["id"], &error["error"]["code"]),
         (&json!("listen-1"), &json!(-32603))
     );
+}
+
+#[test]
+fn a_body_of_declared_length_is_read_once_at_its_end() {
+    let body = listen_ack();
+    let length = body.len().to_string();
+    let (mut engine, mut store, mut out) = worker();
+    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
+    let (head, tail) = body.as_bytes().split_at(body.len() / 2);
+    let (head, middle) = head.split_at(head.len() / 2);
+    let fed = feed_declared(
+        &mut engine,
+        &mut store,
+        &mut out,
+        &mut exchange,
+        Some(&length),
+        &[head, middle, tail],
+        true,
+    );
+    let verdicts: Vec<&BodyVerdict> = fed.iter().map(|f| &f.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [
+            &BodyVerdict::Wait,
+            &BodyVerdict::Wait,
+            &BodyVerdict::Forward
+        ]
+    );
+    let reads: Vec<&[usize]> = fed.iter().map(|f| f.reads.as_slice()).collect();
+    assert_eq!(reads, [&[][..], &[], &[0]]);
+}
+
+#[test]
+fn two_values_in_a_body_of_declared_length_get_the_json_rpc_error_at_its_end() {
+    let (ack, notification) = (listen_ack(), list_changed());
+    let length = (ack.len() + notification.len()).to_string();
+    let (mut engine, mut store, mut out) = worker();
+    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
+    let (head, tail) = notification.as_bytes().split_at(1);
+    let fed = feed_declared(
+        &mut engine,
+        &mut store,
+        &mut out,
+        &mut exchange,
+        Some(&length),
+        &[ack.as_bytes(), head, tail],
+        true,
+    );
+    assert_eq!(fed.len(), 3);
+    let BodyVerdict::Replace(error) = &fed[2].verdict else {
+        panic!("{:?}", fed[2].verdict);
+    };
+    let error: Value = serde_json::from_slice(error).unwrap();
+    assert_eq!(
+        (&error["id"], &error["error"]["code"]),
+        (&json!("listen-1"), &json!(-32603))
+    );
+    assert!(fed[0].reads.is_empty() && fed[1].reads.is_empty());
+}
+
+#[test]
+fn a_body_that_goes_on_past_its_declared_length_is_scanned_from_its_first_byte() {
+    let (ack, notification) = (listen_ack(), list_changed());
+    let length = ack.len().to_string();
+    let (mut engine, mut store, mut out) = worker();
+    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
+    let (head, tail) = notification.as_bytes().split_at(1);
+    let fed = feed_declared(
+        &mut engine,
+        &mut store,
+        &mut out,
+        &mut exchange,
+        Some(&length),
+        &[ack.as_bytes(), head, tail],
+        false,
+    );
+    let verdicts: Vec<&BodyVerdict> = fed.iter().map(|f| &f.verdict).collect();
+    assert_eq!(verdicts, [&BodyVerdict::Wait, &BodyVerdict::Reset]);
+    assert!(fed[0].reads.is_empty());
+    // Every byte held so far is scanned, then the whole body read to decide on it.
+    assert_eq!(fed[1].reads, [0, 0]);
+    assert_eq!(out.audits.last().unwrap().event, "response.withheld");
+}
+
+#[test]
+fn a_length_that_is_not_a_plain_number_declares_nothing() {
+    let (ack, notification) = (listen_ack(), list_changed());
+    let total = ack.len() + notification.len();
+    for length in [
+        format!("{total}, {total}"),
+        format!("+{total}"),
+        format!("0x{total:x}"),
+        String::new(),
+        "99999999999999999999999".to_string(),
+    ] {
+        let (mut engine, mut store, mut out) = worker();
+        let mut exchange =
+            send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
+        let (head, tail) = notification.as_bytes().split_at(1);
+        let fed = feed_declared(
+            &mut engine,
+            &mut store,
+            &mut out,
+            &mut exchange,
+            Some(&length),
+            &[ack.as_bytes(), head, tail],
+            false,
+        );
+        let verdicts: Vec<&BodyVerdict> = fed.iter().map(|f| &f.verdict).collect();
+        assert_eq!(
+            verdicts,
+            [&BodyVerdict::Wait, &BodyVerdict::Reset],
+            "{length:?}"
+        );
+        assert_eq!(fed[0].reads, [0], "{length:?}");
+    }
 }
