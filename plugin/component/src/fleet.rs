@@ -68,7 +68,7 @@ pub fn send_chain(engine: &mut Engine, mut exchange: Option<&mut Exchange>, call
 /// what does not get through is pushed again by [`tick`].
 pub fn push_closures(engine: &mut Engine) {
     for _ in 0..BOUND {
-        let Some(call) = engine.fleet_outbox(&mut HostStore, host::now_ms()) else {
+        let Some(call) = engine.fleet_outbox(&mut HostStore) else {
             return;
         };
         send_chain(engine, None, call);

@@ -427,7 +427,7 @@ impl NativeReplay {
     /// Pushes the closures this worker made to the fleet store.
     fn push_closures(&mut self, store: &mut dyn StateStore) {
         for _ in 0..FLEET_CHAIN {
-            let Some(call) = self.engine.fleet_outbox(store, self.now_ms) else {
+            let Some(call) = self.engine.fleet_outbox(store) else {
                 return;
             };
             self.drive_fleet(store, None, call);

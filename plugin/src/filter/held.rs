@@ -186,7 +186,7 @@ impl Http {
             .shared
             .borrow_mut()
             .engine
-            .fleet_outbox(&mut SharedData, host::now_ms());
+            .fleet_outbox(&mut SharedData);
         if let Some(call) = call
             && let Ok(token) = self.send(&call)
         {

@@ -364,7 +364,7 @@ impl Engine {
             }
         }
         if push {
-            return self.fleet_outbox(store, now_ms);
+            return self.fleet_outbox(store);
         }
         None
     }
