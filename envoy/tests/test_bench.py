@@ -103,20 +103,23 @@ V8_PROFILE = BENCH_DIR / "v8_profile.mjs"
 
 
 @pytest.mark.timeout(120, method="signal")
-@pytest.mark.parametrize(("row", "chunk"), [("list100", 0), ("call", 0), ("list100", 4096)])
+@pytest.mark.parametrize(("row", "chunk", "declared"), [
+    ("list100", 0, False), ("call", 0, False), ("list100", 4096, False),
+    ("list100_2026", 4096, True)])
 def test_the_v8_profile_harness_replays_the_bench_rows_through_the_module(
-        wasm: Path, tmp_path: Path, row: str, chunk: int) -> None:
+        wasm: Path, tmp_path: Path, row: str, chunk: int, declared: bool) -> None:
     """envoy/bench/v8_profile.mjs (the module in Node's V8, outside Envoy) replays a bench row
     through the very module under test and checks each measured exchange (passed, its body
     unchanged), under the profiler too, and its summary reads the profile: a change of the
     plugin's host calls or start sequence that breaks the harness fails here. With `--chunk`,
     the response arrives in callbacks of that many bytes (a held body read as it arrives, in
-    V8's SIMD lanes), as Envoy may deliver it."""
+    V8's SIMD lanes), as Envoy may deliver it; with `--declared`, the answer carries its
+    Content-Length, as envoy/bench's upstream sends it."""
     from conformance_suite import node_binary
     node = str(node_binary())
     run = [node, "--cpu-prof", "--cpu-prof-dir", str(tmp_path), str(V8_PROFILE),
            "--wasm", str(wasm), "--row", row, "--warmup", "20", "--iterations", "200",
-           "--batches", "4", "--chunk", str(chunk)]
+           "--batches", "4", "--chunk", str(chunk), *(["--declared"] if declared else [])]
     result = subprocess.run(run, capture_output=True, text=True, timeout=100, check=False)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "each checked PassedUnchanged" in result.stdout, result.stdout

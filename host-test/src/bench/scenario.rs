@@ -94,6 +94,8 @@ pub struct Scenario {
     pub revision: Revision,
     /// The size of the chunks the response body arrives in (0: whole, in one callback).
     pub chunk: usize,
+    /// Whether the measured answer declares its length (`Content-Length`).
+    pub declared: bool,
 }
 
 /// Argument sizes of the `tools/call` rows (bytes of the `content` argument).
@@ -137,6 +139,7 @@ impl Scenario {
             tool_count,
             revision,
             chunk: 0,
+            declared: false,
         }
     }
 
@@ -145,6 +148,14 @@ impl Scenario {
     pub fn chunked(mut self) -> Self {
         self.chunk = CHUNK;
         self.name.push_str(" chunked");
+        self
+    }
+
+    /// The chunked row whose answer declares its length, as most servers' JSON answers do
+    /// (Envoy then reads a body held within it at its end only).
+    pub fn declared(mut self) -> Self {
+        self.declared = true;
+        self.name.push_str(" declared");
         self
     }
 
@@ -201,6 +212,11 @@ impl Scenario {
         for path in [Path::Verified, Path::Filtered] {
             all.push(Scenario::new(Kind::List(100), path, Framing::Json).chunked());
         }
+        all.push(
+            Scenario::new(Kind::List(100), Path::Verified, Framing::Json)
+                .chunked()
+                .declared(),
+        );
         // First-contact screening of a list of 100 tools.
         all.push(Scenario::new(
             Kind::List(100),
@@ -293,6 +309,18 @@ impl Scenario {
 
     /// The exchange measured over and over.
     pub fn measured(&self) -> HttpExchange {
+        let mut exchange = self.measured_undeclared();
+        if self.declared {
+            let length = exchange.response_body.len().to_string();
+            exchange
+                .response_headers
+                .push(("content-length".into(), length));
+        }
+        exchange
+    }
+
+    /// The measured exchange, its answer's length not declared.
+    fn measured_undeclared(&self) -> HttpExchange {
         match self.kind {
             Kind::Call(bytes) => workload::call_exchange_in(self.revision, 3, bytes, self.framing),
             Kind::List(n) => {
