@@ -425,7 +425,16 @@ impl Engine {
         method: &str,
         served: &Value,
     ) -> Option<Value> {
-        let view = exchange.uses_caller.as_ref()?;
+        // An answer no request of this exchange asked for (a resumed stream) has a caller
+        // nobody can tell: whatever a principal would decide is refused, as for tool lists.
+        let unknown;
+        let view = match &exchange.uses_caller {
+            Some(view) => view,
+            None => {
+                unknown = self.config.policy.unknown_use_caller()?;
+                &unknown
+            }
+        };
         let (_, section) = Section::shown_by(method)?;
         let kind = use_kind(section)?;
         let policy = &self.config.policy;

@@ -4,7 +4,7 @@
 //! `policy.default`, still decide tool calls only.
 
 use serde_json::{Value, json};
-use toolseal_core::transcript::NativeReplay;
+use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 use super::sealed_sections::{ask_as, audited, summarize, weather};
 
@@ -243,4 +243,68 @@ fn a_list_withheld_in_part_and_cut_for_its_caller_says_both() {
         !note["reason"].as_str().unwrap().contains("policy"),
         "{got}"
     );
+}
+
+#[test]
+fn a_list_answered_on_a_resumed_stream_is_cut_for_a_caller_it_cannot_tell() {
+    let mut gw = listed(rules(), None);
+    // The server closes the POST stream after a priming event (SSE polling) and answers on
+    // the GET stream the client reopens with Last-Event-ID.
+    let request = json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/list", "params": {}});
+    let headers = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let sse = |body: &str| -> (Vec<(String, String)>, Vec<u8>) {
+        (
+            headers(&[("content-type", "text/event-stream")]),
+            body.as_bytes().to_vec(),
+        )
+    };
+    let (response_headers, response_body) = sse("id: 4\ndata: \n\n");
+    let post = HttpExchange {
+        seq: "0".into(),
+        http_method: "POST".into(),
+        path: "/mcp".into(),
+        request_headers: headers(&[
+            ("content-type", "application/json"),
+            ("mcp-session-id", "s1"),
+            ("x-mcp-toolsets", "ops"),
+        ]),
+        request_body: request.to_string().into_bytes(),
+        status: 200,
+        response_headers,
+        response_body,
+    };
+    let out = gw.exchange("docs", &post, 64);
+    assert_eq!(out.response_body, b"id: 4\ndata: \n\n");
+    let answer = json!({"jsonrpc": "2.0", "id": 9, "result": prompts()});
+    let (response_headers, response_body) = sse(&format!("id: 5\ndata: {answer}\n\n"));
+    let get = HttpExchange {
+        seq: "1".into(),
+        http_method: "GET".into(),
+        path: "/mcp".into(),
+        request_headers: headers(&[("mcp-session-id", "s1"), ("last-event-id", "4")]),
+        request_body: Vec::new(),
+        status: 200,
+        response_headers,
+        response_body,
+    };
+    let out = gw.exchange("docs", &get, 64);
+    let text = String::from_utf8(out.response_body).unwrap();
+    let data = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap();
+    let got: Value = serde_json::from_str(data).unwrap();
+    // Even the `ops` caller that asked is not told apart there: the prompt only a principal
+    // would allow is left out, the others stay, and the use is checked as ever.
+    assert_eq!(
+        shown(&got["result"], "prompts", "name"),
+        (vec!["summarize".into()], 1),
+        "{got}"
+    );
+    assert_eq!(audited(&gw, "schema.changed"), 0);
 }

@@ -114,15 +114,27 @@ impl Policy {
             .then(|| self.read_principals(caller, |rule| rule.item.is_none()))
     }
 
-    /// A caller the host said nothing about (a list answer no request was seen for): every
-    /// principal unread, so whatever a principal would decide is refused.
+    /// A caller the host said nothing about (a tool list answer no request was seen for):
+    /// every principal unread, so whatever a principal would decide is refused.
     pub fn unknown_caller(&self) -> CallerView {
+        self.unknown(|rule| rule.item.is_none())
+    }
+
+    /// [`Policy::unknown_caller`] for a `prompts/list` or `resources/list` answer; `None` when
+    /// the rules about prompts and resources hide nothing from anyone.
+    pub fn unknown_use_caller(&self) -> Option<CallerView> {
+        self.use_hides
+            .then(|| self.unknown(|rule| rule.item.is_some()))
+    }
+
+    /// Every principal of the rules `wanted` keeps unread (`Some(false)` for the others).
+    fn unknown(&self, wanted: fn(&Rule) -> bool) -> CallerView {
         let principals = self
             .rules
             .iter()
-            .map(|rule| match rule.item {
-                Some(_) => Some(false),
-                None => rule.principal.is_none().then_some(true),
+            .map(|rule| match wanted(rule) {
+                false => Some(false),
+                true => rule.principal.is_none().then_some(true),
             })
             .collect();
         CallerView { principals }
