@@ -469,3 +469,66 @@ fn a_length_that_is_not_a_plain_number_declares_nothing() {
         assert_eq!(fed[0].reads, [0], "{length:?}");
     }
 }
+
+/// The verdict a body gets delivered whole, in one callback that ends it.
+fn whole_verdict(body: &[u8]) -> BodyVerdict {
+    let (mut engine, mut store, mut out) = worker();
+    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
+    let mut fed = feed(
+        &mut engine,
+        &mut store,
+        &mut out,
+        &mut exchange,
+        &[body],
+        true,
+    );
+    fed.remove(0).verdict
+}
+
+#[test]
+fn a_body_cut_anywhere_gets_the_verdict_it_gets_whole_whatever_length_it_declares() {
+    let (ack, notification) = (listen_ack(), list_changed());
+    // Each body, and where its second value starts (if it has one).
+    let bodies = [
+        (ack.clone(), None),
+        (format!("{ack}{notification}"), Some(ack.len())),
+        (format!("{}  \r\n", ack.trim_end()), None),
+        (ack.get(..ack.len() / 2).unwrap().to_string(), None),
+    ];
+    for (body, second) in &bodies {
+        let whole = whole_verdict(body.as_bytes());
+        let total = body.len();
+        for declared in [None, Some(total), Some(total - 1), Some(total + 5)] {
+            let length = declared.map(|n| n.to_string());
+            for cut in 1..total {
+                let (mut engine, mut store, mut out) = worker();
+                let mut exchange =
+                    send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
+                let (head, tail) = body.as_bytes().split_at(cut);
+                let fed = feed_declared(
+                    &mut engine,
+                    &mut store,
+                    &mut out,
+                    &mut exchange,
+                    length.as_deref(),
+                    &[head, tail],
+                    true,
+                );
+                let case = format!("{body:?} declared {declared:?} cut at {cut}");
+                // The first callback is scanned unless it is within the declared length; a
+                // scan that sees the second value start resets the stream there.
+                let scanned = declared.is_none_or(|n| cut > n);
+                let resets = scanned && second.is_some_and(|at| cut > at);
+                match fed.as_slice() {
+                    [first] if resets => assert_eq!(first.verdict, BodyVerdict::Reset, "{case}"),
+                    [first, last] if !resets => {
+                        assert_eq!(first.verdict, BodyVerdict::Wait, "{case}");
+                        assert_eq!(first.reads.is_empty(), !scanned, "{case}");
+                        assert_eq!(last.verdict, whole, "{case}");
+                    }
+                    other => panic!("{case}: {} callbacks", other.len()),
+                }
+            }
+        }
+    }
+}
