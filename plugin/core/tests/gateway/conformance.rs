@@ -354,23 +354,34 @@ fn two_values_that_end_the_stream_together_get_the_json_rpc_error_as_before() {
     );
 }
 
-#[test]
-fn a_body_of_declared_length_is_read_once_at_its_end() {
-    let body = listen_ack();
-    let length = body.len().to_string();
+/// A `subscriptions/listen` sent to a fresh worker and its answer fed in `chunks`, with the
+/// `Content-Length` `length`: what each callback decided, and the worker's outputs.
+fn listen_answered(
+    length: Option<&str>,
+    chunks: &[&[u8]],
+    ends: bool,
+) -> (Vec<Fed>, CollectedOutputs) {
     let (mut engine, mut store, mut out) = worker();
     let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
-    let (head, tail) = body.as_bytes().split_at(body.len() / 2);
-    let (head, middle) = head.split_at(head.len() / 2);
     let fed = feed_declared(
         &mut engine,
         &mut store,
         &mut out,
         &mut exchange,
-        Some(&length),
-        &[head, middle, tail],
-        true,
+        length,
+        chunks,
+        ends,
     );
+    (fed, out)
+}
+
+#[test]
+fn a_body_of_declared_length_is_read_once_at_its_end() {
+    let body = listen_ack();
+    let length = body.len().to_string();
+    let (head, tail) = body.as_bytes().split_at(body.len() / 2);
+    let (head, middle) = head.split_at(head.len() / 2);
+    let (fed, _) = listen_answered(Some(&length), &[head, middle, tail], true);
     let verdicts: Vec<&BodyVerdict> = fed.iter().map(|f| &f.verdict).collect();
     assert_eq!(
         verdicts,
@@ -388,18 +399,8 @@ fn a_body_of_declared_length_is_read_once_at_its_end() {
 fn two_values_in_a_body_of_declared_length_get_the_json_rpc_error_at_its_end() {
     let (ack, notification) = (listen_ack(), list_changed());
     let length = (ack.len() + notification.len()).to_string();
-    let (mut engine, mut store, mut out) = worker();
-    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
     let (head, tail) = notification.as_bytes().split_at(1);
-    let fed = feed_declared(
-        &mut engine,
-        &mut store,
-        &mut out,
-        &mut exchange,
-        Some(&length),
-        &[ack.as_bytes(), head, tail],
-        true,
-    );
+    let (fed, _) = listen_answered(Some(&length), &[ack.as_bytes(), head, tail], true);
     assert_eq!(fed.len(), 3);
     let BodyVerdict::Replace(error) = &fed[2].verdict else {
         panic!("{:?}", fed[2].verdict);
@@ -416,18 +417,8 @@ fn two_values_in_a_body_of_declared_length_get_the_json_rpc_error_at_its_end() {
 fn a_body_that_goes_on_past_its_declared_length_is_scanned_from_its_first_byte() {
     let (ack, notification) = (listen_ack(), list_changed());
     let length = ack.len().to_string();
-    let (mut engine, mut store, mut out) = worker();
-    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
     let (head, tail) = notification.as_bytes().split_at(1);
-    let fed = feed_declared(
-        &mut engine,
-        &mut store,
-        &mut out,
-        &mut exchange,
-        Some(&length),
-        &[ack.as_bytes(), head, tail],
-        false,
-    );
+    let (fed, out) = listen_answered(Some(&length), &[ack.as_bytes(), head, tail], false);
     let verdicts: Vec<&BodyVerdict> = fed.iter().map(|f| &f.verdict).collect();
     assert_eq!(verdicts, [&BodyVerdict::Wait, &BodyVerdict::Reset]);
     assert!(fed[0].reads.is_empty());
@@ -447,19 +438,8 @@ fn a_length_that_is_not_a_plain_number_declares_nothing() {
         String::new(),
         "99999999999999999999999".to_string(),
     ] {
-        let (mut engine, mut store, mut out) = worker();
-        let mut exchange =
-            send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
         let (head, tail) = notification.as_bytes().split_at(1);
-        let fed = feed_declared(
-            &mut engine,
-            &mut store,
-            &mut out,
-            &mut exchange,
-            Some(&length),
-            &[ack.as_bytes(), head, tail],
-            false,
-        );
+        let (fed, _) = listen_answered(Some(&length), &[ack.as_bytes(), head, tail], false);
         let verdicts: Vec<&BodyVerdict> = fed.iter().map(|f| &f.verdict).collect();
         assert_eq!(
             verdicts,
@@ -472,16 +452,7 @@ fn a_length_that_is_not_a_plain_number_declares_nothing() {
 
 /// The verdict a body gets delivered whole, in one callback that ends it.
 fn whole_verdict(body: &[u8]) -> BodyVerdict {
-    let (mut engine, mut store, mut out) = worker();
-    let mut exchange = send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
-    let mut fed = feed(
-        &mut engine,
-        &mut store,
-        &mut out,
-        &mut exchange,
-        &[body],
-        true,
-    );
+    let (mut fed, _) = listen_answered(None, &[body], true);
     fed.remove(0).verdict
 }
 
@@ -501,19 +472,8 @@ fn a_body_cut_anywhere_gets_the_verdict_it_gets_whole_whatever_length_it_declare
         for declared in [None, Some(total), Some(total - 1), Some(total + 5)] {
             let length = declared.map(|n| n.to_string());
             for cut in 1..total {
-                let (mut engine, mut store, mut out) = worker();
-                let mut exchange =
-                    send(&mut engine, &mut store, &mut out, V2026, &listen_request()).unwrap();
                 let (head, tail) = body.as_bytes().split_at(cut);
-                let fed = feed_declared(
-                    &mut engine,
-                    &mut store,
-                    &mut out,
-                    &mut exchange,
-                    length.as_deref(),
-                    &[head, tail],
-                    true,
-                );
+                let (fed, _) = listen_answered(length.as_deref(), &[head, tail], true);
                 let case = format!("{body:?} declared {declared:?} cut at {cut}");
                 // The first callback is scanned unless it is within the declared length; a
                 // scan that sees the second value start resets the stream there.
