@@ -22,8 +22,9 @@ With ``--perf`` (Linux ``perf``), each run of a Wasm configuration is also sampl
 software CPU clock (no hardware counters needed, so it works in a VM), and the samples that
 fall in V8's compiled code (``[JIT]``: the module's functions, nothing of Envoy's) give the
 guest's microseconds per request: the share of a request that differs between two modules,
-without the kernel's and Envoy's own noise around it. Sampling costs CPU itself, so the CPU
-columns of such a run are higher than without it.
+without the kernel's and Envoy's own noise around it. The other samples are shown beside it
+(Envoy's own code, the kernel, the rest), so that two modules can be compared part by part.
+Sampling costs CPU itself, so the CPU columns of such a run are higher than without it.
 """
 
 from __future__ import annotations
@@ -97,17 +98,26 @@ def cpu_ticks(pid: int) -> int:
 PERF_HZ = 4000
 
 
-def jit_samples(perf_data: Path) -> int:
-    """The samples of a `perf record` file that fall in V8's compiled code."""
+# Where a sampled request's CPU goes, by the object its samples fall in: V8's compiled code
+# (the module's functions), Envoy's own code, the kernel, and everything else (libc, vdso).
+SAMPLE_PARTS = ("jit", "envoy", "kernel", "other")
+
+
+def samples_by_part(perf_data: Path) -> dict[str, int]:
+    """The samples of a `perf record` file, per part of :data:`SAMPLE_PARTS`."""
     report = subprocess.run(["perf", "report", "-i", str(perf_data), "--sort", "dso", "--stdio",
                              "-F", "sample,dso", "-q"], capture_output=True, text=True, timeout=120,
                             check=False)
-    samples = 0
+    parts = dict.fromkeys(SAMPLE_PARTS, 0)
     for line in report.stdout.splitlines():
         fields = line.split(None, 1)
-        if len(fields) == 2 and fields[0].isdigit() and "[JIT]" in fields[1]:
-            samples += int(fields[0])
-    return samples
+        if len(fields) != 2 or not fields[0].isdigit():
+            continue
+        dso = fields[1].strip()
+        part = ("jit" if "[JIT]" in dso else "kernel" if "kernel" in dso
+                else "envoy" if dso == "envoy" else "other")
+        parts[part] += int(fields[0])
+    return parts
 
 
 def wrk(url: str, body_file: Path, headers_file: Path, duration: float,
@@ -274,7 +284,8 @@ class Bench:
         if sampled:
             # The samples span the whole recording, a little longer than wrk's run: the few
             # requests outside it are none (wrk is the only client).
-            measured["jit_us_per_request"] = jit_samples(perf_data) * 1e6 / PERF_HZ / completed
+            for part, samples in samples_by_part(perf_data).items():
+                measured[f"{part}_us_per_request"] = samples * 1e6 / PERF_HZ / completed
             perf_data.unlink(missing_ok=True)
         return measured
 
@@ -319,7 +330,8 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str
     """One block per workload; ratios to the router-only configuration."""
     sampled = any("jit_us_per_request" in m for per in results.values() for m in per.values())
     print(f"{'workload':<18} {'config':<16} {'req/s':>8} {'CPU µs/req':>11} {'CPU ×':>7} "
-          f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}" + (f" {'guest µs':>9}" if sampled else ""))
+          f"{'p50 µs':>8} {'p50 ×':>7} {'p99 µs':>8} {'p99 ×':>7}"
+          + (f" {'guest µs':>9} {'envoy µs':>9} {'kernel µs':>10} {'other µs':>9}" if sampled else ""))
     for name, per_config in results.items():
         base = per_config.get("router")
         for config in names:
@@ -327,8 +339,10 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], names: list[str
             cpu_x = m["cpu_us_per_request"] / base["cpu_us_per_request"] if base else float("nan")
             p50_x = m["p50_us"] / base["p50_us"] if base else float("nan")
             p99_x = m["p99_us"] / base["p99_us"] if base else float("nan")
-            guest = f" {m['jit_us_per_request']:>9.1f}" if "jit_us_per_request" in m else (
-                f" {'-':>9}" if sampled else "")
+            guest = (f" {m['jit_us_per_request']:>9.1f} {m['envoy_us_per_request']:>9.1f}"
+                     f" {m['kernel_us_per_request']:>10.1f} {m['other_us_per_request']:>9.1f}"
+                     if "jit_us_per_request" in m else
+                     f" {'-':>9} {'-':>9} {'-':>10} {'-':>9}" if sampled else "")
             print(f"{name:<18} {config:<16} {m['rps']:>8.0f} {m['cpu_us_per_request']:>11.1f} {cpu_x:>6.2f}x "
                   f"{m['p50_us']:>8.0f} {p50_x:>6.2f}x {m['p99_us']:>8.0f} {p99_x:>6.2f}x{guest}")
 
