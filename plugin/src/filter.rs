@@ -25,9 +25,7 @@ use toolseal_core::gateway::body::BodyVerdict;
 use toolseal_core::gateway::engine::Engine;
 use toolseal_core::gateway::exchange::{BodyPlan, Exchange, LocalReply, RequestInfo};
 use toolseal_core::gateway::fleet::FleetCall;
-use toolseal_core::gateway::stream::{
-    BodyAnswer, HeadVerdict, ReadBody, RequestHead, ResponseHeaders,
-};
+use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, ReadBody, RequestHead};
 use toolseal_core::wire::revision::{ROUTING_HEADERS, RoutingHeaders, is_stateless};
 
 mod held;
@@ -372,9 +370,6 @@ impl Http {
             (Ok(content_type), Ok(encoding)) => Some((content_type, encoding)),
             _ => None,
         };
-        // A length that cannot be read is one not declared: the body is scanned as it
-        // arrives, as one without the header is.
-        let length = host::response_header("content-length").ok().flatten();
         // An initialize answer names the session its declared capabilities belong to (the
         // `capabilities` view source); a header that cannot be read leaves that session's
         // view one that cannot be told.
@@ -390,13 +385,15 @@ impl Http {
             &mut self.exchange,
             headers
                 .as_ref()
-                .map(|(content_type, encoding)| ResponseHeaders {
-                    content_type: content_type.as_deref(),
-                    content_encoding: encoding.as_deref(),
-                    content_length: length.as_deref(),
-                }),
+                .map(|(content_type, encoding)| (content_type.as_deref(), encoding.as_deref())),
         );
         self.plan = head.plan;
+        // A JSON body to hold may declare its length, read before the header is removed; one
+        // that cannot be read declares none (the body is scanned as it arrives).
+        if self.exchange.wants_declared_length() {
+            let length = host::response_header("content-length").ok().flatten();
+            self.exchange.declare_length(length.as_deref());
+        }
         // A header left in place when the body is replaced only makes the answer unreadable
         // (a wrong length or encoding): the unchecked bytes never leave either way.
         if head.remove_content_length {

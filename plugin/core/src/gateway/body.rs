@@ -134,6 +134,7 @@ impl Engine {
         read: &mut dyn FnMut(usize) -> Option<Vec<u8>>,
     ) -> BodyVerdict {
         let known = match &exchange.response {
+            // A body within its declared length ends there: it is decided then.
             ResponseState::Json(held) if held.within_declared(size) => return BodyVerdict::Wait,
             ResponseState::Json(held) if !held.looked() => self.known_list_for(exchange),
             _ => None,

@@ -264,6 +264,21 @@ impl Exchange {
         }
     }
 
+    /// Whether the response is a JSON body to hold whose declared length the host has not
+    /// been asked for yet: ask it once, with the response headers (before the adapter removes
+    /// `Content-Length`), and hand it over with [`Exchange::declare_length`].
+    pub fn wants_declared_length(&self) -> bool {
+        matches!(&self.response, ResponseState::Json(held) if held.length_unasked())
+    }
+
+    /// The response's `Content-Length` (`None`: none, or the host could not hand it over): a
+    /// JSON body held within it is read at its end only.
+    pub fn declare_length(&mut self, content_length: Option<&str>) {
+        if let ResponseState::Json(held) = &mut self.response {
+            held.declare(content_length);
+        }
+    }
+
     /// Whether the answer's `Mcp-Session-Id` header is wanted: the request was an
     /// `initialize` whose declared capabilities wait for the session they belong to.
     pub fn awaits_session(&self) -> bool {

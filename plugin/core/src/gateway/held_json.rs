@@ -26,9 +26,22 @@ pub struct HeldJson {
     looked: bool,
     /// The head of the body held while it is looked at (at most [`HEAD_BYTES`]).
     head: Vec<u8>,
-    /// The length the response's `Content-Length` declares: a body held within it ends
-    /// there, so it needs no scan before its end.
-    declared: Option<usize>,
+    /// What the response's `Content-Length` declares, once the host was asked: a body held
+    /// within it ends there, so it needs no scan before its end.
+    declared: Declared,
+}
+
+/// A held body's declared length, asked of the host with the response headers (a body that
+/// may be rewritten leaves without the header, so it is read before it is removed).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Declared {
+    /// Not asked yet.
+    #[default]
+    Unasked,
+    /// No length, or one that is not a plain decimal number.
+    Nothing,
+    /// The length declared.
+    Length(usize),
 }
 
 /// A remembered list whose `result` bytes the body repeats so far.
@@ -48,8 +61,12 @@ const RESULT_KEY: &[u8] = b"\"result\":";
 const HEAD_BYTES: usize = 256;
 
 impl HeldJson {
-    /// A body whose headers declare its length (`Content-Length`, when it is a plain decimal
-    /// number).
+    /// Whether the host is still to be asked for the body's `Content-Length`.
+    pub(crate) fn length_unasked(&self) -> bool {
+        self.declared == Declared::Unasked
+    }
+
+    /// Takes the response's `Content-Length` (counted only when it is a plain decimal number).
     ///
     /// Design decision: the scan for a second value exists for a body that never ends (a
     /// stream left open after its first message, which the client would wait on while the
@@ -58,20 +75,17 @@ impl HeldJson {
     /// bytes held before are not read: a 100-tool list in 16 KB callbacks is copied out of the
     /// host once instead of twice. Should the body go on past its declared length (a host
     /// that does not hold a server to it), it is scanned from its first byte on from then.
-    pub(crate) fn declared(content_length: Option<&str>) -> Self {
-        let declared = content_length
+    pub(crate) fn declare(&mut self, content_length: Option<&str>) {
+        let length = content_length
             .map(str::trim)
             .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|n| n.parse().ok());
-        Self {
-            declared,
-            ..Self::default()
-        }
+        self.declared = length.map_or(Declared::Nothing, Declared::Length);
     }
 
     /// Whether a held body of `size` bytes is still within its declared length.
     pub(crate) fn within_declared(&self, size: usize) -> bool {
-        self.declared.is_some_and(|declared| size <= declared)
+        matches!(self.declared, Declared::Length(declared) if size <= declared)
     }
 
     /// Where in `arrived` (the bytes after those already seen) the value of the body's

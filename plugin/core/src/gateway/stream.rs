@@ -14,7 +14,6 @@ use crate::gateway::engine::Engine;
 use crate::gateway::exchange::{
     BodyPlan, Exchange, LocalReply, RequestInfo, RequestVerdict, ResponseState,
 };
-use crate::gateway::held_json::HeldJson;
 use crate::state::audit::Outputs;
 use crate::state::store::StateStore;
 
@@ -64,17 +63,6 @@ pub enum BodyAnswer {
     Forward,
     /// Answer locally; the server never sees the request.
     Reply(LocalReply),
-}
-
-/// The response headers the engine reads, as the host hands them over.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ResponseHeaders<'a> {
-    /// `Content-Type`: JSON is read whole, an event stream event by event.
-    pub content_type: Option<&'a str>,
-    /// `Content-Encoding`: a compressed body cannot be read.
-    pub content_encoding: Option<&'a str>,
-    /// A JSON body of a declared length is read at its end only.
-    pub content_length: Option<&'a str>,
 }
 
 /// How the host treats the response headers before they leave.
@@ -214,20 +202,16 @@ impl Engine {
         }
     }
 
-    /// The response headers arrived (`None` when the host could not read them).
+    /// The response headers arrived: `Some((content_type, content_encoding))`, or `None` when
+    /// the host could not read them.
     pub fn response_head_arrived(
         &self,
         exchange: &mut Exchange,
-        headers: Option<ResponseHeaders<'_>>,
+        headers: Option<(Option<&str>, Option<&str>)>,
     ) -> ResponseHead {
         let plan = match headers {
-            Some(headers) => {
-                let plan =
-                    self.response_headers(exchange, headers.content_type, headers.content_encoding);
-                if let ResponseState::Json(held) = &mut exchange.response {
-                    *held = HeldJson::declared(headers.content_length);
-                }
-                plan
+            Some((content_type, encoding)) => {
+                self.response_headers(exchange, content_type, encoding)
             }
             None => self.response_headers_unreadable(exchange),
         };

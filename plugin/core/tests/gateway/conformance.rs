@@ -9,7 +9,6 @@ use toolseal_core::config::Config;
 use toolseal_core::gateway::body::BodyVerdict;
 use toolseal_core::gateway::engine::Engine;
 use toolseal_core::gateway::exchange::{BodyPlan, Exchange, RequestInfo, RequestVerdict};
-use toolseal_core::gateway::stream::ResponseHeaders;
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::wire::revision::RoutingHeaders;
@@ -167,13 +166,15 @@ fn feed_declared(
     chunks: &[&[u8]],
     ends: bool,
 ) -> Vec<Fed> {
-    let headers = ResponseHeaders {
-        content_type: Some("application/json"),
-        content_encoding: None,
-        content_length: length,
-    };
-    let head = engine.response_head_arrived(exchange, Some(headers));
-    assert_eq!(head.plan, BodyPlan::Buffer);
+    assert_eq!(
+        engine.response_headers(exchange, Some("application/json"), None),
+        BodyPlan::Buffer
+    );
+    // As the proxy-wasm adapter does with the response headers, before it removes the
+    // header (a body that may be rewritten leaves without it).
+    assert!(exchange.wants_declared_length());
+    exchange.declare_length(length);
+    assert!(!exchange.wants_declared_length());
     let mut held = Vec::new();
     let mut fed = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {

@@ -9,7 +9,7 @@ use toolseal_core::config::Config;
 use toolseal_core::gateway::admin::{AdminRequest, MAX_ADMIN_BODY};
 use toolseal_core::gateway::engine::Engine;
 use toolseal_core::gateway::exchange::{BodyPlan, Exchange, LocalReply, RequestInfo};
-use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead, ResponseHeaders};
+use toolseal_core::gateway::stream::{BodyAnswer, HeadVerdict, RequestHead};
 use toolseal_core::state::audit::CollectedOutputs;
 use toolseal_core::state::store::MemoryStore;
 use toolseal_core::wire::revision::RoutingHeaders;
@@ -242,26 +242,18 @@ fn response_heads_say_which_headers_change() {
 
     // JSON is read whole and may be rewritten.
     let mut exchange = Exchange::new("weather", Some("s1"));
-    let head = w.engine.response_head_arrived(
-        &mut exchange,
-        Some(ResponseHeaders {
-            content_type: Some("application/json"),
-            ..ResponseHeaders::default()
-        }),
-    );
+    let head = w
+        .engine
+        .response_head_arrived(&mut exchange, Some((Some("application/json"), None)));
     assert_eq!(head.plan, BodyPlan::Buffer);
     assert!(head.remove_content_length);
     assert!(!head.plain_json);
 
     // Another content type answering nothing awaited passes as it comes, headers untouched.
     let mut exchange = Exchange::new("weather", Some("s1"));
-    let head = w.engine.response_head_arrived(
-        &mut exchange,
-        Some(ResponseHeaders {
-            content_type: Some("text/html"),
-            ..ResponseHeaders::default()
-        }),
-    );
+    let head = w
+        .engine
+        .response_head_arrived(&mut exchange, Some((Some("text/html"), None)));
     assert_eq!(head.plan, BodyPlan::Pass);
     assert!(!head.remove_content_length);
     assert!(!head.plain_json);
