@@ -425,20 +425,20 @@ impl Engine {
         method: &str,
         served: &Value,
     ) -> Option<Value> {
+        let (_, section) = Section::shown_by(method)?;
+        let kind = use_kind(section)?;
+        let key_member = section.key_member()?;
+        let policy = &self.config.policy;
         // An answer no request of this exchange asked for (a resumed stream) has a caller
         // nobody can tell: whatever a principal would decide is refused, as for tool lists.
         let unknown;
         let view = match &exchange.uses_caller {
             Some(view) => view,
             None => {
-                unknown = self.config.policy.unknown_use_caller()?;
+                unknown = policy.unknown_use_caller()?;
                 &unknown
             }
         };
-        let (_, section) = Section::shown_by(method)?;
-        let kind = use_kind(section)?;
-        let policy = &self.config.policy;
-        let key_member = section.key_member()?;
         let items = served.get(section.items_member()).and_then(Value::as_array);
         let hidden: Vec<String> = items
             .map_or(&[][..], Vec::as_slice)

@@ -45,21 +45,17 @@ impl Policy {
     /// to read). Decided once per configuration; when false, no caller is read for a list.
     pub(super) fn can_hide(default: Action, rules: &[Rule]) -> bool {
         default == Action::Deny
-            || rules.iter().any(|rule| {
-                rule.item.is_none()
-                    && rule.arguments.is_empty()
-                    && (rule.action == Action::Deny || rule.principal.is_some())
-            })
+            || rules
+                .iter()
+                .any(|rule| rule.item.is_none() && rule.may_hide())
     }
 
     /// Whether policy can hide a prompt or resource from anyone: a rule about them without an
     /// `arguments` condition denies or names a principal.
     pub(super) fn can_hide_uses(rules: &[Rule]) -> bool {
-        rules.iter().any(|rule| {
-            rule.item.is_some()
-                && rule.arguments.is_empty()
-                && (rule.action == Action::Deny || rule.principal.is_some())
-        })
+        rules
+            .iter()
+            .any(|rule| rule.item.is_some() && rule.may_hide())
     }
 
     /// The caller's principal outcomes for the rules about prompts and resources, for a
@@ -215,5 +211,13 @@ impl Policy {
             n if n == combinations => Visibility::Nobody,
             _ => Visibility::Depends(deciding),
         }
+    }
+}
+
+impl Rule {
+    /// Whether the rule alone can leave an item out of a caller's list: it has no `arguments`
+    /// condition, and it denies or names a principal (which the host may fail to read).
+    fn may_hide(&self) -> bool {
+        self.arguments.is_empty() && (self.action == Action::Deny || self.principal.is_some())
     }
 }
