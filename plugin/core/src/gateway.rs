@@ -45,4 +45,5 @@ pub(crate) mod sealed_memo;
 pub mod stream;
 pub mod surface;
 pub mod unread;
+pub(crate) mod verified_again;
 pub(crate) mod view_memo;

@@ -159,6 +159,8 @@ pub struct Updated {
     pub after: ServerRecord,
     /// What to audit.
     pub notes: Vec<crate::policy::status::Note>,
+    /// The record was left as read: nothing was written (`after` equals `before`).
+    pub kept: bool,
 }
 
 /// Applies one lifecycle event to a server's record with a bounded CAS loop (the record is
@@ -221,6 +223,7 @@ pub fn update_record_with(
                 after: ServerRecord::clone(&before),
                 before,
                 notes: Vec::new(),
+                kept: true,
             });
         };
         let (after, notes) = crate::policy::status::apply(&before, &event, posture, now_ms)
@@ -230,6 +233,7 @@ pub fn update_record_with(
                 before,
                 after,
                 notes,
+                kept: true,
             });
         }
         let bytes = serde_json::to_vec(&after).map_err(|e| StateError::Corrupt(e.to_string()))?;
@@ -239,6 +243,7 @@ pub fn update_record_with(
                     before,
                     after,
                     notes,
+                    kept: false,
                 });
             }
             Err(StoreError::Conflict) => continue,

@@ -83,6 +83,9 @@ pub struct Engine {
     /// The sealed sections' lists this worker saw verify lately (see
     /// `sealed_memo::SealedMemo`).
     pub(crate) sealed_memo: crate::gateway::sealed_memo::SealedMemo,
+    /// The remembered tool lists this worker saw verify lately without changing their
+    /// server's record (see `verified_again::VerifiedAgain`).
+    pub(crate) verified_again: crate::gateway::verified_again::VerifiedAgain,
 }
 
 impl Engine {
@@ -100,6 +103,7 @@ impl Engine {
             screened: Default::default(),
             view_memo: Default::default(),
             sealed_memo: Default::default(),
+            verified_again: Default::default(),
         }
     }
 
@@ -340,6 +344,23 @@ impl Engine {
         extra: &Map<String, Value>,
         decide: &mut DecideLive<'_>,
     ) -> Result<ServerRecord, StateError> {
+        self.transition_updated(store, out, server, session, now_ms, extra, decide)
+            .map(|updated| updated.after)
+    }
+
+    /// [`Engine::transition_deciding`], telling also the record read and whether it was left
+    /// as it was.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn transition_updated(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        server: &str,
+        session: Option<&str>,
+        now_ms: u64,
+        extra: &Map<String, Value>,
+        decide: &mut DecideLive<'_>,
+    ) -> Result<state::Updated, StateError> {
         let posture = self.config.posture_of(server);
         let max_servers = self.config.limits.max_servers;
         let (cache, config) = (&mut self.cache, &self.config);
@@ -376,7 +397,7 @@ impl Engine {
             };
             self.emit(store, out, &audit);
         }
-        Ok(updated.after)
+        Ok(updated)
     }
 
     /// The classified diff between `server`'s baseline and its live candidate (`None` when

@@ -18,7 +18,7 @@ use crate::gateway::live::{self, Decided, LiveCheck, LiveDigests};
 use crate::policy::containment::{self, DriftScope, Serving};
 use crate::policy::fingerprint::digest_tools;
 use crate::policy::section::Section;
-use crate::policy::status::{Event, SchemaStatus, ServerRecord};
+use crate::policy::status::{Event, LiveSet, SchemaStatus, ServerRecord};
 use crate::policy::views::ViewRead;
 use crate::state::audit::Counter;
 use crate::state::store::StateStore;
@@ -126,6 +126,17 @@ impl Verdict {
 pub(crate) struct ListOutcome {
     pub(crate) answer: ListAnswer,
     pub(crate) checked: Option<Rc<LiveDigests>>,
+}
+
+/// A complete set applied to the lifecycle's record ([`Engine::decide_set`]).
+struct Applied {
+    /// The server's record after it.
+    record: ServerRecord,
+    /// The set differs from the catalogue.
+    drifted: bool,
+    /// It was checked against the catalogue alone: the tools withheld, and whether its view
+    /// is one past `limits.max_views`.
+    alone: Option<(Vec<String>, bool)>,
 }
 
 /// A complete set applied to the lifecycle ([`Engine::evaluate_set`]).
@@ -445,7 +456,9 @@ impl Engine {
     /// drift reaches and whether a new view is trusted are decided inside the
     /// compare-and-swap, from the very record being swapped ([`LiveCheck::decide`]): a record
     /// another worker wrote in between (a first contact, an approval, another view) is
-    /// decided again, never given an answer computed for the record read before it.
+    /// decided again, never given an answer computed for the record read before it. The
+    /// remembered list, verified before against the very record the store holds now without
+    /// changing it, is not decided again ([`crate::gateway::verified_again`]).
     /// `known`: the digests `tools` is known to have (a result checked before, byte for byte).
     #[allow(clippy::too_many_arguments)]
     fn evaluate_set(
@@ -459,61 +472,44 @@ impl Engine {
         view: Option<&ViewRead>,
     ) -> Result<Evaluated, StateError> {
         let server = exchange.server.clone();
-        let session = exchange.session.clone();
-        let digests = match known {
+        // Tools equal to the remembered list's (other bytes around them, or the same pages
+        // gathered again) have its digests, the same allocation.
+        let remembered = match known {
+            Some(known) => Some(Rc::clone(known)),
+            None => self.remembered_digests(&server, tools),
+        };
+        let digests = match (known, &remembered) {
             // A result served before byte for byte is the cached set of its fingerprint when
             // one is stored. Whatever cannot be read from the store ends the check here,
             // before any transition: a host fault must not move the lifecycle (`changed` is
             // sticky).
-            Some(known) => match self.approved(store, &server, known.fingerprint())? {
+            (Some(known), _) => match self.approved(store, &server, known.fingerprint())? {
                 Some(_) if known.is_cached() => Ok(Rc::clone(known)),
                 Some(set) => Ok(Rc::new(LiveDigests::Cached(set, Default::default()))),
                 None => Ok(Rc::clone(known)),
             },
-            // Tools equal to the remembered list's (other bytes around them, or the same
-            // pages gathered again) have its digests; any others are canonicalized and hashed.
-            None => match self.remembered_digests(&server, tools) {
-                Some(remembered) => Ok(remembered),
-                None => digest_tools(tools, &self.config.fingerprint)
-                    .map(|digests| Rc::new(LiveDigests::computed(digests)))
-                    .map_err(|e| format!("INVALID_TOOL_SET: {e}")),
-            },
+            (None, Some(remembered)) => Ok(Rc::clone(remembered)),
+            // Any other tools are canonicalized and hashed.
+            (None, None) => digest_tools(tools, &self.config.fingerprint)
+                .map(|digests| Rc::new(LiveDigests::computed(digests)))
+                .map_err(|e| format!("INVALID_TOOL_SET: {e}")),
         };
         let live = LiveCheck::new(digests, tools, view);
         let checked = live.digests().map(Rc::clone);
-        let (mut drifted, mut alone) = (false, None);
-        // Taken for the decision and put back (`transition_deciding` borrows the engine).
-        let mut memo = std::mem::take(&mut self.candidates);
-        let record = self.transition_deciding(
-            store,
-            out,
-            &server,
-            session.as_deref(),
-            now_ms,
-            &serde_json::Map::new(),
-            &mut |store, cache, config, record| {
-                let at = live::Context {
-                    config,
-                    server: &server,
-                    now_ms,
-                };
-                match live.decide(store, cache, &mut memo, &at, record)? {
-                    Decided::Apply(event, differs) => {
-                        (drifted, alone) = (differs, None);
-                        Ok(Some(Event::Live(event)))
-                    }
-                    Decided::CatalogueAlone {
-                        withheld,
-                        past_bound,
-                    } => {
-                        (drifted, alone) = (false, Some((withheld, past_bound)));
-                        Ok(None)
-                    }
-                }
+        let told = view.and_then(|v| v.as_ref().ok()).map(|v| v.key.as_str());
+        let again = remembered.as_ref().zip(told);
+        let Applied {
+            mut record,
+            drifted,
+            alone,
+        } = match self.verified_again(store, &server, again, now_ms)? {
+            Some(record) => Applied {
+                record,
+                drifted: false,
+                alone: None,
             },
-        );
-        self.candidates = memo;
-        let mut record = record?;
+            None => self.decide_set(store, out, now_ms, exchange, &live, again)?,
+        };
         // A server that seals its tools' other fields has them checked once the tools are
         // (a list served again byte for byte known by its remembered digests, which stay the
         // same allocation while it is remembered); a tool whose fields a closed server's list
@@ -560,6 +556,107 @@ impl Engine {
             record,
             unreviewed: withheld,
             checked,
+        })
+    }
+
+    /// The record as it is when the remembered list `again` names (its digests and the key
+    /// of the view it is listed to) verified, against the very record the store holds now,
+    /// without changing it, and would again now (see [`crate::gateway::verified_again`]).
+    fn verified_again(
+        &mut self,
+        store: &dyn StateStore,
+        server: &str,
+        again: Option<(&Rc<LiveDigests>, &str)>,
+        now_ms: u64,
+    ) -> Result<Option<ServerRecord>, StateError> {
+        let Some((known, view)) = again else {
+            return Ok(None);
+        };
+        if !self.verified_again.lists(server, view, known) {
+            return Ok(None);
+        }
+        Ok(
+            match state::load_record_cached(store, &mut self.records, server)? {
+                Some((record, _))
+                    if self
+                        .verified_again
+                        .verified(server, view, known, &record, now_ms) =>
+                {
+                    Some(ServerRecord::clone(&record))
+                }
+                _ => None,
+            },
+        )
+    }
+
+    /// Applies the set `live` to the lifecycle, deciding inside the compare-and-swap (see
+    /// [`Engine::evaluate_set`]): the record after, whether the set drifted, and what a list
+    /// checked against the catalogue alone withholds (and whether its view was one past the
+    /// bound). A remembered list (`again`) that verified without changing the record is
+    /// remembered so.
+    fn decide_set(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn crate::state::audit::Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        live: &LiveCheck<'_>,
+        again: Option<(&Rc<LiveDigests>, &str)>,
+    ) -> Result<Applied, StateError> {
+        let server = &exchange.server;
+        let (mut drifted, mut alone, mut verified) = (false, None, false);
+        // Taken for the decision and put back (`transition_updated` borrows the engine).
+        let mut memo = std::mem::take(&mut self.candidates);
+        let updated = self.transition_updated(
+            store,
+            out,
+            server,
+            exchange.session.as_deref(),
+            now_ms,
+            &serde_json::Map::new(),
+            &mut |store, cache, config, record| {
+                let at = live::Context {
+                    config,
+                    server,
+                    now_ms,
+                };
+                match live.decide(store, cache, &mut memo, &at, record)? {
+                    Decided::Apply(event, differs) => {
+                        verified = matches!(
+                            event,
+                            LiveSet::Valid {
+                                matches: true,
+                                view: Some(_),
+                                ..
+                            }
+                        );
+                        (drifted, alone) = (differs, None);
+                        Ok(Some(Event::Live(event)))
+                    }
+                    Decided::CatalogueAlone {
+                        withheld,
+                        past_bound,
+                    } => {
+                        (drifted, alone, verified) = (false, Some((withheld, past_bound)), false);
+                        Ok(None)
+                    }
+                }
+            },
+        );
+        self.candidates = memo;
+        let updated = updated?;
+        if let Some((known, view)) = again
+            && verified
+            && updated.kept
+            && updated.notes.is_empty()
+        {
+            self.verified_again
+                .remember(server, view, known, &updated.before);
+        }
+        Ok(Applied {
+            record: updated.after,
+            drifted,
+            alone,
         })
     }
 }

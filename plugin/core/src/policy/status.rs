@@ -226,6 +226,14 @@ impl ServerRecord {
         self.views.iter().find(|v| v.key == key)
     }
 
+    /// Whether the view of `key` is recorded with a last sighting that a list of it verified
+    /// at `now_ms` leaves as it is (within [`LAST_SEEN_STEP_MS`]). This is all the clock
+    /// decides of a verified list of a known view.
+    pub fn sighting_current(&self, key: &str, now_ms: u64) -> bool {
+        self.view(key)
+            .is_some_and(|known| now_ms.saturating_sub(known.last_ms) < LAST_SEEN_STEP_MS)
+    }
+
     /// Records `seen` (a view and the names it was listed), or the names of the view of its
     /// key; keeps when the view was first seen. Returns whether the view is new.
     fn record_view(&mut self, seen: &ViewRecord) -> bool {
@@ -829,8 +837,10 @@ fn drift_reason(live: &LiveSet) -> String {
 /// A list of `view` verified: a new view is recorded (`view.baselined`); a known one's last
 /// sighting is kept to [`LAST_SEEN_STEP_MS`].
 fn seen_view(next: &mut ServerRecord, view: &ViewRecord) -> Vec<Note> {
+    if next.sighting_current(&view.key, view.last_ms) {
+        return Vec::new();
+    }
     match next.view(&view.key) {
-        Some(known) if view.last_ms.saturating_sub(known.last_ms) < LAST_SEEN_STEP_MS => Vec::new(),
         Some(_) => {
             next.record_view(view);
             Vec::new()

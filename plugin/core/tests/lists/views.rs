@@ -706,3 +706,71 @@ fn a_new_view_held_pending_by_screening_stays_pending_when_listed_again() {
     let b = replay(&mut gw, CAPABLE, &flagged, &mut lines);
     assert_eq!(listed(&b), [18]);
 }
+
+/// The `tools/list` exchange of the recording of `name`.
+fn list_of(name: &str) -> HttpExchange {
+    transcript(name)
+        .into_iter()
+        .find(|e| e.request_body.windows(12).any(|w| w == b"\"tools/list\""))
+        .unwrap()
+}
+
+/// `event` applied to the server's record by another worker of the same store.
+fn elsewhere(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
+    let mut records = toolseal_core::state::parse_cache::ParseCache::new(4);
+    let posture = toolseal_core::policy::status::Posture::Discovery;
+    state::update_record(
+        &mut gw.store,
+        &mut records,
+        SERVER,
+        event,
+        posture,
+        gw.now_ms,
+        64,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_verified_views_clients_listing_on_are_decided_from_the_record_the_store_holds_each_time() {
+    use toolseal_core::policy::status::{Actor, Event};
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let list = list_of(CAPABLE);
+    let (verified, first) = (record(&gw), version(&gw));
+    assert_eq!(verified.status, SchemaStatus::Verified);
+    let sighted = verified.views[0].last_ms;
+    // Listed on, seconds apart: served whole, nothing written.
+    for _ in 0..3 {
+        gw.now_ms += 1_000;
+        let again = replay(&mut gw, CAPABLE, std::slice::from_ref(&list), &mut lines);
+        assert_eq!(listed(&again), [17]);
+    }
+    assert_eq!((version(&gw), record(&gw)), (first, verified));
+    // A step after the view's last sighting, its list moves the sighting, once.
+    gw.now_ms = sighted + toolseal_core::policy::views::LAST_SEEN_STEP_MS;
+    replay(&mut gw, CAPABLE, std::slice::from_ref(&list), &mut lines);
+    let (moved, second) = (record(&gw), version(&gw));
+    assert_eq!(moved.views[0].last_ms, gw.now_ms);
+    replay(&mut gw, CAPABLE, std::slice::from_ref(&list), &mut lines);
+    assert_eq!(version(&gw), second);
+    // Another worker sees `list_changed`: calls wait for a fresh list, and this worker's next
+    // list, the very same, ends the wait.
+    elsewhere(&mut gw, &Event::ListChanged);
+    assert!(record(&gw).reverify);
+    let again = replay(&mut gw, CAPABLE, std::slice::from_ref(&list), &mut lines);
+    assert_eq!(listed(&again), [17]);
+    assert!(
+        !record(&gw).reverify,
+        "the list verified against the record the store holds"
+    );
+    // Another worker quarantines the server: the same list is closed at once.
+    let quarantine = Event::Quarantine {
+        reason: "incident".into(),
+        by: Actor::Admin,
+    };
+    elsewhere(&mut gw, &quarantine);
+    let closed = replay(&mut gw, CAPABLE, std::slice::from_ref(&list), &mut lines);
+    assert_eq!(listed(&closed), [0]);
+}
