@@ -774,3 +774,108 @@ fn a_verified_views_clients_listing_on_are_decided_from_the_record_the_store_hol
     let closed = replay(&mut gw, CAPABLE, std::slice::from_ref(&list), &mut lines);
     assert_eq!(listed(&closed), [0]);
 }
+
+/// A gateway whose worker remembers (lists, their digests, what they verified against) and
+/// one whose worker remembers nothing (a new engine for every exchange, on the same kind of
+/// store) answer every exchange with the same bytes and leave the same record and audit
+/// trail, whatever the order of two views' lists, a drifted list, calls, the clock and other
+/// workers' writes (`list_changed`, a quarantine, its release, an approval of the candidate).
+#[test]
+fn a_worker_that_remembers_decides_as_one_that_remembers_nothing() {
+    use toolseal_core::policy::status::{Actor, Event};
+    let poisoned = capable_with_poisoned_echo()
+        .into_iter()
+        .find(|e| e.request_body.windows(12).any(|w| w == b"\"tools/list\""))
+        .unwrap();
+    let exchanges = [
+        list_of(PLAIN),
+        list_of(CAPABLE),
+        poisoned,
+        call_in(PLAIN, "echo"),
+        call_in(CAPABLE, "echo"),
+    ];
+    let key = "ts/v1/srv/everything";
+    for seed in 1..=40u64 {
+        let mut remembering = gateway(json!({}));
+        let mut forgetting = gateway(json!({}));
+        let config = forgetting.engine.config.clone();
+        let mut lines = Vec::new();
+        for gw in [&mut remembering, &mut forgetting] {
+            replay(gw, PLAIN, &transcript(PLAIN), &mut lines);
+            replay(gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+        }
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // Lists of one view follow each other more often than not, as a client lists on (what
+        // a worker remembers is for them); the writes and the clock come between.
+        const OPS: [usize; 16] = [0, 0, 0, 1, 1, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10];
+        let mut last = 0;
+        for step in 0..32 {
+            // xorshift64: the same steps for a seed on every run.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let op = match state % 3 {
+                0 if last <= 2 => last,
+                _ => OPS[(state >> 8) as usize % OPS.len()],
+            };
+            last = op;
+            let mut answers = Vec::new();
+            for gw in [&mut remembering, &mut forgetting] {
+                match op {
+                    0..=4 => answers.push(gw.exchange(SERVER, &exchanges[op], 7)),
+                    5 => elsewhere_try(gw, &Event::ListChanged),
+                    6 => elsewhere_try(
+                        gw,
+                        &Event::Quarantine {
+                            reason: "incident".into(),
+                            by: Actor::Admin,
+                        },
+                    ),
+                    7 => elsewhere_try(gw, &Event::Release { by: Actor::Admin }),
+                    8 => {
+                        if let Some(live) = record(gw).live {
+                            elsewhere_try(gw, &Event::Approve { fingerprint: live });
+                        }
+                    }
+                    9 => gw.now_ms += 30_000,
+                    _ => gw.now_ms += toolseal_core::policy::views::LAST_SEEN_STEP_MS + 1,
+                }
+            }
+            // The forgetting worker starts every exchange anew.
+            forgetting.engine = toolseal_core::gateway::engine::Engine::new(config.clone());
+            let at = format!("seed {seed}, step {step}, op {op}");
+            if let [a, b] = &answers[..] {
+                assert_eq!(a.response_body, b.response_body, "{at}");
+                assert_eq!(a.local_reply, b.local_reply, "{at}");
+            }
+            assert_eq!(
+                remembering.store.get(key).unwrap().map(|(bytes, _)| bytes),
+                forgetting.store.get(key).unwrap().map(|(bytes, _)| bytes),
+                "{at}"
+            );
+            let trail = |gw: &NativeReplay| -> Vec<(String, String)> {
+                gw.out
+                    .audits
+                    .iter()
+                    .map(|a| (a.event.to_string(), a.reason.clone()))
+                    .collect()
+            };
+            assert_eq!(trail(&remembering), trail(&forgetting), "{at}");
+        }
+    }
+}
+
+/// [`elsewhere`], for an event the lifecycle may refuse (both gateways get the same answer).
+fn elsewhere_try(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
+    let mut records = toolseal_core::state::parse_cache::ParseCache::new(4);
+    let posture = toolseal_core::policy::status::Posture::Discovery;
+    let _same_on_both = state::update_record(
+        &mut gw.store,
+        &mut records,
+        SERVER,
+        event,
+        posture,
+        gw.now_ms,
+        64,
+    );
+}
