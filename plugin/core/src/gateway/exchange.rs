@@ -372,6 +372,20 @@ impl Exchange {
         Some(self.pending.remove(index))
     }
 
+    /// The key of the view of the first `tools/list` request awaiting its result (empty: none
+    /// awaits, or its view cannot be told): where a worker looks for the list it remembers.
+    pub(crate) fn tool_list_view(&self) -> &str {
+        self.pending
+            .iter()
+            .find_map(|p| match p {
+                Pending::List(list) if p.lists_tools() => {
+                    Some(crate::policy::views::view_key(list.view.as_ref()))
+                }
+                _ => None,
+            })
+            .unwrap_or("")
+    }
+
     /// Takes out the `tools/list` request `id` answers, if it is one.
     pub(crate) fn settle_tool_list(&mut self, id: &Value) -> Option<PendingList> {
         let index = self

@@ -4,10 +4,15 @@
 //! again) by its parse. This is the worker's one memory of "this list was seen".
 //!
 //! Main design decision: only the parse and the digests are skipped, never a decision. Each
-//! worker remembers, per server, the last whole `tools/list` it checked, served or filtered
-//! (a drifted server's clients keep listing: each refusal would otherwise cost a full parse
-//! and digest): the raw bytes of its `result` (none for a list gathered from pages), their
-//! parse and the digests the check computed for its tools (or the cached set they are).
+//! worker remembers, per server and view, the last whole `tools/list` it checked, served or
+//! filtered (a drifted server's clients keep listing: each refusal would otherwise cost a full
+//! parse and digest): the raw bytes of its `result` (none for a list gathered from pages), their
+//! parse and the digests the check computed for its tools (or the cached set they are). Per
+//! view, because a server lists each kind of caller its own tools: with one list per server,
+//! two kinds of callers listing in turn each found the other's list remembered, and every list
+//! was parsed and digested anew (15 times the cost of a list remembered, natively). The view
+//! only says where to look: a list is recognized by its bytes or its tools alone, whichever
+//! view it was remembered for.
 //! Tools equal to the remembered ones, definition for definition and in the same order,
 //! take those digests: equal definitions have equal digests. A later response whose
 //! envelope the strict
@@ -15,20 +20,19 @@
 //! answers a pending `tools/list` and whose `result` bytes are equal to the remembered ones,
 //! goes through the very list check a fresh parse would (status, posture, session snapshot,
 //! filtering), with the remembered parse and the digests it is known to have. Any other
-//! response, down to a byte of difference, is parsed. Memory is bounded: one list per
-//! server, at most [`LIST_SERVERS`] servers and `limits.max_response_bytes` of result bytes
-//! (or gathered definitions) in all (a list served in part also keeps its tools encoded: at
-//! most as many bytes again).
+//! response, down to a byte of difference, is parsed. Memory is bounded: one list per server
+//! and view, at most [`LISTS`] lists and `limits.max_response_bytes` of result bytes (or
+//! gathered definitions) in all, the oldest forgotten first (a list served in part also keeps
+//! its tools encoded: at most as many bytes again).
 
 use crate::gateway::live::LiveDigests;
 use crate::policy::section::Section;
 use serde_json::Value;
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// Servers whose last served list one worker remembers.
-pub const LIST_SERVERS: usize = 8;
+/// Lists one worker remembers (one per server and view).
+pub const LISTS: usize = 16;
 
 /// The last whole `tools/list` result checked for one server.
 #[derive(Debug)]
@@ -53,10 +57,11 @@ pub struct KnownList {
     encoded_tools: OnceCell<Vec<Vec<u8>>>,
 }
 
-/// One worker's remembered lists, by server id.
+/// One worker's remembered lists, by server id and view key (empty: a view that cannot be
+/// told), oldest first.
 #[derive(Debug, Default)]
 pub struct KnownLists {
-    entries: BTreeMap<String, Rc<KnownList>>,
+    entries: Vec<(String, String, Rc<KnownList>)>,
     held: usize,
 }
 
@@ -209,31 +214,56 @@ fn top_level_number(object: &[u8], key: &[u8]) -> Option<std::ops::Range<usize>>
 }
 
 impl KnownLists {
-    /// The list remembered for `server`.
-    pub(crate) fn get(&self, server: &str) -> Option<Rc<KnownList>> {
-        self.entries.get(server).map(Rc::clone)
+    /// The list remembered for `server` and the view of `view`.
+    pub(crate) fn get(&self, server: &str, view: &str) -> Option<Rc<KnownList>> {
+        self.entries
+            .iter()
+            .find(|(s, v, _)| s == server && v == view)
+            .map(|(_, _, list)| Rc::clone(list))
     }
 
-    /// Remembers `list` for `server` (replacing the previous one), keeping at most
-    /// [`LIST_SERVERS`] lists and `max_bytes` of result bytes: when either would be exceeded,
-    /// the others are forgotten first; a list over `max_bytes` on its own is not kept.
-    pub fn remember(&mut self, server: &str, list: KnownList, max_bytes: usize) {
-        if let Some(old) = self.entries.remove(server) {
+    /// The lists remembered for `server`, one per view, oldest first.
+    pub(crate) fn of<'a>(&'a self, server: &'a str) -> impl Iterator<Item = &'a Rc<KnownList>> {
+        self.entries
+            .iter()
+            .filter(move |(s, _, _)| s == server)
+            .map(|(_, _, list)| list)
+    }
+
+    /// The list remembered last for `server`, whatever its view.
+    pub(crate) fn latest(&self, server: &str) -> Option<Rc<KnownList>> {
+        self.of(server).last().map(Rc::clone)
+    }
+
+    /// Remembers `list` for `server` and the view of `view` (replacing the previous one),
+    /// keeping at most [`LISTS`] lists and `max_bytes` of result bytes: when either would be
+    /// exceeded, the oldest are forgotten first; a list over `max_bytes` on its own is not
+    /// kept.
+    pub fn remember(&mut self, server: &str, view: &str, list: KnownList, max_bytes: usize) {
+        if let Some(at) = self
+            .entries
+            .iter()
+            .position(|(s, v, _)| s == server && v == view)
+        {
+            let (_, _, old) = self.entries.remove(at);
             self.held = self.held.saturating_sub(old.size);
         }
         let size = list.size;
         if size > max_bytes {
             return;
         }
-        if self.entries.len() >= LIST_SERVERS || self.held.saturating_add(size) > max_bytes {
-            self.entries.clear();
-            self.held = 0;
+        while !self.entries.is_empty()
+            && (self.entries.len() >= LISTS || self.held.saturating_add(size) > max_bytes)
+        {
+            let (_, _, old) = self.entries.remove(0);
+            self.held = self.held.saturating_sub(old.size);
         }
         self.held += size;
-        self.entries.insert(server.to_string(), Rc::new(list));
+        self.entries
+            .push((server.to_string(), view.to_string(), Rc::new(list)));
     }
 
-    /// Servers with a remembered list (for tests of the bound).
+    /// Lists remembered (for tests of the bound).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -316,20 +346,49 @@ mod tests {
             KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests))
         };
         let mut lists = KnownLists::default();
-        for server in 0..3 * LIST_SERVERS {
-            lists.remember(&format!("s{server}"), list(10), 1000);
-            assert!(lists.len() <= LIST_SERVERS);
+        for server in 0..3 * LISTS {
+            lists.remember(&format!("s{server}"), "", list(10), 1000);
+            assert!(lists.len() <= LISTS);
             assert_eq!(lists.held_bytes(), 10 * lists.len());
         }
-        lists.remember("s0", list(990), 1000);
-        assert_eq!(lists.len(), 1);
-        assert_eq!(lists.held_bytes(), 990);
-        lists.remember("s0", list(995), 1000);
+        assert!(lists.get(&format!("s{}", 3 * LISTS - 1), "").is_some());
+        assert!(
+            lists.get("s0", "").is_none(),
+            "the oldest are forgotten first"
+        );
+        // Room is made by forgetting the oldest, as few as needed.
+        lists.remember("s0", "", list(990), 1000);
+        assert_eq!((lists.len(), lists.held_bytes()), (2, 1000));
+        assert!(lists.get(&format!("s{}", 3 * LISTS - 1), "").is_some());
+        lists.remember("s0", "", list(995), 1000);
         assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
-        lists.remember("s1", list(1001), 1000);
+        lists.remember("s1", "", list(1001), 1000);
         assert_eq!((lists.len(), lists.held_bytes()), (1, 995));
-        lists.remember("s0", list(1001), 1000);
+        lists.remember("s0", "", list(1001), 1000);
         assert!(lists.is_empty());
         assert_eq!(lists.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_list_is_remembered_per_server_and_view() {
+        let list = |n: usize| {
+            let digests = LiveDigests::computed(Default::default());
+            Rc::new(KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests)))
+        };
+        let mut lists = KnownLists::default();
+        let (a, b) = (list(10), list(20));
+        lists.remember("s", "plain", Rc::into_inner(a).unwrap(), 1000);
+        lists.remember("s", "capable", Rc::into_inner(b).unwrap(), 1000);
+        assert_eq!(lists.get("s", "plain").unwrap().size, 10);
+        assert_eq!(lists.get("s", "capable").unwrap().size, 20);
+        assert!(lists.get("s", "").is_none());
+        assert!(lists.get("t", "plain").is_none());
+        assert_eq!(lists.latest("s").unwrap().size, 20);
+        // Remembered again for one view: the other's stays.
+        lists.remember("s", "plain", Rc::into_inner(list(30)).unwrap(), 1000);
+        assert_eq!(lists.get("s", "plain").unwrap().size, 30);
+        assert_eq!(lists.get("s", "capable").unwrap().size, 20);
+        assert_eq!((lists.len(), lists.held_bytes()), (2, 50));
+        assert_eq!(lists.latest("s").unwrap().size, 30);
     }
 }

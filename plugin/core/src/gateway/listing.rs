@@ -476,7 +476,7 @@ impl Engine {
         // gathered again) have its digests, the same allocation.
         let remembered = match known {
             Some(known) => Some(Rc::clone(known)),
-            None => self.remembered_digests(&server, tools),
+            None => self.remembered_digests(&server, crate::policy::views::view_key(view), tools),
         };
         let digests = match (known, &remembered) {
             // A result served before byte for byte is the cached set of its fingerprint when

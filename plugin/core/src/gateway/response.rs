@@ -276,6 +276,10 @@ impl Engine {
         body: &[u8],
         payload: Payload,
     ) -> Option<Vec<u8>> {
+        // The view a checked list is remembered for (the check settles its request).
+        let view = exchange
+            .awaits_tool_list()
+            .then(|| exchange.tool_list_view().to_string());
         let (fate, checked) = self.server_payload(store, out, now_ms, exchange, &payload);
         let replaced = match fate {
             Fate::Unchanged => None,
@@ -286,7 +290,8 @@ impl Engine {
         // and `payload` are the server's bytes and their parse either way (a filtered answer
         // is rebuilt from them the next time too).
         if let Some(digests) = checked {
-            self.remember_checked_list(&exchange.server, body, payload, digests);
+            let view = view.as_deref().unwrap_or("");
+            self.remember_checked_list(&exchange.server, view, body, payload, digests);
         }
         replaced
     }

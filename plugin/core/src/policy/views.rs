@@ -149,6 +149,12 @@ fn describe(sources: &[(String, Value)]) -> String {
 /// capabilities of a 2025 session whose `initialize` is no longer remembered).
 pub type ViewRead = Result<ViewId, String>;
 
+/// The key of a view as read (empty: not read, or it cannot be told).
+pub fn view_key(view: Option<&ViewRead>) -> &str {
+    view.and_then(|v| v.as_ref().ok())
+        .map_or("", |v| v.key.as_str())
+}
+
 /// One view of a server, kept in its record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ViewRecord {

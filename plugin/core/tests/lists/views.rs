@@ -879,3 +879,30 @@ fn elsewhere_try(gw: &mut NativeReplay, event: &toolseal_core::policy::status::E
         64,
     );
 }
+
+#[test]
+fn each_view_of_a_server_has_its_list_remembered() {
+    let mut gw = gateway(json!({}));
+    let mut lines = Vec::new();
+    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    // Listed in turn: each view's list is the one remembered for it, not the other's.
+    for _ in 0..2 {
+        for name in [PLAIN, CAPABLE] {
+            replay(
+                &mut gw,
+                name,
+                std::slice::from_ref(&list_of(name)),
+                &mut lines,
+            );
+        }
+    }
+    let remembered = gw.engine.remembered_lists(SERVER);
+    assert_eq!(remembered.len(), 2, "{remembered:?}");
+    assert_ne!(remembered[0], remembered[1]);
+    assert_eq!(
+        gw.engine.remembered_list(SERVER).as_ref(),
+        remembered.last(),
+        "the latest is the capable view's"
+    );
+}

@@ -16,20 +16,30 @@ use serde_json::Value;
 use std::rc::Rc;
 
 impl Engine {
-    /// The fingerprint of the list result this worker remembers for `server`, if any.
+    /// The fingerprint of the list result this worker remembered last for `server`, if any.
     pub fn remembered_list(&self, server: &str) -> Option<String> {
         self.known_lists
-            .get(server)
+            .latest(server)
             .map(|list| list.digests().fingerprint().to_string())
     }
 
-    /// The digests of `tools` when they are the tools of the list remembered for `server`.
+    /// The fingerprints of every list remembered for `server` (one per view), oldest first.
+    pub fn remembered_lists(&self, server: &str) -> Vec<String> {
+        self.known_lists
+            .of(server)
+            .map(|list| list.digests().fingerprint().to_string())
+            .collect()
+    }
+
+    /// The digests of `tools` when they are the tools of the list remembered for `server` and
+    /// the view of `view`.
     pub(crate) fn remembered_digests(
         &self,
         server: &str,
+        view: &str,
         tools: &Value,
     ) -> Option<Rc<LiveDigests>> {
-        let known = self.known_lists.get(server)?;
+        let known = self.known_lists.get(server, view)?;
         known.digests_of(tools).map(Rc::clone)
     }
 
@@ -40,7 +50,7 @@ impl Engine {
             return None;
         }
         self.known_lists
-            .get(&exchange.server)
+            .get(&exchange.server, exchange.tool_list_view())
             .filter(|known| known.result_bytes().is_some())
     }
 
@@ -58,7 +68,9 @@ impl Engine {
         if !exchange.awaits_tool_list() {
             return None;
         }
-        let known = self.known_lists.get(&exchange.server)?;
+        let known = self
+            .known_lists
+            .get(&exchange.server, exchange.tool_list_view())?;
         let (at, compared) = match &exchange.response {
             ResponseState::Json(held) => held.repeated(&known),
             _ => None,
@@ -113,6 +125,7 @@ impl Engine {
     pub(crate) fn remember_checked_list(
         &mut self,
         server: &str,
+        view: &str,
         body: &[u8],
         payload: Payload,
         digests: Rc<LiveDigests>,
@@ -128,7 +141,7 @@ impl Engine {
         };
         let list = KnownList::new(bytes.to_vec(), result, digests);
         let max_bytes = self.config.limits.max_response_bytes;
-        self.known_lists.remember(server, list, max_bytes);
+        self.known_lists.remember(server, view, list, max_bytes);
     }
 
     /// After the last page completed a set of `size` bytes of definitions whose digests the
@@ -137,16 +150,17 @@ impl Engine {
     pub(crate) fn remember_gathered_list(
         &mut self,
         server: &str,
+        view: &str,
         tools: Value,
         size: usize,
         digests: Rc<LiveDigests>,
     ) {
-        let known = self.known_lists.get(server);
+        let known = self.known_lists.get(server, view);
         if known.is_some_and(|known| Rc::ptr_eq(known.digests(), &digests)) {
             return;
         }
         let list = KnownList::gathered(tools, size, digests);
         let max_bytes = self.config.limits.max_response_bytes;
-        self.known_lists.remember(server, list, max_bytes);
+        self.known_lists.remember(server, view, list, max_bytes);
     }
 }

@@ -297,7 +297,14 @@ impl Engine {
                 match self.evaluate_set(store, out, page.now_ms, exchange, &all, None, page.view) {
                     Ok(mut set) => {
                         if let Some(digests) = set.checked.take() {
-                            self.remember_gathered_list(&exchange.server, all, acc.bytes, digests);
+                            let view = crate::policy::views::view_key(page.view);
+                            self.remember_gathered_list(
+                                &exchange.server,
+                                view,
+                                all,
+                                acc.bytes,
+                                digests,
+                            );
                         }
                         Verdict::evaluated(set, page.scope)
                     }
