@@ -10,6 +10,7 @@ use super::gateway::{Gateway, Module, Native, Wasm};
 use super::scenario::{Scenario, check, lowered_body};
 use super::timing::{self, Budget, Measured};
 use anyhow::{Result, bail};
+use toolseal_core::transcript::HttpExchange;
 
 /// Which gateways to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,19 +84,25 @@ pub fn measure(
     module: Option<&Module>,
     budget: Budget,
 ) -> Result<Row> {
-    let measured = scenario.measured();
-    let lowered = lowered_body(scenario, &measured);
+    let measured = in_turn(scenario);
     let mut row = Row {
         scenario: scenario.clone(),
-        message_bytes: measured.request_body.len() + measured.response_body.len(),
+        message_bytes: measured
+            .first()
+            .map_or(0, |(m, _)| m.request_body.len() + m.response_body.len()),
         native: None,
         wasm: None,
     };
     let mut first_seen = None;
     for &runtime in runtimes {
         let mut gateway = gateway(runtime, module, scenario)?;
-        let seen = gateway.run(&measured)?;
-        check(scenario, &measured, &lowered, seen.0, &seen.1).map_err(anyhow::Error::msg)?;
+        let mut seen = Vec::new();
+        for (exchange, lowered) in &measured {
+            let outcome = gateway.run(exchange)?;
+            check(scenario, exchange, lowered, outcome.0, &outcome.1)
+                .map_err(anyhow::Error::msg)?;
+            seen.push(outcome);
+        }
         match &first_seen {
             None => first_seen = Some(seen),
             Some(first) if *first != seen => {
@@ -103,9 +110,11 @@ pub fn measure(
             }
             Some(_) => {}
         }
+        let mut turn = 0usize;
         let result = timing::measure(budget, || -> Result<()> {
-            let (local, body) = gateway.run(&measured)?;
-            check(scenario, &measured, &lowered, local, &body).map_err(anyhow::Error::msg)
+            let (exchange, lowered) = next_in_turn(&measured, &mut turn)?;
+            let (local, body) = gateway.run(exchange)?;
+            check(scenario, exchange, lowered, local, &body).map_err(anyhow::Error::msg)
         })?;
         match runtime {
             Runtime::Native => row.native = Some(result),
@@ -122,11 +131,38 @@ pub fn repeat(
     module: Option<&Module>,
     iterations: usize,
 ) -> Result<()> {
-    let measured = scenario.measured();
-    let lowered = lowered_body(scenario, &measured);
+    let measured = in_turn(scenario);
     let mut gateway = gateway(runtime, module, scenario)?;
+    let mut turn = 0usize;
     timing::repeat(iterations, || -> Result<()> {
-        let (local, body) = gateway.run(&measured)?;
-        check(scenario, &measured, &lowered, local, &body).map_err(anyhow::Error::msg)
+        let (exchange, lowered) = next_in_turn(&measured, &mut turn)?;
+        let (local, body) = gateway.run(exchange)?;
+        check(scenario, exchange, lowered, local, &body).map_err(anyhow::Error::msg)
     })
+}
+
+/// The exchanges `scenario` measures in turn, each with the body its client must receive
+/// when the list's `ttlMs` is lowered ([`lowered_body`]).
+fn in_turn(scenario: &Scenario) -> Vec<(HttpExchange, Vec<u8>)> {
+    scenario
+        .measured_all()
+        .into_iter()
+        .map(|exchange| {
+            let lowered = lowered_body(scenario, &exchange);
+            (exchange, lowered)
+        })
+        .collect()
+}
+
+/// The next of the exchanges measured in turn (`turn` counts them).
+fn next_in_turn<'m>(
+    measured: &'m [(HttpExchange, Vec<u8>)],
+    turn: &mut usize,
+) -> Result<&'m (HttpExchange, Vec<u8>)> {
+    let len = measured.len().max(1);
+    let next = measured
+        .get(*turn % len)
+        .ok_or_else(|| anyhow::anyhow!("no exchange to measure"))?;
+    *turn = turn.wrapping_add(1);
+    Ok(next)
 }

@@ -96,6 +96,9 @@ pub struct Scenario {
     pub chunk: usize,
     /// Whether the measured answer declares its length (`Content-Length`).
     pub declared: bool,
+    /// Whether two kinds of callers list in turn (a 2026-07-28 list: one declaring no
+    /// capabilities, one declaring `sampling`, which the server lists one tool more).
+    pub views: bool,
 }
 
 /// Argument sizes of the `tools/call` rows (bytes of the `content` argument).
@@ -140,6 +143,7 @@ impl Scenario {
             revision,
             chunk: 0,
             declared: false,
+            views: false,
         }
     }
 
@@ -156,6 +160,14 @@ impl Scenario {
     pub fn declared(mut self) -> Self {
         self.declared = true;
         self.name.push_str(" declared");
+        self
+    }
+
+    /// The 2026-07-28 list row with two kinds of callers listing in turn, each its own tools
+    /// (the measured exchanges alternate: a figure is the mean of the two).
+    pub fn two_views(mut self) -> Self {
+        self.views = true;
+        self.name.push_str(" two views");
         self
     }
 
@@ -245,6 +257,12 @@ impl Scenario {
                     framing,
                     stateless,
                 ));
+                if n == 100 && framing == Framing::Json {
+                    all.push(
+                        Scenario::in_revision(Kind::List(n), Path::Verified, framing, stateless)
+                            .two_views(),
+                    );
+                }
                 all.push(Scenario::in_revision(
                     Kind::List(n),
                     Path::Filtered,
@@ -291,6 +309,10 @@ impl Scenario {
             setup.push(workload::initialized_exchange());
         }
         setup.push(list(1, &workload::tools(self.tool_count, false)));
+        if self.views {
+            // The second view's first list grows the catalogue (trust on first use).
+            setup.push(self.second_view_list(2));
+        }
         if matches!(self.path, Path::Filtered | Path::Contained) {
             setup.push(list(2, &self.listed(self.tool_count)));
         }
@@ -317,6 +339,25 @@ impl Scenario {
                 .push(("content-length".into(), length));
         }
         exchange
+    }
+
+    /// The exchanges measured in turn: [`Scenario::measured`], and for a `two views` row the
+    /// other view's list after it.
+    pub fn measured_all(&self) -> Vec<HttpExchange> {
+        let mut all = vec![self.measured()];
+        if self.views {
+            all.push(self.second_view_list(3));
+        }
+        all
+    }
+
+    /// The list of the second view of a `two views` row: the tools and the one only clients
+    /// declaring `sampling` are listed.
+    fn second_view_list(&self, id: u64) -> HttpExchange {
+        let mut tools = workload::tools(self.tool_count, false);
+        tools.push(workload::sampling_tool());
+        let list = workload::list_exchange_in(self.revision, id, &tools, self.framing);
+        workload::declaring_sampling(list)
     }
 
     /// The measured exchange, its answer's length not declared.

@@ -352,6 +352,34 @@ pub fn call_exchange_in(
     }
 }
 
+/// The tool a server lists only to clients that declare `sampling` (the second view of the
+/// `two views` rows).
+pub fn sampling_tool() -> Value {
+    json!({"name": "summarize_with_model",
+        "description": "Summarizes a document with the client's own model (sampling).",
+        "inputSchema": {"type": "object", "properties": {"document_id": {"type": "string"}},
+            "required": ["document_id"]}})
+}
+
+/// A 2026-07-28 `exchange` whose client declares `sampling` in its request's `_meta`: another
+/// view of the same server.
+pub fn declaring_sampling(mut exchange: HttpExchange) -> HttpExchange {
+    let Ok(mut request) = serde_json::from_slice::<Value>(&exchange.request_body) else {
+        return exchange;
+    };
+    if let Some(meta) = request
+        .pointer_mut("/params/_meta")
+        .and_then(Value::as_object_mut)
+    {
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            json!({"sampling": {}}),
+        );
+    }
+    exchange.request_body = request.to_string().into_bytes();
+    exchange
+}
+
 /// The `notifications/initialized` that ends [`SESSION`]'s handshake (answered 202, no
 /// body): the session's declared capabilities take effect for its lists from then on.
 pub fn initialized_exchange() -> HttpExchange {
