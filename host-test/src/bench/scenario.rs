@@ -258,10 +258,12 @@ impl Scenario {
                     stateless,
                 ));
                 if n == 100 && framing == Framing::Json {
-                    all.push(
-                        Scenario::in_revision(Kind::List(n), Path::Verified, framing, stateless)
-                            .two_views(),
-                    );
+                    for path in [Path::Verified, Path::Sealed] {
+                        all.push(
+                            Scenario::in_revision(Kind::List(n), path, framing, stateless)
+                                .two_views(),
+                        );
+                    }
                 }
                 all.push(Scenario::in_revision(
                     Kind::List(n),
@@ -376,7 +378,9 @@ impl Scenario {
     /// The outcome every measured exchange must have.
     pub fn expect(&self) -> Expect {
         match (self.kind, self.path) {
-            (Kind::List(_), Path::Verified) if self.revision == Revision::Stateless => {
+            (Kind::List(_), Path::Verified | Path::Sealed)
+                if self.revision == Revision::Stateless =>
+            {
                 Expect::TtlLowered
             }
             (Kind::Call(_) | Kind::PromptGet(_), _) if self.path != Path::Filtered => {

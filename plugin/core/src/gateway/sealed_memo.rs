@@ -42,7 +42,10 @@ const COVERED: usize = 64;
 pub(crate) struct SealedMemo {
     entries: Vec<Entry>,
     /// Tool lists whose other fields verified: the server, the list's digests (kept alive
-    /// here, so never another list's at a reused address) and the catalogue.
+    /// here, so never another list's at a reused address) and the catalogue. Several per
+    /// server: each view of a server lists its own tools, remembered per view
+    /// ([`crate::gateway::known_list`]), and two kinds of callers listing in turn must not
+    /// push each other's out.
     tools: Vec<(String, Rc<LiveDigests>, String)>,
 }
 
@@ -75,14 +78,16 @@ impl SealedMemo {
             .any(|(s, d, b)| Rc::ptr_eq(d, digests) && s == server && b == baseline)
     }
 
-    /// Remembers that the tool list of `digests` had its other fields verified.
+    /// Remembers that the tool list of `digests` had its other fields verified (the oldest
+    /// list goes when the memory is full).
     pub(crate) fn remember_tools(
         &mut self,
         server: &str,
         digests: &Rc<LiveDigests>,
         baseline: &str,
     ) {
-        self.tools.retain(|(s, _, _)| s != server);
+        self.tools
+            .retain(|(s, d, _)| !(Rc::ptr_eq(d, digests) && s == server));
         if self.tools.len() >= ENTRIES {
             self.tools.remove(0);
         }
@@ -157,6 +162,41 @@ mod tests {
         }
         assert!(!memo.verified("a", Section::Prompts, "sha256:1", &prompts));
         assert!(memo.verified("s15", Section::Prompts, "sha256:1", &prompts));
+    }
+
+    #[test]
+    fn tool_lists_of_two_views_of_a_server_are_both_remembered() {
+        let digests = || {
+            Rc::new(LiveDigests::computed(
+                crate::policy::fingerprint::ToolDigests {
+                    entries: Vec::new(),
+                },
+            ))
+        };
+        let mut memo = SealedMemo::default();
+        let (plain, capable) = (digests(), digests());
+        memo.remember_tools("a", &plain, "sha256:1");
+        memo.remember_tools("a", &capable, "sha256:1");
+        assert!(memo.tools_verified("a", &plain, "sha256:1"));
+        assert!(memo.tools_verified("a", &capable, "sha256:1"));
+        assert!(
+            !memo.tools_verified("a", &plain, "sha256:2"),
+            "another catalogue"
+        );
+        assert!(!memo.tools_verified("b", &plain, "sha256:1"));
+        // Verified again against a new catalogue: one entry for the list, the latest.
+        memo.remember_tools("a", &plain, "sha256:2");
+        assert!(memo.tools_verified("a", &plain, "sha256:2"));
+        assert!(!memo.tools_verified("a", &plain, "sha256:1"));
+        assert_eq!(memo.tools.len(), 2);
+        for _ in 0..ENTRIES {
+            memo.remember_tools("c", &digests(), "sha256:1");
+        }
+        assert!(
+            !memo.tools_verified("a", &capable, "sha256:1"),
+            "the oldest forgotten"
+        );
+        assert_eq!(memo.tools.len(), ENTRIES);
     }
 
     #[test]
