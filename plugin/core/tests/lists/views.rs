@@ -603,10 +603,7 @@ fn version(gw: &NativeReplay) -> u32 {
 /// server-everything 2026.8.31 answers a session that lists before its handshake ends (it
 /// registers that tool when `notifications/initialized` arrives).
 fn early_list(name: &str, tool: &str) -> HttpExchange {
-    let mut ex = transcript(name)
-        .into_iter()
-        .find(|e| e.request_body.windows(12).any(|w| w == b"\"tools/list\""))
-        .unwrap();
+    let mut ex = list_in(transcript(name));
     let body = String::from_utf8(ex.response_body).unwrap();
     let lines: Vec<String> = body
         .lines()
@@ -709,14 +706,22 @@ fn a_new_view_held_pending_by_screening_stays_pending_when_listed_again() {
 
 /// The `tools/list` exchange of the recording of `name`.
 fn list_of(name: &str) -> HttpExchange {
-    transcript(name)
+    list_in(transcript(name))
+}
+
+/// The `tools/list` exchange among `exchanges`.
+fn list_in(exchanges: Vec<HttpExchange>) -> HttpExchange {
+    exchanges
         .into_iter()
         .find(|e| e.request_body.windows(12).any(|w| w == b"\"tools/list\""))
         .unwrap()
 }
 
 /// `event` applied to the server's record by another worker of the same store.
-fn elsewhere(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
+fn apply_elsewhere(
+    gw: &mut NativeReplay,
+    event: &toolseal_core::policy::status::Event,
+) -> Result<state::Updated, state::StateError> {
     let mut records = toolseal_core::state::parse_cache::ParseCache::new(4);
     let posture = toolseal_core::policy::status::Posture::Discovery;
     state::update_record(
@@ -728,7 +733,11 @@ fn elsewhere(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event
         gw.now_ms,
         64,
     )
-    .unwrap();
+}
+
+/// [`apply_elsewhere`], which must apply.
+fn elsewhere(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
+    apply_elsewhere(gw, event).unwrap();
 }
 
 #[test]
@@ -783,14 +792,10 @@ fn a_verified_views_clients_listing_on_are_decided_from_the_record_the_store_hol
 #[test]
 fn a_worker_that_remembers_decides_as_one_that_remembers_nothing() {
     use toolseal_core::policy::status::{Actor, Event};
-    let poisoned = capable_with_poisoned_echo()
-        .into_iter()
-        .find(|e| e.request_body.windows(12).any(|w| w == b"\"tools/list\""))
-        .unwrap();
     let exchanges = [
         list_of(PLAIN),
         list_of(CAPABLE),
-        poisoned,
+        list_in(capable_with_poisoned_echo()),
         call_in(PLAIN, "echo"),
         call_in(CAPABLE, "echo"),
     ];
@@ -865,19 +870,10 @@ fn a_worker_that_remembers_decides_as_one_that_remembers_nothing() {
     }
 }
 
-/// [`elsewhere`], for an event the lifecycle may refuse (both gateways get the same answer).
+/// [`apply_elsewhere`], for an event the lifecycle may refuse (both gateways of the property
+/// test get the same answer).
 fn elsewhere_try(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
-    let mut records = toolseal_core::state::parse_cache::ParseCache::new(4);
-    let posture = toolseal_core::policy::status::Posture::Discovery;
-    let _same_on_both = state::update_record(
-        &mut gw.store,
-        &mut records,
-        SERVER,
-        event,
-        posture,
-        gw.now_ms,
-        64,
-    );
+    let _same_on_both = apply_elsewhere(gw, event);
 }
 
 #[test]
