@@ -373,19 +373,18 @@ mod tests {
     fn a_list_is_remembered_per_server_and_view() {
         let list = |n: usize| {
             let digests = LiveDigests::computed(Default::default());
-            Rc::new(KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests)))
+            KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests))
         };
         let mut lists = KnownLists::default();
-        let (a, b) = (list(10), list(20));
-        lists.remember("s", "plain", Rc::into_inner(a).unwrap(), 1000);
-        lists.remember("s", "capable", Rc::into_inner(b).unwrap(), 1000);
+        lists.remember("s", "plain", list(10), 1000);
+        lists.remember("s", "capable", list(20), 1000);
         assert_eq!(lists.get("s", "plain").unwrap().size, 10);
         assert_eq!(lists.get("s", "capable").unwrap().size, 20);
         assert!(lists.get("s", "").is_none());
         assert!(lists.get("t", "plain").is_none());
         assert_eq!(lists.latest("s").unwrap().size, 20);
         // Remembered again for one view: the other's stays.
-        lists.remember("s", "plain", Rc::into_inner(list(30)).unwrap(), 1000);
+        lists.remember("s", "plain", list(30), 1000);
         assert_eq!(lists.get("s", "plain").unwrap().size, 30);
         assert_eq!(lists.get("s", "capable").unwrap().size, 20);
         assert_eq!((lists.len(), lists.held_bytes()), (2, 50));
