@@ -339,12 +339,14 @@ mod tests {
         assert!(list.digests_of(&json!({"tools": tools()})).is_none());
     }
 
+    /// A remembered list of `n` result bytes.
+    fn list(n: usize) -> KnownList {
+        let digests = LiveDigests::computed(Default::default());
+        KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests))
+    }
+
     #[test]
     fn remembered_lists_are_bounded_by_count_and_bytes() {
-        let list = |n: usize| {
-            let digests = LiveDigests::computed(Default::default());
-            KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests))
-        };
         let mut lists = KnownLists::default();
         for server in 0..3 * LISTS {
             lists.remember(&format!("s{server}"), "", list(10), 1000);
@@ -371,10 +373,6 @@ mod tests {
 
     #[test]
     fn a_list_is_remembered_per_server_and_view() {
-        let list = |n: usize| {
-            let digests = LiveDigests::computed(Default::default());
-            KnownList::new(vec![b'x'; n], json!({}), Rc::new(digests))
-        };
         let mut lists = KnownLists::default();
         lists.remember("s", "plain", list(10), 1000);
         lists.remember("s", "capable", list(20), 1000);
