@@ -345,14 +345,7 @@ fn two_values_that_end_the_stream_together_get_the_json_rpc_error_as_before() {
         &[body.as_bytes()],
         true,
     );
-    let BodyVerdict::Replace(error) = &fed[0].verdict else {
-        panic!("{:?}", fed[0].verdict);
-    };
-    let error: Value = serde_json::from_slice(error).unwrap();
-    assert_eq!(
-        (&error["id"], &error["error"]["code"]),
-        (&json!("listen-1"), &json!(-32603))
-    );
+    assert_listen_error(&fed[0].verdict);
 }
 
 /// A `subscriptions/listen` sent to a fresh worker and its answer fed in `chunks`, with the
@@ -403,14 +396,7 @@ fn two_values_in_a_body_of_declared_length_get_the_json_rpc_error_at_its_end() {
     let (head, tail) = notification.as_bytes().split_at(1);
     let (fed, _) = listen_answered(Some(&length), &[ack.as_bytes(), head, tail], true);
     assert_eq!(fed.len(), 3);
-    let BodyVerdict::Replace(error) = &fed[2].verdict else {
-        panic!("{:?}", fed[2].verdict);
-    };
-    let error: Value = serde_json::from_slice(error).unwrap();
-    assert_eq!(
-        (&error["id"], &error["error"]["code"]),
-        (&json!("listen-1"), &json!(-32603))
-    );
+    assert_listen_error(&fed[2].verdict);
     assert!(fed[0].reads.is_empty() && fed[1].reads.is_empty());
 }
 
@@ -492,4 +478,17 @@ fn a_body_cut_anywhere_gets_the_verdict_it_gets_whole_whatever_length_it_declare
             }
         }
     }
+}
+
+/// `verdict` replaces the body with the JSON-RPC error answering `listen-1` (an answer that
+/// cannot be checked).
+fn assert_listen_error(verdict: &BodyVerdict) {
+    let BodyVerdict::Replace(error) = verdict else {
+        panic!("{verdict:?}");
+    };
+    let error: Value = serde_json::from_slice(error).unwrap();
+    assert_eq!(
+        (&error["id"], &error["error"]["code"]),
+        (&json!("listen-1"), &json!(-32603))
+    );
 }
