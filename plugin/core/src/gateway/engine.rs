@@ -266,6 +266,18 @@ impl Engine {
         out.decision(&self.decision(exchange, direction, method, message.id(), status));
     }
 
+    /// The record of an answer `id` to a request of `method` forwarded as the server sent it.
+    pub(crate) fn pass_answer(
+        &mut self,
+        store: &dyn StateStore,
+        out: &mut dyn Outputs,
+        exchange: &Exchange,
+        (id, method): (&Value, &str),
+    ) {
+        let status = self.status_of(store, &exchange.server);
+        out.decision(&self.decision(exchange, "response", method, Some(id), status));
+    }
+
     /// A server's record (`None`: never seen), read from the store and parsed only when it
     /// changed since this worker last parsed it.
     pub(crate) fn record(

@@ -10,6 +10,7 @@
 use crate::gateway::held_json::HeldJson;
 use crate::policy::rules::CallerIdentity;
 use crate::policy::section::{Section, TOOLS_CALL, TOOLS_LIST};
+use crate::policy::views::view_key;
 use crate::state::snapshot_key::ClientKey;
 use crate::wire::jsonrpc::same_id;
 use crate::wire::revision::RoutingHeaders;
@@ -372,30 +373,30 @@ impl Exchange {
         Some(self.pending.remove(index))
     }
 
-    /// The key of the view of the first `tools/list` request awaiting its result (empty: none
-    /// awaits, or its view cannot be told): where a worker looks for the list it remembers.
-    pub(crate) fn tool_list_view(&self) -> &str {
-        self.pending
-            .iter()
-            .find_map(|p| match p {
-                Pending::List(list) if p.lists_tools() => {
-                    Some(crate::policy::views::view_key(list.view.as_ref()))
-                }
-                _ => None,
-            })
-            .unwrap_or("")
+    /// The section and view key of the first list request awaiting its result (a list of
+    /// tools, of a section sealed or not; an empty key: the view cannot be told): where a
+    /// worker looks for the list it remembers.
+    pub(crate) fn awaited_list(&self) -> Option<(Section, &str)> {
+        self.pending.iter().find_map(|p| match p {
+            Pending::List(list) => Some((list.section, view_key(list.view.as_ref()))),
+            Pending::Other(_, method) => {
+                Section::other_listed_by(method).map(|s| (s, view_key(self.surface.as_ref())))
+            }
+            Pending::Call(_) => None,
+        })
     }
 
-    /// Takes out the `tools/list` request `id` answers, if it is one.
-    pub(crate) fn settle_tool_list(&mut self, id: &Value) -> Option<PendingList> {
-        let index = self
-            .pending
-            .iter()
-            .position(|p| p.lists_tools() && same_id(p.id(), id))?;
-        match self.pending.remove(index) {
-            Pending::List(list) => Some(list),
-            _ => None,
-        }
+    /// Takes out the list of `section` request `id` answers, if it is one.
+    pub(crate) fn settle_list(&mut self, id: &Value, section: Section) -> Option<Pending> {
+        let index = self.pending.iter().position(|p| {
+            let lists = match p {
+                Pending::List(list) => list.section == section,
+                Pending::Other(_, method) => Section::other_listed_by(method) == Some(section),
+                Pending::Call(_) => false,
+            };
+            lists && same_id(p.id(), id)
+        })?;
+        Some(self.pending.remove(index))
     }
 }
 

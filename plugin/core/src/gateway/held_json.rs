@@ -1,15 +1,15 @@
 //! A JSON body held before its end: the scan for a second value as bytes arrive, and the
-//! remembered tool list the body repeats so far.
+//! remembered list the body repeats so far.
 
 use crate::gateway::known_list::KnownList;
 use crate::wire::envelope::equal_by_words;
 use crate::wire::first_value::{Extent, FirstValue};
 use std::rc::Rc;
 
-/// A JSON body held before its end: the scan of what arrived, and the remembered tool list
+/// A JSON body held before its end: the scan of what arrived, and the remembered list
 /// it repeats so far.
 ///
-/// Design decision: a tool list served again arrives with the very `result` bytes the worker
+/// Design decision: a list served again arrives with the very `result` bytes the worker
 /// remembers, and those bytes are one complete JSON value, so the scan passes over them
 /// ([`FirstValue::skip_value`]) once they are compared, at about a byte per instruction,
 /// instead of reading them token by token. The bytes before and after the `result` are

@@ -62,8 +62,9 @@ impl Engine {
         if method != section.list_method() || !self.config.screens_resources(&exchange.server) {
             return None;
         }
-        let items = result.get(section.items_member())?.as_array()?;
-        let flagged = self.flagged_resources(items);
+        let listed = result.get(section.items_member())?;
+        let items = listed.as_array()?;
+        let flagged = self.flagged_resources(&exchange.server, listed);
         if flagged.is_empty() {
             return None;
         }
@@ -105,9 +106,21 @@ impl Engine {
 }
 
 impl Engine {
-    /// The listed resources screening withholds, by index, and why (each verdict remembered
-    /// by the item's screened strings, so a list seen again is not screened again).
-    fn flagged_resources(&mut self, items: &[Value]) -> Vec<(usize, String)> {
+    /// The listed resources screening withholds, by index, and why: worked out once per list
+    /// this worker remembers ([`crate::gateway::known_list`]: `items` read from its very
+    /// bytes), and otherwise item by item ([`Engine::screened_items`]).
+    fn flagged_resources(&mut self, server: &str, items: &Value) -> Vec<(usize, String)> {
+        let list = items.as_array().map_or(&[][..], Vec::as_slice);
+        match self.known_lists.holding(server, Section::Resources, items) {
+            Some(known) => known.flagged(|| self.screened_items(list)).to_vec(),
+            None => self.screened_items(list),
+        }
+    }
+
+    /// The resources of `items` screening withholds, by index, and why (each verdict
+    /// remembered by the item's screened strings, so an item seen again is not screened
+    /// again).
+    fn screened_items(&mut self, items: &[Value]) -> Vec<(usize, String)> {
         let mut flagged: Vec<(usize, String)> = Vec::new();
         let mut strings = None;
         for (index, item) in items.iter().enumerate() {
@@ -144,7 +157,7 @@ impl Engine {
             return None;
         }
         let list = items.as_array()?;
-        let flagged = self.flagged_resources(list);
+        let flagged = self.flagged_resources(server, items);
         (!flagged.is_empty()).then(|| unflagged(list, &flagged))
     }
 

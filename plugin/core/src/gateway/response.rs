@@ -14,15 +14,16 @@ use crate::gateway::exchange::{
     BodyPlan, Exchange, Pending, PendingList, ResponseState, SectionVerdict, Unread,
 };
 use crate::gateway::held_json::HeldJson;
-use crate::gateway::live::LiveDigests;
+use crate::gateway::known_list::Listed;
 use crate::gateway::unread::may_hold_tools;
+use crate::policy::section::Section;
+use crate::policy::views::view_key;
 use crate::state::audit::{Counter, Outputs};
 use crate::state::store::StateStore;
 use crate::wire::jsonrpc::{self, Message, Payload, answer};
 use crate::wire::sse::SseParser;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::rc::Rc;
 
 impl Engine {
     /// Chooses how to read a response from its headers.
@@ -113,7 +114,7 @@ impl Engine {
             );
             return Some(self.fail_closed_bytes(store, out, now_ms, exchange, &why));
         }
-        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, body) {
+        if let Some(verdict) = self.known_answer(store, out, now_ms, exchange, body) {
             return verdict.map(|forward| forward.into_bytes(body));
         }
         let payload = match jsonrpc::parse_payload(body, self.config.limits.max_depth) {
@@ -248,7 +249,7 @@ impl Engine {
         if !relevant {
             return None;
         }
-        if let Some(verdict) = self.known_list_answer(store, out, now_ms, exchange, data) {
+        if let Some(verdict) = self.known_answer(store, out, now_ms, exchange, data) {
             return verdict;
         }
         match jsonrpc::parse_payload(data, self.config.limits.max_depth) {
@@ -264,9 +265,37 @@ impl Engine {
         }
     }
 
-    /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers a checked list's
-    /// bytes (see [`crate::gateway::known_list`]); returns the bytes to forward instead, if any
-    /// (empty: no message of it is left to forward).
+    /// A body that repeats the `result` bytes of a list this worker remembers, answering a
+    /// list of its section (see [`crate::gateway::known_list`]): read with the remembered
+    /// parse, through the very checks a fresh parse goes through. `Some(replacement)` is the
+    /// verdict (`Some(None)`: forward unchanged); `None` means the body must be parsed.
+    fn known_answer(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &mut Exchange,
+        body: &[u8],
+    ) -> Option<Option<Forward>> {
+        let (section, known, envelope) = self.repeated_list(exchange, body)?;
+        let pending = exchange.settle_list(&envelope.id, section)?;
+        let forward = match pending {
+            Pending::List(request) if request.shows_tools() => {
+                let listing = (&request, &*known);
+                self.known_tool_list(store, out, now_ms, exchange, listing, &envelope)
+            }
+            pending => {
+                let answered = (&envelope.id, known.result());
+                let (fate, _) = self.answer_of(store, out, now_ms, exchange, &pending, answered);
+                fate.forward()
+            }
+        };
+        Some(forward)
+    }
+
+    /// [`Engine::server_payload`] on a freshly parsed `body`, then remembers the list it
+    /// answered alone, if any (see [`crate::gateway::known_list`]); returns the bytes to
+    /// forward instead, if any (empty: no message of it is left to forward).
     fn read_payload(
         &mut self,
         store: &mut dyn StateStore,
@@ -276,29 +305,24 @@ impl Engine {
         body: &[u8],
         payload: Payload,
     ) -> Option<Vec<u8>> {
-        // The view a checked list is remembered for (the check settles its request).
-        let view = exchange
-            .awaits_tool_list()
-            .then(|| exchange.tool_list_view().to_string());
-        let (fate, checked) = self.server_payload(store, out, now_ms, exchange, &payload);
+        let (fate, listed) = self.server_payload(store, out, now_ms, exchange, &payload);
         let replaced = match fate {
             Fate::Unchanged => None,
             Fate::Replaced(value) => Some(crate::wire::json::encode(&value)),
             Fate::Dropped => Some(Vec::new()),
         };
-        // The digests the list check computed for a whole list, served or filtered: `body`
-        // and `payload` are the server's bytes and their parse either way (a filtered answer
-        // is rebuilt from them the next time too).
-        if let Some(digests) = checked {
-            let view = view.as_deref().unwrap_or("");
-            self.remember_checked_list(&exchange.server, view, body, payload, digests);
+        // `body` and `payload` are the server's bytes and their parse whatever became of the
+        // answer (a rewritten one is rewritten from them the next time too).
+        if let Some(listed) = listed {
+            self.remember_list(&exchange.server, listed, body, payload);
         }
         replaced
     }
 
     /// The messages of a response payload: what is forwarded instead when a message changed
-    /// or was dropped (a batch keeps the messages that stand), and the digests of the whole
-    /// tool list a single message answered with (see `listing::ListOutcome`).
+    /// or was dropped (a batch keeps the messages that stand), and the list a single message
+    /// answered, to remember (a tool list only when checked whole: see
+    /// `listing::ListOutcome`).
     fn server_payload(
         &mut self,
         store: &mut dyn StateStore,
@@ -306,21 +330,21 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         payload: &Payload,
-    ) -> (Fate, Option<Rc<LiveDigests>>) {
+    ) -> (Fate, Option<Listed>) {
         let mut fates = Vec::with_capacity(payload.messages().len());
-        let mut checked = None;
+        let mut listed = None;
         for message in payload.messages() {
             let (fate, list) = self.server_message(store, out, now_ms, exchange, message);
             fates.push(fate);
-            checked = list;
+            listed = list;
         }
         // Only a single message's result bytes are the body's to remember.
-        let checked = checked.filter(|_| matches!(payload, Payload::Single(_)));
-        (payload_fate(payload, fates), checked)
+        let listed = listed.filter(|_| matches!(payload, Payload::Single(_)));
+        (payload_fate(payload, fates), listed)
     }
 
-    /// One server message: forwarded as it is, replaced, or dropped; with the digests of a
-    /// whole tool list it answered with.
+    /// One server message: forwarded as it is, replaced, or dropped; with the list it
+    /// answered, to remember.
     fn server_message(
         &mut self,
         store: &mut dyn StateStore,
@@ -328,28 +352,25 @@ impl Engine {
         now_ms: u64,
         exchange: &mut Exchange,
         message: &Message,
-    ) -> (Fate, Option<Rc<LiveDigests>>) {
+    ) -> (Fate, Option<Listed>) {
         match message {
             Message::Response { id, result } => match exchange.settle(id) {
                 Some(Pending::List(request)) if request.shows_tools() => {
                     let list =
                         self.list_result(store, out, now_ms, exchange, &request, result, None);
-                    (
-                        Fate::from(list.answer.into_answer(id, result)),
-                        list.checked,
-                    )
-                }
-                Some(Pending::List(request)) => {
-                    let fate = self.section_answer(store, out, now_ms, exchange, &request, message);
-                    (fate, None)
+                    let listed = list.checked.map(|digests| Listed {
+                        section: request.section,
+                        view: view_key(request.view.as_ref()).to_string(),
+                        digests: Some(digests),
+                    });
+                    (Fate::from(list.answer.into_answer(id, result)), listed)
                 }
                 Some(Pending::Call(call)) => {
                     let new = self.call_result(store, out, now_ms, exchange, &call, result);
                     (Fate::from(new.map(|new| answer(id, new))), None)
                 }
-                Some(Pending::Other(_, method)) => {
-                    let fate = self.other_answer(store, out, now_ms, exchange, message, &method);
-                    (fate, None)
+                Some(pending) => {
+                    self.answer_of(store, out, now_ms, exchange, &pending, (id, result))
                 }
                 None => (self.unsolicited(store, out, now_ms, exchange, id), None),
             },
@@ -358,6 +379,44 @@ impl Engine {
                 None,
             ),
         }
+    }
+
+    /// The answer `result` to `pending`, a request other than a tool list or call (a list of
+    /// a section the server seals or not, a handshake, anything else); with the list it is,
+    /// to remember.
+    fn answer_of(
+        &mut self,
+        store: &mut dyn StateStore,
+        out: &mut dyn Outputs,
+        now_ms: u64,
+        exchange: &Exchange,
+        pending: &Pending,
+        answered: (&Value, &Value),
+    ) -> (Fate, Option<Listed>) {
+        let (fate, listed) = match pending {
+            Pending::List(request) => {
+                let fate = self.section_answer(store, out, now_ms, exchange, request, answered);
+                (
+                    fate,
+                    Some((request.section, view_key(request.view.as_ref()))),
+                )
+            }
+            _ => {
+                let method = pending.method();
+                let fate = self.other_answer(store, out, now_ms, exchange, answered, method);
+                let listed = Section::other_listed_by(method);
+                (
+                    fate,
+                    listed.map(|s| (s, view_key(exchange.surface.as_ref()))),
+                )
+            }
+        };
+        let listed = listed.map(|(section, view)| Listed {
+            section,
+            view: view.to_string(),
+            digests: None,
+        });
+        (fate, listed)
     }
 
     /// One server message that is not a result.
@@ -406,12 +465,9 @@ impl Engine {
         out: &mut dyn Outputs,
         now_ms: u64,
         exchange: &Exchange,
-        message: &Message,
+        (id, result): (&Value, &Value),
         method: &str,
     ) -> Fate {
-        let Message::Response { id, result } = message else {
-            return Fate::Unchanged;
-        };
         let answered = (id, method);
         let replaced = match self.closed_answer(store, out, now_ms, exchange, answered, result) {
             Some(closed) => Some(closed),
@@ -432,7 +488,7 @@ impl Engine {
         match replaced {
             Some(replaced) => Fate::Replaced(answer(id, replaced)),
             None => {
-                self.pass_record(store, out, exchange, "response", message, Some(method));
+                self.pass_answer(store, out, exchange, (id, method));
                 Fate::Unchanged
             }
         }
@@ -449,16 +505,13 @@ impl Engine {
         now_ms: u64,
         exchange: &Exchange,
         pending: &PendingList,
-        message: &Message,
+        (id, result): (&Value, &Value),
     ) -> Fate {
-        let Message::Response { id, result } = message else {
-            return Fate::Unchanged;
-        };
         let method = pending.method;
         let SectionVerdict::Withhold { keys, reason } =
             self.check_section(store, out, now_ms, exchange, pending, result)
         else {
-            return self.other_answer(store, out, now_ms, exchange, message, method);
+            return self.other_answer(store, out, now_ms, exchange, (id, result), method);
         };
         let answered = (id, method);
         if let Some(closed) = self.closed_answer(store, out, now_ms, exchange, answered, result) {
@@ -571,6 +624,17 @@ enum Fate {
     Replaced(Value),
     /// Not forwarded at all.
     Dropped,
+}
+
+impl Fate {
+    /// What replaces the message's bytes, if anything.
+    fn forward(self) -> Option<Forward> {
+        match self {
+            Fate::Unchanged => None,
+            Fate::Replaced(value) => Some(Forward::Bytes(crate::wire::json::encode(&value))),
+            Fate::Dropped => Some(Forward::Bytes(Vec::new())),
+        }
+    }
 }
 
 impl From<Option<Value>> for Fate {

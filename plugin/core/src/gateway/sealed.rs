@@ -495,7 +495,9 @@ impl Engine {
         let Some(baseline) = record.baseline.as_deref() else {
             return false;
         };
-        if !self.sealed_memo.verified(server, section, baseline, items) {
+        let known = self.known_lists.holding(server, section, items);
+        let listed = (server, section, baseline);
+        if !self.sealed_memo.verified(listed, items, known.as_ref()) {
             return false;
         }
         // A recorded view listed an item it was not listed before: decided, to record it.

@@ -11,6 +11,7 @@
 //! (the very same allocation, [`crate::gateway::known_list`]): a list served again byte for
 //! byte carries them, and comparing its tools value for value cost as much as digesting.
 
+use crate::gateway::known_list::KnownList;
 use crate::gateway::live::LiveDigests;
 use crate::policy::section::Section;
 use serde_json::Value;
@@ -32,6 +33,10 @@ struct Entry {
     /// not for, or when a version that does not know it writes the record, and the view's
     /// uses are then checked against the catalogue alone until its next list is decided).
     covered: Vec<String>,
+    /// The remembered answer whose parse holds `items` itself, once a list read from it was
+    /// found equal ([`crate::gateway::known_list`]): a list read from those bytes again is
+    /// the same value, so it is not compared again.
+    known: Option<Rc<KnownList>>,
 }
 
 /// Views an entry remembers as covered, at most (then it forgets them all).
@@ -50,20 +55,35 @@ pub(crate) struct SealedMemo {
 }
 
 impl SealedMemo {
-    /// Whether `items` of `section` verified against `baseline` on this worker last time.
+    /// Whether `items` of `section` verified against `baseline` on this worker last time
+    /// (`known`: the remembered answer whose parse holds `items`, if any).
     pub(crate) fn verified(
-        &self,
-        server: &str,
-        section: Section,
-        baseline: &str,
+        &mut self,
+        (server, section, baseline): (&str, Section, &str),
         items: &Value,
+        known: Option<&Rc<KnownList>>,
     ) -> bool {
-        self.entries.iter().any(|e| {
-            e.section == section
-                && e.server == server
-                && e.baseline == baseline
-                && e.items == *items
-        })
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|e| e.section == section && e.server == server && e.baseline == baseline);
+        let Some(entry) = entry else {
+            return false;
+        };
+        if entry
+            .known
+            .as_ref()
+            .is_some_and(|k| k.holds(section, items))
+        {
+            return true;
+        }
+        if entry.items != *items {
+            return false;
+        }
+        if let Some(known) = known {
+            entry.known = Some(Rc::clone(known));
+        }
+        true
     }
 
     /// Whether the tool list of `digests` had its other fields verified against `baseline`.
@@ -137,13 +157,14 @@ impl SealedMemo {
             baseline: baseline.to_string(),
             items: items.clone(),
             covered: Vec::new(),
+            known: None,
         });
     }
 }
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use serde_json::json;
 
@@ -152,16 +173,24 @@ mod tests {
         let mut memo = SealedMemo::default();
         let prompts = json!([{"name": "greet"}]);
         memo.remember("a", Section::Prompts, "sha256:1", &prompts);
-        assert!(memo.verified("a", Section::Prompts, "sha256:1", &prompts));
-        assert!(!memo.verified("a", Section::Prompts, "sha256:2", &prompts));
-        assert!(!memo.verified("b", Section::Prompts, "sha256:1", &prompts));
-        assert!(!memo.verified("a", Section::ResourceTemplates, "sha256:1", &prompts));
-        assert!(!memo.verified("a", Section::Prompts, "sha256:1", &json!([{"name": "bye"}])));
+        assert!(memo.verified(("a", Section::Prompts, "sha256:1"), &prompts, None));
+        assert!(!memo.verified(("a", Section::Prompts, "sha256:2"), &prompts, None));
+        assert!(!memo.verified(("b", Section::Prompts, "sha256:1"), &prompts, None));
+        assert!(!memo.verified(
+            ("a", Section::ResourceTemplates, "sha256:1"),
+            &prompts,
+            None
+        ));
+        assert!(!memo.verified(
+            ("a", Section::Prompts, "sha256:1"),
+            &json!([{"name": "bye"}]),
+            None
+        ));
         for n in 0..ENTRIES {
             memo.remember(&format!("s{n}"), Section::Prompts, "sha256:1", &prompts);
         }
-        assert!(!memo.verified("a", Section::Prompts, "sha256:1", &prompts));
-        assert!(memo.verified("s15", Section::Prompts, "sha256:1", &prompts));
+        assert!(!memo.verified(("a", Section::Prompts, "sha256:1"), &prompts, None));
+        assert!(memo.verified(("s15", Section::Prompts, "sha256:1"), &prompts, None));
     }
 
     #[test]
@@ -197,6 +226,31 @@ mod tests {
             "the oldest forgotten"
         );
         assert_eq!(memo.tools.len(), ENTRIES);
+    }
+
+    #[test]
+    fn a_list_read_from_a_remembered_answer_is_known_by_its_parse_until_its_entry_goes() {
+        let mut memo = SealedMemo::default();
+        let prompts = json!([{"name": "greet"}]);
+        let answer = json!({"prompts": prompts.clone()});
+        let known = Rc::new(KnownList::answer(answer.to_string().into_bytes(), answer));
+        let items = &known.result()["prompts"];
+        let listed = ("a", Section::Prompts, "sha256:1");
+        assert!(
+            !memo.verified(listed, items, Some(&known)),
+            "nothing remembered"
+        );
+        memo.remember("a", Section::Prompts, "sha256:1", &prompts);
+        assert!(
+            memo.verified(listed, items, Some(&known)),
+            "equal, and now known"
+        );
+        assert!(memo.entries[0].known.is_some());
+        assert!(!memo.verified(("a", Section::Prompts, "sha256:2"), items, None));
+        // Another list verified: the known answer goes with the entry it was found equal to.
+        memo.remember("a", Section::Prompts, "sha256:1", &json!([{"name": "bye"}]));
+        assert!(memo.entries[0].known.is_none());
+        assert!(!memo.verified(listed, items, None));
     }
 
     #[test]

@@ -17,5 +17,6 @@ mod caches;
 mod known_list;
 mod known_sets;
 mod pages_interleaved;
+mod remembered_sections;
 mod sealed_surface;
 mod views;
