@@ -497,18 +497,16 @@ impl Engine {
         };
         let known = self.known_lists.holding(server, section, items);
         let listed = (server, section, baseline);
-        if !self.sealed_memo.verified(listed, items, known.as_ref()) {
+        let Some(mut verified) = self.sealed_memo.verified(listed, items, known.as_ref()) else {
             return false;
-        }
+        };
         // A recorded view listed an item it was not listed before: decided, to record it.
         // Which items a view was listed only grows, so a remembered list is looked up in a
         // view's names once.
         let (Some(view), Some(member)) = (view, section.key_member()) else {
             return true;
         };
-        if !record.lists_section(section, &view.key)
-            || self.sealed_memo.covers(server, section, &view.key)
-        {
+        if !record.lists_section(section, &view.key) || verified.covers(&view.key) {
             return true;
         }
         let keys = items.as_array().map_or(&[][..], Vec::as_slice);
@@ -519,7 +517,7 @@ impl Engine {
         if record.section_names.lack(&recorded, keys) {
             return false;
         }
-        self.sealed_memo.cover(server, section, &view.key);
+        verified.cover(&view.key);
         true
     }
 }

@@ -1,5 +1,6 @@
-//! What a worker remembers of the sealed sections' lists that verified: each server's last
-//! verified list of each section, with the catalogue it verified against.
+//! What a worker remembers of the sealed sections' lists that verified: each server's
+//! verified lists of each section (one per view that lists its own), with the catalogue they
+//! verified against.
 //!
 //! Main design decision: a list that equals, value for value, one that verified against the
 //! same catalogue verifies again, so it is compared instead of digested. A drifted section
@@ -17,7 +18,7 @@ use crate::policy::section::Section;
 use serde_json::Value;
 use std::rc::Rc;
 
-/// Lists remembered per worker (one per server and section in the common case).
+/// Lists remembered per worker (one per server, section and view in the common case).
 const ENTRIES: usize = 16;
 
 /// One verified list.
@@ -42,6 +43,26 @@ struct Entry {
 /// Views an entry remembers as covered, at most (then it forgets them all).
 const COVERED: usize = 64;
 
+/// A list remembered as verified, found again.
+pub(crate) struct Verified<'a> {
+    entry: &'a mut Entry,
+}
+
+impl Verified<'_> {
+    /// Whether the recorded items of the view of `key` hold every item of the list.
+    pub(crate) fn covers(&self, key: &str) -> bool {
+        self.entry.covered.iter().any(|k| k == key)
+    }
+
+    /// Remembers that the recorded items of the view of `key` hold every item of the list.
+    pub(crate) fn cover(&mut self, key: &str) {
+        if self.entry.covered.len() >= COVERED {
+            self.entry.covered.clear();
+        }
+        self.entry.covered.push(key.to_string());
+    }
+}
+
 /// The lists of sealed sections this worker saw verify lately.
 #[derive(Default)]
 pub(crate) struct SealedMemo {
@@ -55,35 +76,26 @@ pub(crate) struct SealedMemo {
 }
 
 impl SealedMemo {
-    /// Whether `items` of `section` verified against `baseline` on this worker last time
-    /// (`known`: the remembered answer whose parse holds `items`, if any).
+    /// The entry of `items` of `section` when they verified against `baseline` on this
+    /// worker lately (`known`: the remembered answer whose parse holds `items`, if any).
     pub(crate) fn verified(
         &mut self,
         (server, section, baseline): (&str, Section, &str),
         items: &Value,
         known: Option<&Rc<KnownList>>,
-    ) -> bool {
-        let entry = self
-            .entries
-            .iter_mut()
-            .find(|e| e.section == section && e.server == server && e.baseline == baseline);
-        let Some(entry) = entry else {
-            return false;
-        };
-        if entry
-            .known
-            .as_ref()
-            .is_some_and(|k| k.holds(section, items))
-        {
-            return true;
-        }
-        if entry.items != *items {
-            return false;
-        }
+    ) -> Option<Verified<'_>> {
+        let entry = self.entries.iter_mut().find(|e| {
+            e.section == section
+                && e.server == server
+                && e.baseline == baseline
+                && (e.known.as_ref().is_some_and(|k| k.holds(section, items)) || e.items == *items)
+        })?;
+        // The parse `items` were read from, when the worker remembers it: equal to this
+        // entry's, so a list read from it again is not compared again.
         if let Some(known) = known {
             entry.known = Some(Rc::clone(known));
         }
-        true
+        Some(Verified { entry })
     }
 
     /// Whether the tool list of `digests` had its other fields verified against `baseline`.
@@ -115,30 +127,8 @@ impl SealedMemo {
             .push((server.to_string(), Rc::clone(digests), baseline.to_string()));
     }
 
-    /// Whether the recorded items of the view of `key` hold every item of the list
-    /// remembered for `server` and `section`.
-    pub(crate) fn covers(&self, server: &str, section: Section, key: &str) -> bool {
-        self.entries.iter().any(|e| {
-            e.section == section && e.server == server && e.covered.iter().any(|k| k == key)
-        })
-    }
-
-    /// Remembers that the recorded items of the view of `key` hold every item of the list
-    /// remembered for `server` and `section`.
-    pub(crate) fn cover(&mut self, server: &str, section: Section, key: &str) {
-        let entry = self
-            .entries
-            .iter_mut()
-            .find(|e| e.section == section && e.server == server);
-        if let Some(entry) = entry {
-            if entry.covered.len() >= COVERED {
-                entry.covered.clear();
-            }
-            entry.covered.push(key.to_string());
-        }
-    }
-
-    /// Remembers that `items` of `section` verified against `baseline`.
+    /// Remembers that `items` of `section` verified against `baseline` (beside the other lists
+    /// of the section that verified against it: each view of a server may list its own).
     pub(crate) fn remember(
         &mut self,
         server: &str,
@@ -146,8 +136,10 @@ impl SealedMemo {
         baseline: &str,
         items: &Value,
     ) {
-        self.entries
-            .retain(|e| !(e.section == section && e.server == server));
+        self.entries.retain(|e| {
+            let same = e.section == section && e.server == server;
+            !(same && (e.baseline != baseline || e.items == *items))
+        });
         if self.entries.len() >= ENTRIES {
             self.entries.remove(0);
         }
@@ -168,20 +160,47 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Whether `items` are found verified.
+    fn found(
+        memo: &mut SealedMemo,
+        listed: (&str, Section, &str),
+        items: &Value,
+        known: Option<&Rc<KnownList>>,
+    ) -> bool {
+        memo.verified(listed, items, known).is_some()
+    }
+
     #[test]
     fn a_list_is_remembered_per_server_section_and_catalogue_and_the_oldest_forgotten() {
         let mut memo = SealedMemo::default();
         let prompts = json!([{"name": "greet"}]);
         memo.remember("a", Section::Prompts, "sha256:1", &prompts);
-        assert!(memo.verified(("a", Section::Prompts, "sha256:1"), &prompts, None));
-        assert!(!memo.verified(("a", Section::Prompts, "sha256:2"), &prompts, None));
-        assert!(!memo.verified(("b", Section::Prompts, "sha256:1"), &prompts, None));
-        assert!(!memo.verified(
+        assert!(found(
+            &mut memo,
+            ("a", Section::Prompts, "sha256:1"),
+            &prompts,
+            None
+        ));
+        assert!(!found(
+            &mut memo,
+            ("a", Section::Prompts, "sha256:2"),
+            &prompts,
+            None
+        ));
+        assert!(!found(
+            &mut memo,
+            ("b", Section::Prompts, "sha256:1"),
+            &prompts,
+            None
+        ));
+        assert!(!found(
+            &mut memo,
             ("a", Section::ResourceTemplates, "sha256:1"),
             &prompts,
             None
         ));
-        assert!(!memo.verified(
+        assert!(!found(
+            &mut memo,
             ("a", Section::Prompts, "sha256:1"),
             &json!([{"name": "bye"}]),
             None
@@ -189,8 +208,18 @@ mod tests {
         for n in 0..ENTRIES {
             memo.remember(&format!("s{n}"), Section::Prompts, "sha256:1", &prompts);
         }
-        assert!(!memo.verified(("a", Section::Prompts, "sha256:1"), &prompts, None));
-        assert!(memo.verified(("s15", Section::Prompts, "sha256:1"), &prompts, None));
+        assert!(!found(
+            &mut memo,
+            ("a", Section::Prompts, "sha256:1"),
+            &prompts,
+            None
+        ));
+        assert!(found(
+            &mut memo,
+            ("s15", Section::Prompts, "sha256:1"),
+            &prompts,
+            None
+        ));
     }
 
     #[test]
@@ -237,37 +266,74 @@ mod tests {
         let items = &known.result()["prompts"];
         let listed = ("a", Section::Prompts, "sha256:1");
         assert!(
-            !memo.verified(listed, items, Some(&known)),
+            !found(&mut memo, listed, items, Some(&known)),
             "nothing remembered"
         );
         memo.remember("a", Section::Prompts, "sha256:1", &prompts);
         assert!(
-            memo.verified(listed, items, Some(&known)),
+            found(&mut memo, listed, items, Some(&known)),
             "equal, and now known"
         );
         assert!(memo.entries[0].known.is_some());
-        assert!(!memo.verified(("a", Section::Prompts, "sha256:2"), items, None));
-        // Another list verified: the known answer goes with the entry it was found equal to.
-        memo.remember("a", Section::Prompts, "sha256:1", &json!([{"name": "bye"}]));
+        assert!(!found(
+            &mut memo,
+            ("a", Section::Prompts, "sha256:2"),
+            items,
+            None
+        ));
+        // A list verified against another catalogue: the known answer goes with the entry it
+        // was found equal to.
+        memo.remember("a", Section::Prompts, "sha256:2", &json!([{"name": "bye"}]));
+        assert_eq!(memo.entries.len(), 1);
         assert!(memo.entries[0].known.is_none());
-        assert!(!memo.verified(listed, items, None));
+        assert!(!found(&mut memo, listed, items, None));
     }
 
     #[test]
     fn a_view_covered_is_remembered_with_its_list_and_forgotten_with_it() {
         let mut memo = SealedMemo::default();
         let prompts = json!([{"name": "greet"}]);
-        memo.cover("a", Section::Prompts, "k1");
-        assert!(
-            !memo.covers("a", Section::Prompts, "k1"),
-            "no list remembered"
-        );
+        let listed = ("a", Section::Prompts, "sha256:1");
         memo.remember("a", Section::Prompts, "sha256:1", &prompts);
-        memo.cover("a", Section::Prompts, "k1");
-        assert!(memo.covers("a", Section::Prompts, "k1"));
-        assert!(!memo.covers("a", Section::Prompts, "k2"));
-        assert!(!memo.covers("a", Section::ResourceTemplates, "k1"));
+        memo.verified(listed, &prompts, None).unwrap().cover("k1");
+        let verified = memo.verified(listed, &prompts, None).unwrap();
+        assert!(verified.covers("k1"));
+        assert!(!verified.covers("k2"));
         memo.remember("a", Section::Prompts, "sha256:1", &json!([{"name": "bye"}]));
-        assert!(!memo.covers("a", Section::Prompts, "k1"), "another list");
+        let bye = memo
+            .verified(listed, &json!([{"name": "bye"}]), None)
+            .unwrap();
+        assert!(!bye.covers("k1"), "another list");
+        // Verified again against a new catalogue: its views are told again.
+        memo.remember("a", Section::Prompts, "sha256:2", &prompts);
+        let again = memo.verified(("a", Section::Prompts, "sha256:2"), &prompts, None);
+        assert!(!again.unwrap().covers("k1"));
+    }
+
+    #[test]
+    fn two_views_lists_of_one_section_are_both_remembered_until_the_catalogue_changes() {
+        let mut memo = SealedMemo::default();
+        let plain = json!([{"name": "greet"}]);
+        let capable = json!([{"name": "greet"}, {"name": "sample"}]);
+        let listed = ("a", Section::Prompts, "sha256:1");
+        memo.remember("a", Section::Prompts, "sha256:1", &plain);
+        memo.remember("a", Section::Prompts, "sha256:1", &capable);
+        memo.remember("a", Section::Prompts, "sha256:1", &plain);
+        assert!(found(&mut memo, listed, &plain, None));
+        assert!(found(&mut memo, listed, &capable, None));
+        assert_eq!(memo.entries.len(), 2, "one entry per list");
+        memo.verified(listed, &capable, None).unwrap().cover("k2");
+        assert!(!memo.verified(listed, &plain, None).unwrap().covers("k2"));
+        // A list verified against a new catalogue: those of the old one go.
+        memo.remember("a", Section::Prompts, "sha256:2", &plain);
+        assert!(!found(&mut memo, listed, &capable, None));
+        assert!(!found(&mut memo, listed, &plain, None));
+        assert!(found(
+            &mut memo,
+            ("a", Section::Prompts, "sha256:2"),
+            &plain,
+            None
+        ));
+        assert_eq!(memo.entries.len(), 1);
     }
 }
