@@ -164,7 +164,7 @@ impl Scenario {
     }
 
     /// The 2026-07-28 list row with two kinds of callers listing in turn, each its own tools
-    /// (the measured exchanges alternate: a figure is the mean of the two).
+    /// (prompts) (the measured exchanges alternate: a figure is the mean of the two).
     pub fn two_views(mut self) -> Self {
         self.views = true;
         self.name.push_str(" two views");
@@ -264,6 +264,12 @@ impl Scenario {
                                 .two_views(),
                         );
                     }
+                    // Two kinds of callers of a server that seals its prompts, each listed its
+                    // own prompts, in turn.
+                    all.push(
+                        Scenario::in_revision(Kind::Prompts(n), Path::Sealed, framing, stateless)
+                            .two_views(),
+                    );
                 }
                 all.push(Scenario::in_revision(
                     Kind::List(n),
@@ -311,7 +317,7 @@ impl Scenario {
             setup.push(workload::initialized_exchange());
         }
         setup.push(list(1, &workload::tools(self.tool_count, false)));
-        if self.views {
+        if self.views && matches!(self.kind, Kind::List(_)) {
             // The second view's first list grows the catalogue (trust on first use).
             setup.push(self.second_view_list(2));
         }
@@ -321,12 +327,27 @@ impl Scenario {
         // A sealed section is sealed by its first list (the measured ones verify).
         match (self.path, self.kind) {
             (Path::Sealed, Kind::Prompts(n) | Kind::PromptGet(n)) => {
-                setup.push(workload::section_exchange(2, true, n, self.framing));
+                let prompts = (true, n);
+                let first =
+                    workload::section_exchange_in(self.revision, 2, prompts, &[], self.framing);
+                setup.push(first);
+                if self.views {
+                    // The second view's first list adds its prompt (trust on first use).
+                    setup.push(self.second_view_list(2));
+                }
             }
             (Path::Sealed, Kind::Resources(n)) => {
                 setup.push(workload::section_exchange(2, false, n, self.framing));
             }
             _ => {}
+        }
+        if self.views {
+            // Both views' lists twice, so that what a worker remembers of each (a verified
+            // list of a sealed section, then the very answer it was read from) is in place
+            // before the measured ones: a figure is the steady cost of a list.
+            for _ in 0..2 {
+                setup.extend(self.measured_all());
+            }
         }
         setup
     }
@@ -353,12 +374,21 @@ impl Scenario {
         all
     }
 
-    /// The list of the second view of a `two views` row: the tools and the one only clients
-    /// declaring `sampling` are listed.
+    /// The list of the second view of a `two views` row: the tools (prompts) and the one only
+    /// clients declaring `sampling` are listed.
     fn second_view_list(&self, id: u64) -> HttpExchange {
-        let mut tools = workload::tools(self.tool_count, false);
-        tools.push(workload::sampling_tool());
-        let list = workload::list_exchange_in(self.revision, id, &tools, self.framing);
+        let list = match self.kind {
+            Kind::Prompts(n) => {
+                let more = [workload::sampling_prompt()];
+                let prompts = (true, n);
+                workload::section_exchange_in(self.revision, id, prompts, &more, self.framing)
+            }
+            _ => {
+                let mut tools = workload::tools(self.tool_count, false);
+                tools.push(workload::sampling_tool());
+                workload::list_exchange_in(self.revision, id, &tools, self.framing)
+            }
+        };
         workload::declaring_sampling(list)
     }
 
@@ -369,8 +399,12 @@ impl Scenario {
             Kind::List(n) => {
                 workload::list_exchange_in(self.revision, 3, &self.listed(n), self.framing)
             }
-            Kind::Resources(n) => workload::section_exchange(3, false, n, self.framing),
-            Kind::Prompts(n) => workload::section_exchange(3, true, n, self.framing),
+            Kind::Resources(n) => {
+                workload::section_exchange_in(self.revision, 3, (false, n), &[], self.framing)
+            }
+            Kind::Prompts(n) => {
+                workload::section_exchange_in(self.revision, 3, (true, n), &[], self.framing)
+            }
             Kind::PromptGet(n) => workload::prompt_get_exchange(3, n - 1, self.framing),
         }
     }

@@ -252,7 +252,19 @@ fn stateless(mut exchange: HttpExchange) -> HttpExchange {
 /// A `resources/list` (`prompts`: `prompts/list`) exchange of the handshake era answering
 /// with `count` items of the kind a documentation server lists, none of which screening flags.
 pub fn section_exchange(id: u64, prompts: bool, count: usize, framing: Framing) -> HttpExchange {
-    let items: Vec<Value> = (0..count)
+    section_exchange_in(Revision::Handshake, id, (prompts, count), &[], framing)
+}
+
+/// [`section_exchange`] in `revision` (2026-07-28: the result carries `resultType`), with
+/// `more` items after the `count` ones.
+pub fn section_exchange_in(
+    revision: Revision,
+    id: u64,
+    (prompts, count): (bool, usize),
+    more: &[Value],
+    framing: Framing,
+) -> HttpExchange {
+    let mut items: Vec<Value> = (0..count)
         .map(|i| match prompts {
             true => json!({"name": format!("summarize_{i}"),
                 "description": format!("Summarize section {i} of the handbook for a new reader."),
@@ -262,13 +274,24 @@ pub fn section_exchange(id: u64, prompts: bool, count: usize, framing: Framing) 
                 "description": format!("Chapter {i} of the team handbook."), "mimeType": "text/markdown"}),
         })
         .collect();
+    items.extend_from_slice(more);
     let (method, member) = match prompts {
         true => ("prompts/list", "prompts"),
         false => ("resources/list", "resources"),
     };
     let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
-    let response = json!({"jsonrpc": "2.0", "id": id, "result": {member: items}});
-    exchange(id as usize, &request, &response, framing)
+    let seq = usize::try_from(id).unwrap_or(0);
+    match revision {
+        Revision::Handshake => {
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": {member: items}});
+            exchange(seq, &request, &response, framing)
+        }
+        Revision::Stateless => {
+            let result = json!({"resultType": "complete", member: items});
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            stateless(exchange(seq, &request, &response, framing))
+        }
+    }
 }
 
 /// A `prompts/get` exchange of prompt `index` of [`section_exchange`]'s prompts, with its
@@ -359,6 +382,13 @@ pub fn sampling_tool() -> Value {
         "description": "Summarizes a document with the client's own model (sampling).",
         "inputSchema": {"type": "object", "properties": {"document_id": {"type": "string"}},
             "required": ["document_id"]}})
+}
+
+/// The prompt a server lists only to clients that declare `sampling` (the second view of the
+/// `prompts … two views` row).
+pub fn sampling_prompt() -> Value {
+    json!({"name": "summarize_with_model",
+        "description": "Summarize a document with the client's own model (sampling)."})
 }
 
 /// A 2026-07-28 `exchange` whose client declares `sampling` in its request's `_meta`: another
