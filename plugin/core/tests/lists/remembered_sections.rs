@@ -9,12 +9,12 @@
 use serde_json::{Value, json};
 use toolseal_core::config::Config;
 use toolseal_core::gateway::engine::Engine;
-use toolseal_core::policy::status::{Actor, Event, Posture};
+use toolseal_core::policy::status::{Actor, Event};
 use toolseal_core::state;
-use toolseal_core::state::store::StateStore;
 use toolseal_core::transcript::{HttpExchange, NativeReplay};
 
 use crate::support::examples::transcript;
+use crate::support::gateway::{apply_elsewhere, assert_decided_alike};
 
 const SERVER: &str = "everything";
 const PLAIN: &str = "everything-2026.8.31-surface-no-capabilities";
@@ -124,17 +124,7 @@ fn poisoned_prompts() -> HttpExchange {
 /// `event` applied to the server's record by another worker of the same store (refused or
 /// not, the same on both gateways).
 fn elsewhere(gw: &mut NativeReplay, event: &Event) {
-    let mut records = state::parse_cache::ParseCache::new(4);
-    let posture = Posture::Discovery;
-    let _same_on_both = state::update_record(
-        &mut gw.store,
-        &mut records,
-        SERVER,
-        event,
-        posture,
-        gw.now_ms,
-        64,
-    );
+    let _same_on_both = apply_elsewhere(gw, SERVER, event);
 }
 
 /// A worker that remembers the lists it read and one that remembers nothing (a new engine
@@ -165,10 +155,7 @@ fn a_worker_that_remembers_every_sections_lists_decides_as_one_that_remembers_no
             let n = exchanges.len();
             let mut last = 0;
             for step in 0..40 {
-                // xorshift64: the same steps for a seed on every run.
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = crate::support::xorshift(&mut state);
                 // An exchange most of the time, often the last one again (a client lists
                 // on); the writes and the clock come between.
                 let op = match state % 4 {
@@ -204,35 +191,8 @@ fn a_worker_that_remembers_every_sections_lists_decides_as_one_that_remembers_no
                 }
                 forgetting.engine = Engine::new(config.clone());
                 let at = format!("{settings}, seed {seed}, step {step}, op {op}");
-                if let [a, b] = &answers[..] {
-                    assert_eq!(
-                        String::from_utf8_lossy(&a.response_body),
-                        String::from_utf8_lossy(&b.response_body),
-                        "{at}"
-                    );
-                    assert_eq!(a.local_reply, b.local_reply, "{at}");
-                }
-                assert_eq!(
-                    remembering.store.get(key).unwrap().map(|(bytes, _)| bytes),
-                    forgetting.store.get(key).unwrap().map(|(bytes, _)| bytes),
-                    "{at}"
-                );
-                let trail = |gw: &NativeReplay| -> Vec<(String, String)> {
-                    gw.out
-                        .audits
-                        .iter()
-                        .map(|a| (a.event.to_string(), a.reason.clone()))
-                        .collect()
-                };
-                assert_eq!(trail(&remembering), trail(&forgetting), "{at}");
-                let decisions = |gw: &NativeReplay| -> Vec<String> {
-                    gw.out
-                        .decisions
-                        .iter()
-                        .map(|d| d.to_json().to_string())
-                        .collect()
-                };
-                assert_eq!(decisions(&remembering), decisions(&forgetting), "{at}");
+                let gateways = (&remembering, &forgetting);
+                assert_decided_alike(&at, gateways, &answers, key);
             }
         }
     }

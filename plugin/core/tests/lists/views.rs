@@ -15,6 +15,7 @@ use toolseal_core::transcript::{HttpExchange, NativeReplay, Replayed};
 use crate::support::admin::TOKEN;
 use crate::support::examples::transcript;
 use crate::support::files::golden;
+use crate::support::gateway::{apply_elsewhere, assert_decided_alike};
 
 const SERVER: &str = "everything";
 const PLAIN: &str = "everything-2026.8.31-no-capabilities";
@@ -717,27 +718,9 @@ fn list_in(exchanges: Vec<HttpExchange>) -> HttpExchange {
         .unwrap()
 }
 
-/// `event` applied to the server's record by another worker of the same store.
-fn apply_elsewhere(
-    gw: &mut NativeReplay,
-    event: &toolseal_core::policy::status::Event,
-) -> Result<state::Updated, state::StateError> {
-    let mut records = toolseal_core::state::parse_cache::ParseCache::new(4);
-    let posture = toolseal_core::policy::status::Posture::Discovery;
-    state::update_record(
-        &mut gw.store,
-        &mut records,
-        SERVER,
-        event,
-        posture,
-        gw.now_ms,
-        64,
-    )
-}
-
 /// [`apply_elsewhere`], which must apply.
 fn elsewhere(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
-    apply_elsewhere(gw, event).unwrap();
+    apply_elsewhere(gw, SERVER, event).unwrap();
 }
 
 #[test]
@@ -815,10 +798,7 @@ fn a_worker_that_remembers_decides_as_one_that_remembers_nothing() {
         const OPS: [usize; 16] = [0, 0, 0, 1, 1, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10];
         let mut last = 0;
         for step in 0..32 {
-            // xorshift64: the same steps for a seed on every run.
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = crate::support::xorshift(&mut state);
             let op = match state % 3 {
                 0 if last <= 2 => last,
                 _ => OPS[(state >> 8) as usize % OPS.len()],
@@ -849,23 +829,8 @@ fn a_worker_that_remembers_decides_as_one_that_remembers_nothing() {
             // The forgetting worker starts every exchange anew.
             forgetting.engine = toolseal_core::gateway::engine::Engine::new(config.clone());
             let at = format!("seed {seed}, step {step}, op {op}");
-            if let [a, b] = &answers[..] {
-                assert_eq!(a.response_body, b.response_body, "{at}");
-                assert_eq!(a.local_reply, b.local_reply, "{at}");
-            }
-            assert_eq!(
-                remembering.store.get(key).unwrap().map(|(bytes, _)| bytes),
-                forgetting.store.get(key).unwrap().map(|(bytes, _)| bytes),
-                "{at}"
-            );
-            let trail = |gw: &NativeReplay| -> Vec<(String, String)> {
-                gw.out
-                    .audits
-                    .iter()
-                    .map(|a| (a.event.to_string(), a.reason.clone()))
-                    .collect()
-            };
-            assert_eq!(trail(&remembering), trail(&forgetting), "{at}");
+            let gateways = (&remembering, &forgetting);
+            assert_decided_alike(&at, gateways, &answers, key);
         }
     }
 }
@@ -873,7 +838,7 @@ fn a_worker_that_remembers_decides_as_one_that_remembers_nothing() {
 /// [`apply_elsewhere`], for an event the lifecycle may refuse (both gateways of the property
 /// test get the same answer).
 fn elsewhere_try(gw: &mut NativeReplay, event: &toolseal_core::policy::status::Event) {
-    let _same_on_both = apply_elsewhere(gw, event);
+    let _same_on_both = apply_elsewhere(gw, SERVER, event);
 }
 
 #[test]

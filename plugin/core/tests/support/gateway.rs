@@ -65,3 +65,51 @@ pub fn code(answer: &Option<Value>) -> &str {
         .and_then(|a| a["result"]["structuredContent"]["error_code"].as_str())
         .unwrap_or("FORWARDED")
 }
+
+/// Asserts that a worker that remembers and one that remembers nothing (the two gateways of a
+/// property test, over stores of the same history) decided the step `at` alike: the same
+/// answers (`answers`: one per gateway, or none), the same bytes under the store key `key`,
+/// the same audit trail and the same decision records.
+pub fn assert_decided_alike(
+    at: &str,
+    (remembering, forgetting): (&NativeReplay, &NativeReplay),
+    answers: &[toolseal_core::transcript::Replayed],
+    key: &str,
+) {
+    use toolseal_core::state::store::StateStore;
+    if let [a, b] = answers {
+        assert_eq!(
+            String::from_utf8_lossy(&a.response_body),
+            String::from_utf8_lossy(&b.response_body),
+            "{at}"
+        );
+        assert_eq!(a.local_reply, b.local_reply, "{at}");
+    }
+    let stored = |gw: &NativeReplay| gw.store.get(key).unwrap().map(|(bytes, _)| bytes);
+    assert_eq!(stored(remembering), stored(forgetting), "{at}");
+    let trail = |gw: &NativeReplay| -> Vec<(String, String)> {
+        let audits = gw.out.audits.iter();
+        audits
+            .map(|a| (a.event.to_string(), a.reason.clone()))
+            .collect()
+    };
+    assert_eq!(trail(remembering), trail(forgetting), "{at}");
+    let decisions = |gw: &NativeReplay| -> Vec<String> {
+        let decisions = gw.out.decisions.iter();
+        decisions.map(|d| d.to_json().to_string()).collect()
+    };
+    assert_eq!(decisions(remembering), decisions(forgetting), "{at}");
+}
+
+/// `event` applied to `server`'s record by another worker of the same store (discovery
+/// posture, the default bound of views).
+pub fn apply_elsewhere(
+    gw: &mut NativeReplay,
+    server: &str,
+    event: &toolseal_core::policy::status::Event,
+) -> Result<toolseal_core::state::Updated, toolseal_core::state::StateError> {
+    let mut records = toolseal_core::state::parse_cache::ParseCache::new(4);
+    let posture = toolseal_core::policy::status::Posture::Discovery;
+    let at = gw.now_ms;
+    toolseal_core::state::update_record(&mut gw.store, &mut records, server, event, posture, at, 64)
+}
