@@ -340,30 +340,15 @@ impl Engine {
                            _: &Config,
                            _: &ServerRecord| { Ok(Some(event.clone())) };
         self.transition_deciding(store, out, server, session, now_ms, extra, decide)
-    }
-
-    /// Applies the event `decide` makes from the very record each compare-and-swap attempt
-    /// read (see [`state::update_record_with`]), and audits what it produced. `decide` may
-    /// load the tool sets that record names through the worker's cache.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn transition_deciding(
-        &mut self,
-        store: &mut dyn StateStore,
-        out: &mut dyn Outputs,
-        server: &str,
-        session: Option<&str>,
-        now_ms: u64,
-        extra: &Map<String, Value>,
-        decide: &mut DecideLive<'_>,
-    ) -> Result<ServerRecord, StateError> {
-        self.transition_updated(store, out, server, session, now_ms, extra, decide)
             .map(|updated| updated.after)
     }
 
-    /// [`Engine::transition_deciding`], telling also the record read and whether it was left
-    /// as it was.
+    /// Applies the event `decide` makes from the very record each compare-and-swap attempt
+    /// read (see [`state::update_record_with`]), and audits what it produced; returns the
+    /// record read, the record after, and whether it was left as it was. `decide` may load the
+    /// tool sets that record names through the worker's cache.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn transition_updated(
+    pub(crate) fn transition_deciding(
         &mut self,
         store: &mut dyn StateStore,
         out: &mut dyn Outputs,

@@ -605,9 +605,9 @@ impl Engine {
     ) -> Result<Applied, StateError> {
         let server = &exchange.server;
         let (mut drifted, mut alone, mut verified) = (false, None, false);
-        // Taken for the decision and put back (`transition_updated` borrows the engine).
+        // Taken for the decision and put back (`transition_deciding` borrows the engine).
         let mut memo = std::mem::take(&mut self.candidates);
-        let updated = self.transition_updated(
+        let updated = self.transition_deciding(
             store,
             out,
             server,

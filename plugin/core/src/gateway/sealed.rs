@@ -376,7 +376,7 @@ impl Engine {
         let mut decided = false;
         let mut verified = None;
         let mut unreviewed: Vec<String> = Vec::new();
-        let record = self.transition_deciding(
+        let updated = self.transition_deciding(
             store,
             out,
             &server,
@@ -471,7 +471,7 @@ impl Engine {
         if let Some(baseline) = &verified {
             self.sealed_memo.remember_tools(&server, digests, baseline);
         }
-        Ok((decided.then_some(record), unreviewed))
+        Ok((decided.then_some(updated.after), unreviewed))
     }
 
     /// Whether `items` of `section` verified on this worker against the server's baseline of

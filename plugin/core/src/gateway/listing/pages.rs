@@ -170,7 +170,7 @@ impl Engine {
         // The page is compared again with the baseline of the record being swapped: another
         // worker may have approved or baselined the set in between.
         let tools = page.tools;
-        let after = self.transition_deciding(
+        let updated = self.transition_deciding(
             store,
             out,
             server,
@@ -196,8 +196,8 @@ impl Engine {
             let _kept = state::put_pages(store, server, &page.keep_for, page.slots, Some(acc));
         }
         // Under tool scope the page's other tools may still be served.
-        match after {
-            Ok(after) => match serve_if_open(after, page.scope) {
+        match updated {
+            Ok(updated) => match serve_if_open(updated.after, page.scope) {
                 Verdict {
                     serve: false,
                     record,
