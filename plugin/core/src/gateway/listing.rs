@@ -575,18 +575,9 @@ impl Engine {
         if !self.verified_again.lists(server, view, known) {
             return Ok(None);
         }
-        Ok(
-            match state::load_record_cached(store, &mut self.records, server)? {
-                Some((record, _))
-                    if self
-                        .verified_again
-                        .verified(server, view, known, &record, now_ms) =>
-                {
-                    Some(ServerRecord::clone(&record))
-                }
-                _ => None,
-            },
-        )
+        let record = self.record(store, server)?;
+        let again = record.filter(|r| self.verified_again.verified(server, view, known, r, now_ms));
+        Ok(again.as_deref().cloned())
     }
 
     /// Applies the set `live` to the lifecycle, deciding inside the compare-and-swap (see

@@ -41,12 +41,18 @@ pub(crate) struct VerifiedAgain {
 }
 
 impl VerifiedAgain {
+    /// The entry of the list of `digests` listed to the view of `view` for `server` (one per
+    /// server and view).
+    fn entry(&self, server: &str, view: &str, digests: &Rc<LiveDigests>) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.server == server && e.view == view && Rc::ptr_eq(&e.digests, digests))
+    }
+
     /// Whether a list of `digests` listed to the view of `view` is remembered for `server`,
     /// against any record (then the record is worth reading first).
     pub(crate) fn lists(&self, server: &str, view: &str, digests: &Rc<LiveDigests>) -> bool {
-        self.entries
-            .iter()
-            .any(|e| Rc::ptr_eq(&e.digests, digests) && e.server == server && e.view == view)
+        self.entry(server, view, digests).is_some()
     }
 
     /// Whether the list of `digests` listed to the view of `view` verified against this very
@@ -59,12 +65,9 @@ impl VerifiedAgain {
         record: &Rc<ServerRecord>,
         now_ms: u64,
     ) -> bool {
-        self.entries.iter().any(|e| {
-            Rc::ptr_eq(&e.digests, digests)
-                && Rc::ptr_eq(&e.record, record)
-                && e.server == server
-                && e.view == view
-        }) && record.sighting_current(view, now_ms)
+        self.entry(server, view, digests)
+            .is_some_and(|e| Rc::ptr_eq(&e.record, record))
+            && record.sighting_current(view, now_ms)
     }
 
     /// Remembers that the list of `digests` listed to the view of `view` verified against
