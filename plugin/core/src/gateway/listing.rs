@@ -496,8 +496,9 @@ impl Engine {
         };
         let live = LiveCheck::new(digests, tools, view);
         let checked = live.digests().map(Rc::clone);
-        let told = view.and_then(|v| v.as_ref().ok()).map(|v| v.key.as_str());
-        let again = remembered.as_ref().zip(told);
+        let again = remembered
+            .as_ref()
+            .zip(crate::policy::views::told_key(view));
         let Applied {
             mut record,
             drifted,

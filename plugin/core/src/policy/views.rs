@@ -149,10 +149,14 @@ fn describe(sources: &[(String, Value)]) -> String {
 /// capabilities of a 2025 session whose `initialize` is no longer remembered).
 pub type ViewRead = Result<ViewId, String>;
 
+/// The key of a view as read, if it was read and could be told.
+pub fn told_key(view: Option<&ViewRead>) -> Option<&str> {
+    view.and_then(|v| v.as_ref().ok()).map(|v| v.key.as_str())
+}
+
 /// The key of a view as read (empty: not read, or it cannot be told).
 pub fn view_key(view: Option<&ViewRead>) -> &str {
-    view.and_then(|v| v.as_ref().ok())
-        .map_or("", |v| v.key.as_str())
+    told_key(view).unwrap_or("")
 }
 
 /// One view of a server, kept in its record.
