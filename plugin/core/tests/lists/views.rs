@@ -56,6 +56,16 @@ fn replay(
         .collect()
 }
 
+/// A gateway of `extra` that replayed the recordings of both kinds of callers, in that order,
+/// and their decision lines.
+fn both_listed(extra: Value) -> (NativeReplay, Vec<String>) {
+    let mut gw = gateway(extra);
+    let mut lines = Vec::new();
+    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
+    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    (gw, lines)
+}
+
 fn record(gw: &NativeReplay) -> ServerRecord {
     state::load_record(&gw.store, SERVER).unwrap().unwrap().0
 }
@@ -154,10 +164,7 @@ fn two_kinds_of_client_of_one_server_are_both_served_whole_in_either_order() {
 
 #[test]
 fn a_tool_outside_the_callers_view_is_not_approved_for_it() {
-    let mut gw = gateway(json!({}));
-    let mut lines = Vec::new();
-    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
-    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let (mut gw, mut lines) = both_listed(json!({}));
     lines.clear();
     // get-roots-list is in the catalogue, listed only to clients that declare roots.
     let out = gw.exchange(SERVER, &call_in(PLAIN, "get-roots-list"), 64);
@@ -388,10 +395,7 @@ fn a_2025_and_a_2026_caller_of_one_server_with_different_sets_both_verify() {
 
 #[test]
 fn under_tool_scope_a_drift_through_one_view_withholds_only_the_tool_it_changed() {
-    let mut gw = gateway(json!({"servers": {SERVER: {"drift_scope": "tool"}}}));
-    let mut lines = Vec::new();
-    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
-    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let (mut gw, mut lines) = both_listed(json!({"servers": {SERVER: {"drift_scope": "tool"}}}));
     let b = replay(&mut gw, CAPABLE, &capable_with_poisoned_echo(), &mut lines);
     // echo is withheld from the view that was shown another echo; its 16 other tools serve.
     assert_eq!(listed(&b), [16]);
@@ -493,10 +497,7 @@ fn approve(gw: &mut NativeReplay, fingerprint: &str) -> u16 {
 
 #[test]
 fn one_deploy_that_adds_a_tool_to_both_views_is_approved_once() {
-    let mut gw = gateway(json!({}));
-    let mut lines = Vec::new();
-    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
-    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let (mut gw, mut lines) = both_listed(json!({}));
     let a = replay(&mut gw, PLAIN, &with_added_tool(PLAIN), &mut lines);
     let b = replay(&mut gw, CAPABLE, &with_added_tool(CAPABLE), &mut lines);
     assert_eq!((listed(&a), listed(&b)), (vec![0], vec![0]));
@@ -540,10 +541,7 @@ fn a_lock_of_a_views_new_list_does_not_drift_again() {
     // drifts; the operator locks the new catalogue; the view's next list verifies.
     let both = lock_of(&[PLAIN, CAPABLE]);
     let config = |lock: &Value| json!({"posture": "strict", "servers": {SERVER: {"lock": lock}}});
-    let mut gw = gateway(config(&both));
-    let mut lines = Vec::new();
-    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
-    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let (mut gw, mut lines) = both_listed(config(&both));
     let b = replay(&mut gw, CAPABLE, &with_added_tool(CAPABLE), &mut lines);
     assert_eq!(listed(&b), [0]);
     let mut tools = both["tools"].as_array().unwrap().clone();
@@ -843,10 +841,7 @@ fn elsewhere_try(gw: &mut NativeReplay, event: &toolseal_core::policy::status::E
 
 #[test]
 fn each_view_of_a_server_has_its_list_remembered() {
-    let mut gw = gateway(json!({}));
-    let mut lines = Vec::new();
-    replay(&mut gw, PLAIN, &transcript(PLAIN), &mut lines);
-    replay(&mut gw, CAPABLE, &transcript(CAPABLE), &mut lines);
+    let (mut gw, mut lines) = both_listed(json!({}));
     // Listed in turn: each view's list is the one remembered for it, not the other's.
     for _ in 0..2 {
         for name in [PLAIN, CAPABLE] {
